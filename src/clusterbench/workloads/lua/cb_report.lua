@@ -1,0 +1,151 @@
+-- clusterbench report wrapper for sysbench 1.0.20.
+--
+-- Usage: CLUSTERBENCH_SB_TEST=oltp_read_write sysbench /path/cb_report.lua [options] run
+--
+-- Loads the built-in test named by CLUSTERBENCH_SB_TEST (sysbench's package.path ends with its
+-- data directory, so require() finds /usr/share/sysbench/<test>.lua) and replaces the
+-- human-readable reports with one JSON object per line, prefixed with "CBJSON ", so that
+-- clusterbench never scrapes the screen format.
+--
+-- Latency histograms: the stat table given to the hooks only carries the single configured
+-- percentile. sysbench keeps its latency histogram in the exported global sb_latency_histogram,
+-- which we read through the FFI:
+--   * in report_intermediate, sysbench has just aggregated the interval's events into
+--     temp_array (only the reporting thread writes it), so temp_array IS the interval histogram;
+--   * the final cumulative array is zeroed before report_cumulative runs, so each worker
+--     snapshots the cumulative array in thread_done instead; the snapshot taken last (largest
+--     count) holds every event of the run (or since the warm-up checkpoint).
+-- The struct layout below mirrors sb_histogram.h of 1.0.20 (x86_64 glibc); the sanity check
+-- in hist_ok() turns histograms off rather than emit garbage if a build differs.
+
+local test = os.getenv("CLUSTERBENCH_SB_TEST")
+if test == nil or test == "" then
+   error("clusterbench: CLUSTERBENCH_SB_TEST is not set; it names the built-in test to run")
+end
+require(test)
+
+local ffi = require("ffi")
+
+ffi.cdef[[
+typedef struct {
+  uint64_t  *cumulative_array;
+  uint64_t   cumulative_nevents;
+  uint64_t  *temp_array;
+  uint64_t **interm_slots;
+  size_t     array_size;
+  double     range_min;
+  double     range_max;
+  double     range_deduct;
+  double     range_mult;
+  char       lock[56];
+} cb_sb_histogram_t;
+cb_sb_histogram_t sb_latency_histogram;
+double sb_histogram_get_pct_cumulative(cb_sb_histogram_t *h, double percentile);
+int pthread_rwlock_rdlock(void *lock);
+int pthread_rwlock_unlock(void *lock);
+]]
+
+local PREFIX = "CBJSON "
+local H = ffi.C.sb_latency_histogram
+
+local function hist_ok()
+   local n = tonumber(H.array_size)
+   return n ~= nil and n >= 16 and n <= 1000000 and H.range_min > 0
+      and H.range_max > H.range_min and H.range_mult > 0
+      and math.abs(H.range_deduct - math.log(H.range_min)) < 1e-9
+end
+
+local HIST_OK = hist_ok()
+
+local function num(x)
+   if x ~= x or x == math.huge or x == -math.huge then
+      return "null"
+   end
+   return string.format("%.17g", x)
+end
+
+local function scheme_json()
+   if not HIST_OK then
+      return "null"
+   end
+   return string.format('{"size":%d,"deduct":%s,"mult":%s}', tonumber(H.array_size),
+                        num(H.range_deduct), num(H.range_mult))
+end
+
+-- sparse [[index,count],...] of a uint64_t array
+local function buckets_json(arr)
+   local parts = {}
+   for i = 0, tonumber(H.array_size) - 1 do
+      local c = arr[i]
+      if c ~= 0 then
+         parts[#parts + 1] = string.format("[%d,%s]", i, tostring(c):gsub("ULL$", ""))
+      end
+   end
+   return "[" .. table.concat(parts, ",") .. "]"
+end
+
+local function emit(s)
+   -- one write per line: stdout is shared by the reporting and worker threads
+   io.stdout:write(PREFIX .. s .. "\n")
+   io.stdout:flush()
+end
+
+local function common(stat)
+   return string.format(
+      '"time_total":%s,"time_interval":%s,"threads":%d,"events":%s,"reads":%s,"writes":%s,' ..
+      '"other":%s,"errors":%s,"reconnects":%s,"percentile":%s,"latency_pct_ms":%s',
+      num(stat.time_total), num(stat.time_interval), stat.threads_running, num(stat.events),
+      num(stat.reads), num(stat.writes), num(stat.other), num(stat.errors), num(stat.reconnects),
+      num(sysbench.opt.percentile), num(stat.latency_pct * 1000))
+end
+
+function sysbench.hooks.report_intermediate(stat)
+   local hist = "null"
+   if HIST_OK then
+      hist = buckets_json(H.temp_array)
+   end
+   emit(string.format('{"type":"interval",%s,"queue_length":%s,"concurrency":%s,"hist_scheme":%s,"hist":%s}',
+                      common(stat), num(stat.queue_length or 0), num(stat.concurrency or 0),
+                      scheme_json(), hist))
+end
+
+function sysbench.hooks.report_cumulative(stat)
+   -- the checkpoint thread (used for the warm-up reset) runs with tid == threads
+   local kind = "summary"
+   if sysbench.tid == sysbench.opt.threads then
+      kind = "checkpoint"
+   end
+   emit(string.format('{"type":"%s",%s,"latency_min_ms":%s,"latency_avg_ms":%s,' ..
+                      '"latency_max_ms":%s,"latency_sum_ms":%s}',
+                      kind, common(stat), num(stat.latency_min * 1000),
+                      num(stat.latency_avg * 1000), num(stat.latency_max * 1000),
+                      num(stat.latency_sum * 1000)))
+end
+
+local function snapshot()
+   if not HIST_OK then
+      return
+   end
+   ffi.C.sb_histogram_get_pct_cumulative(H, 50)  -- merges pending slots, resets nothing
+   local lock = ffi.cast("void *", H.lock)
+   ffi.C.pthread_rwlock_rdlock(lock)
+   local body = buckets_json(H.cumulative_array)
+   local n = tostring(H.cumulative_nevents):gsub("ULL$", "")
+   ffi.C.pthread_rwlock_unlock(lock)
+   emit(string.format('{"type":"histogram","tid":%d,"count":%s,"hist_scheme":%s,"hist":%s}',
+                      sysbench.tid, n, scheme_json(), body))
+end
+
+if sysbench.cmdline.command == "run" then
+   local test_thread_done = thread_done
+   function thread_done(...)
+      local ok, err = true, nil
+      if test_thread_done ~= nil then
+         ok, err = pcall(test_thread_done, ...)
+      end
+      snapshot()
+      if not ok then
+         error(err, 0)
+      end
+   end
+end

@@ -1,0 +1,349 @@
+"""Parse the JSON lines the Lua report hook (lua/cb_report.lua) prints. Pure.
+
+Line kinds (each prefixed with ``CBJSON ``):
+  interval    one per --report-interval: counters for the interval, sysbench's percentile,
+              the interval's latency histogram
+  checkpoint  the cumulative report at the end of the warm-up (its reset starts the measurement)
+  histogram   a worker's snapshot of the cumulative histogram as it finishes; the largest is final
+  summary     the final cumulative report (covers the measured part only when warmup > 0)
+Anything else sysbench prints (banner, FATAL lines, ...) is not a report line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.errors import WorkloadError
+from clusterbench.workloads.histogram import HistogramScheme, LatencyHistogram, merge_all
+
+PREFIX = "CBJSON "
+EXTRA_PERCENTILES: tuple[float, ...] = (50.0, 95.0, 99.0, 99.9)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One interval of one client process. Counts are for the interval; rates are per second."""
+
+    t: float  # seconds since the start of the run (warm-up included), as sysbench reports it
+    interval: float
+    threads: int
+    events: int
+    reads: int
+    writes: int
+    other: int
+    errors: int
+    reconnects: int
+    percentile: float
+    lat_pct_ms: float | None  # sysbench's own value for `percentile`; None when no event completed
+    client: int = 0
+    hist: LatencyHistogram | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def tps(self) -> float:
+        return self.events / self.interval if self.interval > 0 else 0.0
+
+    @property
+    def qps_read(self) -> float:
+        return self.reads / self.interval if self.interval > 0 else 0.0
+
+    @property
+    def qps_write(self) -> float:
+        return self.writes / self.interval if self.interval > 0 else 0.0
+
+    @property
+    def qps_other(self) -> float:
+        return self.other / self.interval if self.interval > 0 else 0.0
+
+    @property
+    def qps(self) -> float:
+        return self.qps_read + self.qps_write + self.qps_other
+
+    def pct(self, p: float) -> float | None:
+        """Percentile from the interval histogram (exact sysbench rule), None if unknown."""
+        return self.hist.percentile(p) if self.hist is not None else None
+
+    @property
+    def lat_min_ms(self) -> float | None:
+        """From the histogram: the lowest non-empty bucket (within 1.8 %)."""
+        return self.hist.min_ms() if self.hist is not None else None
+
+    @property
+    def lat_avg_ms(self) -> float | None:
+        return self.hist.mean_ms() if self.hist is not None else None
+
+    @property
+    def lat_max_ms(self) -> float | None:
+        return self.hist.max_ms() if self.hist is not None else None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The final cumulative report of one client process, or the merge of several."""
+
+    duration: float
+    threads: int
+    events: int
+    reads: int
+    writes: int
+    other: int
+    errors: int
+    reconnects: int
+    lat_min_ms: float
+    lat_avg_ms: float
+    lat_max_ms: float
+    percentile: float
+    lat_pct_ms: float | None
+    hist: LatencyHistogram | None = field(default=None, compare=False, repr=False)
+    clients: int = 1
+
+    @property
+    def tps(self) -> float:
+        return self.events / self.duration if self.duration > 0 else 0.0
+
+    @property
+    def qps_read(self) -> float:
+        return self.reads / self.duration if self.duration > 0 else 0.0
+
+    @property
+    def qps_write(self) -> float:
+        return self.writes / self.duration if self.duration > 0 else 0.0
+
+    @property
+    def qps_other(self) -> float:
+        return self.other / self.duration if self.duration > 0 else 0.0
+
+    @property
+    def qps(self) -> float:
+        return self.qps_read + self.qps_write + self.qps_other
+
+    @property
+    def errors_per_s(self) -> float:
+        return self.errors / self.duration if self.duration > 0 else 0.0
+
+    @property
+    def reconnects_per_s(self) -> float:
+        return self.reconnects / self.duration if self.duration > 0 else 0.0
+
+    def pct(self, p: float) -> float | None:
+        if self.hist is not None and self.hist.total > 0:
+            return self.hist.percentile(p)
+        if p == self.percentile:
+            return self.lat_pct_ms
+        return None
+
+    def percentiles(self) -> dict[float, float | None]:
+        return {p: self.pct(p) for p in EXTRA_PERCENTILES}
+
+
+@dataclass
+class ParsedOutput:
+    samples: list[Sample]
+    summary: Summary | None
+    warmup_samples: list[Sample]
+    other_lines: list[str]
+
+
+def _int(d: dict[str, Any], key: str) -> int:
+    return int(round(float(d.get(key) or 0)))
+
+
+def _scheme(d: dict[str, Any]) -> HistogramScheme | None:
+    s = d.get("hist_scheme")
+    if not isinstance(s, dict):
+        return None
+    return HistogramScheme(int(s["size"]), float(s["deduct"]), float(s["mult"]))
+
+
+def _hist(d: dict[str, Any]) -> LatencyHistogram | None:
+    scheme = _scheme(d)
+    pairs = d.get("hist")
+    if scheme is None or not isinstance(pairs, list):
+        return None
+    return LatencyHistogram.from_pairs(scheme, pairs)
+
+
+def decode_line(line: str) -> dict[str, Any] | None:
+    """The JSON object of a report line, or None for any other line."""
+    line = line.rstrip("\r\n")
+    if not line.startswith(PREFIX):
+        return None
+    try:
+        obj = json.loads(line[len(PREFIX) :])
+    except json.JSONDecodeError as e:
+        raise WorkloadError(
+            f"malformed sysbench report line ({e.msg} at column {e.colno}); "
+            "check that the run used clusterbench's cb_report.lua"
+        ) from e
+    if not isinstance(obj, dict) or "type" not in obj:
+        raise WorkloadError("sysbench report line without a type; check cb_report.lua")
+    return obj
+
+
+def sample_from(obj: dict[str, Any], client: int = 0) -> Sample:
+    events = _int(obj, "events")
+    lat = obj.get("latency_pct_ms")
+    return Sample(
+        t=round(float(obj["time_total"]), 3),
+        interval=float(obj["time_interval"]),
+        threads=_int(obj, "threads"),
+        events=events,
+        reads=_int(obj, "reads"),
+        writes=_int(obj, "writes"),
+        other=_int(obj, "other"),
+        errors=_int(obj, "errors"),
+        reconnects=_int(obj, "reconnects"),
+        percentile=float(obj.get("percentile") or 0),
+        lat_pct_ms=float(lat) if lat is not None and events > 0 else None,
+        client=client,
+        hist=_hist(obj),
+    )
+
+
+def summary_from(obj: dict[str, Any], threads: int, hist: LatencyHistogram | None) -> Summary:
+    events = _int(obj, "events")
+    lat = obj.get("latency_pct_ms")
+    return Summary(
+        duration=float(obj["time_interval"]),
+        threads=threads,
+        events=events,
+        reads=_int(obj, "reads"),
+        writes=_int(obj, "writes"),
+        other=_int(obj, "other"),
+        errors=_int(obj, "errors"),
+        reconnects=_int(obj, "reconnects"),
+        lat_min_ms=float(obj.get("latency_min_ms") or 0.0),
+        lat_avg_ms=float(obj.get("latency_avg_ms") or 0.0),
+        lat_max_ms=float(obj.get("latency_max_ms") or 0.0),
+        percentile=float(obj.get("percentile") or 0),
+        lat_pct_ms=float(lat) if lat is not None and events > 0 else None,
+        hist=hist,
+    )
+
+
+def is_warmup(t: float, warmup: float, interval: float) -> bool:
+    """A sample is warm-up when its interval ends at or before the warm-up boundary (+10 % slack)."""
+    return warmup > 0 and t <= warmup + 0.1 * interval
+
+
+class OutputParser:
+    """Incremental parser: feed lines as they arrive, get samples back, read the summary at the end."""
+
+    def __init__(self, *, client: int = 0, warmup: float = 0.0, threads: int = 0) -> None:
+        self.client = client
+        self.warmup = warmup
+        self.threads = threads
+        self.samples: list[Sample] = []
+        self.warmup_samples: list[Sample] = []
+        self.other_lines: list[str] = []
+        self._summary_obj: dict[str, Any] | None = None
+        self._final_hist: LatencyHistogram | None = None
+
+    def feed(self, line: str) -> Sample | None:
+        """Returns the measured Sample the line carries, if any."""
+        obj = decode_line(line)
+        if obj is None:
+            stripped = line.rstrip("\r\n")
+            if stripped:
+                self.other_lines.append(stripped)
+            return None
+        kind = obj["type"]
+        if kind == "interval":
+            s = sample_from(obj, self.client)
+            if is_warmup(s.t, self.warmup, s.interval):
+                self.warmup_samples.append(s)
+                return None
+            self.samples.append(s)
+            return s
+        if kind == "histogram":
+            h = _hist(obj)
+            if h is not None and (self._final_hist is None or h.total >= self._final_hist.total):
+                self._final_hist = h
+        elif kind == "summary":
+            self._summary_obj = obj
+        return None
+
+    def summary(self) -> Summary | None:
+        if self._summary_obj is None:
+            return None
+        hist = self._final_hist
+        if hist is None:
+            hist = merge_all(s.hist for s in self.samples)
+        threads = self.threads or max((s.threads for s in self.samples), default=0)
+        return summary_from(self._summary_obj, threads, hist)
+
+    def result(self) -> ParsedOutput:
+        return ParsedOutput(self.samples, self.summary(), self.warmup_samples, self.other_lines)
+
+
+def parse_output(
+    lines: Iterable[str], *, client: int = 0, warmup: float = 0.0, threads: int = 0
+) -> ParsedOutput:
+    p = OutputParser(client=client, warmup=warmup, threads=threads)
+    for line in lines:
+        p.feed(line)
+    return p.result()
+
+
+def merge_summaries(summaries: list[Summary]) -> Summary | None:
+    """Several concurrent client processes as one: counts add up, latency histograms merge.
+
+    Duration is the longest client's; min/max are extremes; avg is event-weighted.
+    """
+    if not summaries:
+        return None
+    if len(summaries) == 1:
+        return summaries[0]
+    events = sum(s.events for s in summaries)
+    hist = merge_all(s.hist for s in summaries)
+    pct = summaries[0].percentile
+    return Summary(
+        duration=max(s.duration for s in summaries),
+        threads=sum(s.threads for s in summaries),
+        events=events,
+        reads=sum(s.reads for s in summaries),
+        writes=sum(s.writes for s in summaries),
+        other=sum(s.other for s in summaries),
+        errors=sum(s.errors for s in summaries),
+        reconnects=sum(s.reconnects for s in summaries),
+        lat_min_ms=min(s.lat_min_ms for s in summaries),
+        lat_avg_ms=(sum(s.lat_avg_ms * s.events for s in summaries) / events) if events else 0.0,
+        lat_max_ms=max(s.lat_max_ms for s in summaries),
+        percentile=pct,
+        lat_pct_ms=hist.percentile(pct) if hist is not None else None,
+        hist=hist,
+        clients=sum(s.clients for s in summaries),
+    )
+
+
+def combine_samples(samples: Iterable[Sample]) -> list[Sample]:
+    """Per-second totals across client processes: samples with the same rounded t are added up."""
+    by_t: dict[int, list[Sample]] = {}
+    for s in samples:
+        by_t.setdefault(round(s.t), []).append(s)
+    out: list[Sample] = []
+    for t in sorted(by_t):
+        group = by_t[t]
+        hist = merge_all(s.hist for s in group)
+        pct = group[0].percentile
+        events = sum(s.events for s in group)
+        out.append(
+            Sample(
+                t=float(t),
+                interval=max(s.interval for s in group),
+                threads=sum(s.threads for s in group),
+                events=events,
+                reads=sum(s.reads for s in group),
+                writes=sum(s.writes for s in group),
+                other=sum(s.other for s in group),
+                errors=sum(s.errors for s in group),
+                reconnects=sum(s.reconnects for s in group),
+                percentile=pct,
+                lat_pct_ms=hist.percentile(pct) if hist is not None and events else None,
+                client=-1,
+                hist=hist,
+            )
+        )
+    return out

@@ -1,0 +1,418 @@
+"""Run sysbench prepare / run / cleanup as real processes and stream their samples.
+
+Every argv is logged (password masked) before it runs. A run is bounded: sysbench's own --time,
+then a hard kill of exactly the processes started here (by their PID) after time + grace.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import shlex
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL is a dev extra
+
+from clusterbench.errors import WorkloadError
+from clusterbench.spec.endpoint import Endpoint
+from clusterbench.workloads.parse import OutputParser, Sample, Summary, merge_summaries
+from clusterbench.workloads.sysbench import (
+    SysbenchCommand,
+    SysbenchOptions,
+    build_command,
+    client_databases,
+    expected_tables,
+    prepare_group,
+    use_tls,
+)
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL = 40
+OTHER_TAIL = 40
+
+
+class Process(Protocol):
+    pid: int
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def kill(self) -> None: ...
+
+
+Spawn = Callable[[SysbenchCommand], Process]
+Connect = Callable[..., Any]
+
+
+def _spawn(cmd: SysbenchCommand) -> Process:
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.update(cmd.env)
+    return subprocess.Popen(  # noqa: S603 - argv built by build_command
+        list(cmd.argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(cmd.cwd) if cmd.cwd is not None else None,
+    )
+
+
+@dataclass
+class CommandOutput:
+    argv: tuple[str, ...]
+    returncode: int | None
+    stdout: list[str]
+    stderr: list[str]
+    killed: bool = False
+
+
+@dataclass
+class ClientRun:
+    client: int
+    database: str
+    command: SysbenchCommand
+    returncode: int | None = None
+    samples: list[Sample] = field(default_factory=list)
+    warmup_samples: list[Sample] = field(default_factory=list)
+    summary: Summary | None = None
+    stderr_tail: list[str] = field(default_factory=list)
+    other_tail: list[str] = field(default_factory=list)
+    killed: bool = False
+
+
+@dataclass
+class RunResult:
+    test: str
+    clients: list[ClientRun]
+    samples: list[Sample]
+    summary: Summary | None
+    exit_code: int
+    stderr_tail: list[str]
+    killed: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and self.summary is not None and not self.killed
+
+    def failure(self) -> str | None:
+        """One line saying why the run is not ok, or None."""
+        if self.ok:
+            return None
+        if self.killed:
+            return f"sysbench {self.test} overran its time limit and was killed"
+        fatal = next((ln for c in self.clients for ln in c.other_tail + c.stderr_tail if "FATAL" in ln), None)
+        if fatal:
+            return f"sysbench {self.test} failed: {fatal.strip()}"
+        if self.exit_code == 139 or self.exit_code == -11:
+            return f"sysbench {self.test} crashed (SIGSEGV); is the reconnect shim loaded?"
+        return f"sysbench {self.test} exited with {self.exit_code} and no summary"
+
+
+def _endpoint_label(endpoint: Endpoint, database: str) -> str:
+    addrs = ",".join(f"{a.host}:{a.port}" for a in endpoint.addresses)
+    return f"{endpoint.user}@{addrs}/{database}"
+
+
+def _first_fatal(lines: Sequence[str]) -> str | None:
+    return next((ln.strip() for ln in lines if "FATAL" in ln), None)
+
+
+class SysbenchRunner:
+    def __init__(
+        self,
+        *,
+        sysbench_bin: str = "sysbench",
+        shim: Path | None = None,
+        spawn: Spawn = _spawn,
+        connect: Connect = pymysql.connect,
+        monotonic: Callable[[], float] = time.monotonic,
+        grace: float = 30.0,
+        connect_timeout: float = 5.0,
+        poll_interval: float = 0.2,
+    ) -> None:
+        self.sysbench_bin = sysbench_bin
+        self.shim = shim
+        self.spawn = spawn
+        self.connect = connect
+        self.monotonic = monotonic
+        self.grace = grace
+        self.connect_timeout = connect_timeout
+        self.poll_interval = poll_interval
+
+    # ---- server checks -------------------------------------------------------------------
+
+    def _connect(self, endpoint: Endpoint, host: str, port: int, database: str | None, tls: bool) -> Any:
+        kwargs: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "user": endpoint.user,
+            "password": endpoint.password,
+            "connect_timeout": self.connect_timeout,
+            "read_timeout": max(self.connect_timeout, 30),
+        }
+        if database is not None:
+            kwargs["database"] = database
+        if tls and endpoint.tls_dir is not None:
+            kwargs.update(
+                ssl_ca=str(endpoint.tls_dir / "cacert.pem"),
+                ssl_cert=str(endpoint.tls_dir / "client-cert.pem"),
+                ssl_key=str(endpoint.tls_dir / "client-key.pem"),
+                ssl_verify_identity=False,
+            )
+        return self.connect(**kwargs)
+
+    def check_endpoint(
+        self, endpoint: Endpoint, databases: Sequence[str] | None = None, tls: bool | None = None
+    ) -> None:
+        """Connect once to every address (and database) with a short timeout; raise the server's error."""
+        dbs = list(dict.fromkeys(databases)) if databases else [endpoint.database]
+        want_tls = endpoint.tls if tls is None else tls
+        for addr in endpoint.addresses:
+            for db in dbs:
+                try:
+                    conn = self._connect(endpoint, addr.host, addr.port, db, want_tls)
+                except pymysql.err.MySQLError as e:
+                    code, msg = (e.args + (None, None))[:2] if e.args else (None, str(e))
+                    hint = (
+                        "create the database first" if code == 1049 else "check address, user, password, TLS"
+                    )
+                    raise WorkloadError(
+                        f"cannot connect to {endpoint.user}@{addr.host}:{addr.port}/{db}: "
+                        f"{msg} (error {code}); {hint}"
+                    ) from e
+                conn.close()
+
+    def existing_tables(self, endpoint: Endpoint, database: str, tls: bool) -> set[str]:
+        addr = endpoint.addresses[0]
+        conn = self._connect(endpoint, addr.host, addr.port, database, tls)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (database,)
+                )
+                return {str(row[0]) for row in cur.fetchall()}
+        finally:
+            conn.close()
+
+    # ---- one-shot commands ---------------------------------------------------------------
+
+    def _run_to_end(self, cmd: SysbenchCommand, timeout: float) -> CommandOutput:
+        log.info("running: %s", shlex.join(cmd.masked_argv()))
+        proc = self.spawn(cmd)
+        out: list[str] = []
+        err: list[str] = []
+        rc, killed = self._pump(
+            [proc], timeout, lambda _i, line: out.append(line), lambda _i, line: err.append(line)
+        )
+        return CommandOutput(cmd.argv, rc[0], out, err, killed[0])
+
+    def prepare(
+        self,
+        opts: SysbenchOptions,
+        endpoint: Endpoint,
+        *,
+        databases: Sequence[str] | None = None,
+        timeout: float = 3600.0,
+    ) -> list[CommandOutput]:
+        """Prepare opts.test's group in each database and check the tables are really there.
+
+        sysbench 1.0.20's prepare with --threads > 1 exits 0 even when every connection failed
+        (RECIPES S2), so the exit code alone proves nothing: look for FATAL and for the tables.
+        """
+        dbs = list(dict.fromkeys(databases)) if databases else [endpoint.database]
+        tls = use_tls(opts, endpoint)
+        self.check_endpoint(endpoint, dbs, tls)
+        group = prepare_group(opts.test)
+        outputs = []
+        for db in dbs:
+            cmd = build_command(opts, endpoint, "prepare", database=db, sysbench_bin=self.sysbench_bin)
+            res = self._run_to_end(cmd, timeout)
+            outputs.append(res)
+            where = _endpoint_label(endpoint, db)
+            fatal = _first_fatal(res.stdout + res.stderr)
+            if res.killed:
+                raise WorkloadError(
+                    f"sysbench prepare of {group} on {where} took over {timeout:.0f} s and was killed"
+                )
+            if fatal is not None:
+                raise WorkloadError(f"sysbench prepare of {group} on {where} failed: {fatal}")
+            if res.returncode != 0:
+                tail = (res.stderr or res.stdout or [f"exit code {res.returncode}"])[-1].strip()
+                raise WorkloadError(f"sysbench prepare of {group} on {where} failed: {tail}")
+            missing = sorted(set(expected_tables(opts, group)) - self.existing_tables(endpoint, db, tls))
+            if missing:
+                raise WorkloadError(
+                    f"sysbench prepare of {group} on {where} exited 0 but tables are missing: "
+                    f"{', '.join(missing)}; look at the server's error log"
+                )
+        return outputs
+
+    def cleanup(
+        self,
+        opts: SysbenchOptions,
+        endpoint: Endpoint,
+        *,
+        databases: Sequence[str] | None = None,
+        timeout: float = 600.0,
+    ) -> list[CommandOutput]:
+        dbs = list(dict.fromkeys(databases)) if databases else [endpoint.database]
+        outputs = []
+        for db in dbs:
+            cmd = build_command(opts, endpoint, "cleanup", database=db, sysbench_bin=self.sysbench_bin)
+            res = self._run_to_end(cmd, timeout)
+            outputs.append(res)
+            fatal = _first_fatal(res.stdout + res.stderr)
+            if fatal is not None or res.returncode != 0:
+                reason = fatal or f"exit code {res.returncode}"
+                raise WorkloadError(f"sysbench cleanup on {_endpoint_label(endpoint, db)} failed: {reason}")
+        return outputs
+
+    # ---- the measured run ----------------------------------------------------------------
+
+    def run(
+        self,
+        opts: SysbenchOptions,
+        endpoint: Endpoint,
+        *,
+        clients: int = 1,
+        separate_schemas: bool = False,
+        on_sample: Callable[[Sample], None] | None = None,
+        preflight: bool = True,
+    ) -> RunResult:
+        """Run opts.test from `clients` sysbench processes at once; samples go to on_sample as they arrive.
+
+        on_sample is called in this thread, one measured (post-warm-up) sample at a time.
+        """
+        dbs = client_databases(endpoint, clients, separate_schemas)
+        if preflight:
+            self.check_endpoint(endpoint, dbs, use_tls(opts, endpoint))
+        runs: list[ClientRun] = []
+        parsers: list[OutputParser] = []
+        stderr_tails: list[deque[str]] = []
+        other_tails: list[deque[str]] = []
+        for i, db in enumerate(dbs):
+            cmd = build_command(
+                opts, endpoint, "run", database=db, sysbench_bin=self.sysbench_bin, shim=self.shim
+            )
+            runs.append(ClientRun(client=i, database=db, command=cmd))
+            parsers.append(OutputParser(client=i, warmup=opts.warmup, threads=opts.threads))
+            stderr_tails.append(deque(maxlen=STDERR_TAIL))
+            other_tails.append(deque(maxlen=OTHER_TAIL))
+
+        def on_out(i: int, line: str) -> None:
+            sample = parsers[i].feed(line)
+            if sample is None:
+                if not line.startswith("CBJSON "):
+                    other_tails[i].append(line.rstrip("\n"))
+            elif on_sample is not None:
+                on_sample(sample)
+
+        def on_err(i: int, line: str) -> None:
+            stderr_tails[i].append(line.rstrip("\n"))
+
+        procs: list[Process] = []
+        for r in runs:
+            env_note = " ".join(f"{k}={v}" for k, v in sorted(r.command.env.items()))
+            log.info("running: %s %s", env_note, shlex.join(r.command.masked_argv()))
+            procs.append(self.spawn(r.command))
+        rcs, killed = self._pump(procs, opts.total_time + self.grace, on_out, on_err)
+
+        for i, r in enumerate(runs):
+            parsed = parsers[i].result()
+            r.returncode = rcs[i]
+            r.killed = killed[i]
+            r.samples = parsed.samples
+            r.warmup_samples = parsed.warmup_samples
+            r.summary = parsed.summary
+            r.stderr_tail = list(stderr_tails[i])
+            r.other_tail = list(other_tails[i])
+        summaries = [r.summary for r in runs if r.summary is not None]
+        summary = merge_summaries(summaries) if len(summaries) == len(runs) else None
+        exit_code: int = next((rc for rc in rcs if rc is not None and rc != 0), 0)
+        if any(rc is None for rc in rcs) and exit_code == 0:
+            exit_code = -9
+        return RunResult(
+            test=opts.test,
+            clients=runs,
+            samples=[s for r in runs for s in r.samples],
+            summary=summary,
+            exit_code=exit_code,
+            stderr_tail=[ln for r in runs for ln in r.stderr_tail][-STDERR_TAIL:],
+            killed=any(killed),
+        )
+
+    def _pump(
+        self,
+        procs: Sequence[Process],
+        limit: float,
+        on_out: Callable[[int, str], None],
+        on_err: Callable[[int, str], None],
+    ) -> tuple[list[int | None], list[bool]]:
+        """Read all pipes line by line until every process exits or the deadline passes."""
+        deadline = self.monotonic() + limit
+        sel = selectors.DefaultSelector()
+        buffers: dict[tuple[int, str], bytes] = {}
+        for i, p in enumerate(procs):
+            for name, stream in (("out", p.stdout), ("err", p.stderr)):
+                if stream is not None:
+                    os.set_blocking(stream.fileno(), False)
+                    sel.register(stream, selectors.EVENT_READ, (i, name))
+                    buffers[(i, name)] = b""
+        killed = [False] * len(procs)
+
+        def deliver(i: int, name: str, raw: bytes) -> None:
+            line = raw.decode("utf-8", "replace")
+            (on_out if name == "out" else on_err)(i, line)
+
+        try:
+            while sel.get_map():
+                now = self.monotonic()
+                if now >= deadline:
+                    for i, p in enumerate(procs):
+                        if p.poll() is None:
+                            log.warning("sysbench pid %d overran its time limit; killing it", p.pid)
+                            p.kill()
+                            killed[i] = True
+                    deadline = float("inf")
+                timeout = min(self.poll_interval, max(0.0, deadline - now))
+                for key, _ in sel.select(timeout):
+                    i, name = key.data
+                    try:
+                        chunk = os.read(key.fd, 65536)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        rest = buffers.pop((i, name))
+                        if rest:
+                            deliver(i, name, rest)
+                        continue
+                    data = buffers[(i, name)] + chunk
+                    *lines, buffers[(i, name)] = data.split(b"\n")
+                    for raw in lines:
+                        deliver(i, name, raw + b"\n")
+        finally:
+            sel.close()
+            for i, p in enumerate(procs):
+                if p.poll() is None and not killed[i]:
+                    # interrupted (Ctrl-C or an error in a callback): stop what we started, by PID
+                    log.warning("stopping sysbench pid %d", p.pid)
+                    p.kill()
+                    killed[i] = True
+            for p in procs:
+                p.wait()
+            for p in procs:
+                for stream in (p.stdout, p.stderr):
+                    if stream is not None:
+                        stream.close()
+        return [p.poll() for p in procs], killed

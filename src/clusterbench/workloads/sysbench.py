@@ -1,0 +1,298 @@
+"""sysbench 1.0.20 as a workload: options model and pure argv builders.
+
+Nothing here runs a process; `runner.py` does. Every command is a `SysbenchCommand` value
+(argv, env, cwd) so that tests can compare it exactly and the runner can log it before running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from clusterbench.errors import InputError
+from clusterbench.spec.endpoint import Endpoint
+
+KNOWN_TESTS: tuple[str, ...] = (
+    "bulk_insert",
+    "oltp_delete",
+    "oltp_insert",
+    "oltp_point_select",
+    "oltp_read_only",
+    "oltp_read_write",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_write_only",
+    "select_random_points",
+    "select_random_ranges",
+)
+
+# The tests built on oltp_common.lua share the sbtest1..N tables (id, k, c, pad).
+# select_random_* only read sbtest1 (their own prepare refuses --tables > 1, so the group is
+# always prepared with oltp_read_write). bulk_insert creates sbtest1..<threads> with a different
+# (id, k) schema in the same database, and its run inserts ids from 1 again, so it needs its own
+# freshly prepared tables every time and must never meet the oltp tables.
+OLTP_GROUP = "oltp"
+BULK_GROUP = "bulk_insert"
+OLTP_PREPARE_TEST = "oltp_read_write"
+
+# sysbench's own default list, plus what keeps a run alive through node kills, balancer
+# failover and Galera state changes. Reconnect codes (2013, 2006, 2011, 2055) need the shim
+# (upstream sysbench issue #527); the runner always preloads it.
+SYSBENCH_DEFAULT_IGNORE: tuple[int, ...] = (1213, 1020, 1205)
+DEFAULT_IGNORE_ERRORS: tuple[int, ...] = SYSBENCH_DEFAULT_IGNORE + (
+    2013,  # CR_SERVER_LOST: connection lost during a query -> reconnect
+    2006,  # CR_SERVER_GONE_ERROR: server has gone away -> reconnect
+    2011,  # CR_TCP_CONNECTION -> reconnect
+    2055,  # CR_SERVER_LOST_EXTENDED -> reconnect
+    1047,  # ER_UNKNOWN_COM_ERROR: Galera node not Primary / not ready (WSREP has not yet prepared node)
+    1053,  # ER_SERVER_SHUTDOWN: the node is shutting down
+    1927,  # ER_CONNECTION_KILLED: the session was killed (MariaDB)
+    4031,  # ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8 servers)
+)
+
+RandType = Literal["uniform", "gaussian", "special", "pareto"]
+Command = Literal["prepare", "run", "cleanup"]
+
+REPORT_SCRIPT_ENV = "CLUSTERBENCH_SB_TEST"
+
+
+class SysbenchOptions(BaseModel):
+    """One sysbench test as the user asks for it. Defaults are sysbench's, except where noted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    test: str
+    tables: int = Field(4, ge=1)
+    table_size: int = Field(10000, ge=1)
+    threads: int = Field(4, gt=0)
+    time: int = Field(10, gt=0, description="measured seconds, after the warm-up")
+    warmup: int = Field(0, ge=0, description="seconds run before `time`, excluded from results")
+    rate: int = Field(0, ge=0, description="target transactions per second; 0 = unlimited")
+    rand_type: RandType = "special"
+    report_interval: int = Field(1, ge=1, description="seconds per sample")
+    percentile: int = Field(95, ge=1, le=100)
+    tls: bool | None = Field(None, description="None: as the endpoint says")
+    compression: bool = False
+    ignore_errors: tuple[int, ...] | Literal["all"] = DEFAULT_IGNORE_ERRORS
+    db_ps_mode: Literal["auto", "disable"] = "auto"
+    extra: tuple[str, ...] = Field((), description="more --name=value options for run, passed as they are")
+    prepare_extra: tuple[str, ...] = Field(
+        (), description="more options for prepare, e.g. --create_secondary=off, --mysql_storage_engine=..."
+    )
+
+    @field_validator("test")
+    @classmethod
+    def _known_test(cls, v: str) -> str:
+        check_known_tests([v])
+        return v
+
+    @field_validator("extra", "prepare_extra")
+    @classmethod
+    def _extra_are_options(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for item in v:
+            if not item.startswith("--"):
+                raise ValueError(f"extra option {item!r} must look like --name=value")
+        return v
+
+    @property
+    def total_time(self) -> int:
+        return self.warmup + self.time
+
+
+def check_known_tests(tests: Iterable[str]) -> None:
+    unknown = [t for t in tests if t not in KNOWN_TESTS]
+    if unknown:
+        raise InputError(
+            f"unknown sysbench test {', '.join(repr(t) for t in unknown)}; "
+            f"known tests: {', '.join(KNOWN_TESTS)}"
+        )
+
+
+def prepare_group(test: str) -> str:
+    check_known_tests([test])
+    return BULK_GROUP if test == BULK_GROUP else OLTP_GROUP
+
+
+@dataclass(frozen=True)
+class PrepareGroup:
+    """Tests that run on one prepared set of tables: prepare once, run each, clean up once."""
+
+    name: str
+    tests: tuple[str, ...]
+    prepare_test: str
+
+
+def group_tests(tests: Sequence[str]) -> list[PrepareGroup]:
+    """Group tests into prepare groups, keeping the user's order of first appearance.
+
+    Each bulk_insert occurrence is a group of its own (its run consumes the prepared tables).
+    """
+    check_known_tests(tests)
+    groups: list[PrepareGroup] = []
+    oltp_index: int | None = None
+    for test in tests:
+        if test == BULK_GROUP:
+            groups.append(PrepareGroup(BULK_GROUP, (test,), BULK_GROUP))
+        elif oltp_index is None:
+            oltp_index = len(groups)
+            groups.append(PrepareGroup(OLTP_GROUP, (test,), OLTP_PREPARE_TEST))
+        else:
+            g = groups[oltp_index]
+            groups[oltp_index] = PrepareGroup(g.name, (*g.tests, test), g.prepare_test)
+    return groups
+
+
+def client_databases(endpoint: Endpoint, clients: int, separate_schemas: bool) -> list[str]:
+    """The schema each client process uses. Creating them is the caller's job."""
+    if clients < 1:
+        raise InputError(f"clients must be at least 1, got {clients}; pass a positive number of clients")
+    if not separate_schemas:
+        return [endpoint.database] * clients
+    return [f"{endpoint.database}{i}" for i in range(1, clients + 1)]
+
+
+def needed_schemas(endpoint: Endpoint, clients: int, separate_schemas: bool) -> list[str]:
+    """Distinct schemas that must exist before prepare."""
+    return sorted(set(client_databases(endpoint, clients, separate_schemas)))
+
+
+def expected_tables(opts: SysbenchOptions, group: str) -> list[str]:
+    """Tables a successful prepare of `group` leaves behind."""
+    n = opts.threads if group == BULK_GROUP else opts.tables
+    return [f"sbtest{i}" for i in range(1, n + 1)]
+
+
+def report_script() -> Path:
+    """Path of the Lua wrapper that turns sysbench's reports into JSON lines."""
+    return Path(str(resources.files("clusterbench.workloads") / "lua" / "cb_report.lua"))
+
+
+@dataclass(frozen=True)
+class SysbenchCommand:
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+
+    def masked_argv(self) -> tuple[str, ...]:
+        return tuple("--mysql-password=***" if a.startswith("--mysql-password=") else a for a in self.argv)
+
+
+def _onoff(v: bool) -> str:
+    return "on" if v else "off"
+
+
+def connection_args(endpoint: Endpoint, database: str | None = None) -> list[str]:
+    """--mysql-* options for an endpoint.
+
+    sysbench 1.0.20 walks hosts x ports (for each host, every port), so a multi-address
+    endpoint must share one port (host list) or one host (port list).
+    """
+    if not endpoint.addresses:
+        raise InputError(f"endpoint {endpoint.name!r} has no addresses; give it at least one host:port")
+    hosts = list(dict.fromkeys(a.host for a in endpoint.addresses))
+    ports = list(dict.fromkeys(a.port for a in endpoint.addresses))
+    if len(hosts) > 1 and len(ports) > 1:
+        raise InputError(
+            f"endpoint {endpoint.name!r} mixes several hosts and several ports; sysbench 1.0.20 would "
+            "connect to every host x port pair; use one port for all hosts or a balancer endpoint"
+        )
+    return [
+        "--db-driver=mysql",
+        f"--mysql-host={','.join(hosts)}",
+        f"--mysql-port={','.join(str(p) for p in ports)}",
+        f"--mysql-user={endpoint.user}",
+        f"--mysql-password={endpoint.password}",
+        f"--mysql-db={database if database is not None else endpoint.database}",
+    ]
+
+
+def use_tls(opts: SysbenchOptions, endpoint: Endpoint) -> bool:
+    return endpoint.tls if opts.tls is None else opts.tls
+
+
+def tls_cwd(opts: SysbenchOptions, endpoint: Endpoint) -> Path | None:
+    # sysbench 1.0.20 calls mysql_ssl_set(con, "client-key.pem", "client-cert.pem", "cacert.pem", ...)
+    # with names relative to the current directory, so it must run inside the certificate folder.
+    if not use_tls(opts, endpoint):
+        return None
+    if endpoint.tls_dir is None:
+        raise InputError(
+            f"endpoint {endpoint.name!r} asks for TLS but has no tls_dir; set tls_dir to the folder "
+            "holding cacert.pem, client-cert.pem and client-key.pem"
+        )
+    return endpoint.tls_dir
+
+
+def _common_args(opts: SysbenchOptions, endpoint: Endpoint, database: str | None) -> list[str]:
+    args = connection_args(endpoint, database)
+    args += [
+        f"--mysql-ssl={_onoff(use_tls(opts, endpoint))}",
+        f"--mysql-compression={_onoff(opts.compression)}",
+        f"--tables={opts.tables}",
+        f"--table-size={opts.table_size}",
+        f"--threads={opts.threads}",
+        f"--db-ps-mode={opts.db_ps_mode}",
+    ]
+    if endpoint.galera:
+        # Galera's auto_increment_increment leaves sparse ids with auto_inc=on: point selects
+        # miss and delete/insert grows the tables (RECIPES S1).
+        args.append("--auto_inc=off")
+    return args
+
+
+def _ignore_errors_arg(opts: SysbenchOptions) -> str:
+    if opts.ignore_errors == "all":
+        return "--mysql-ignore-errors=all"
+    return "--mysql-ignore-errors=" + ",".join(str(c) for c in opts.ignore_errors)
+
+
+def build_command(
+    opts: SysbenchOptions,
+    endpoint: Endpoint,
+    command: Command,
+    *,
+    database: str | None = None,
+    sysbench_bin: str = "sysbench",
+    shim: Path | None = None,
+) -> SysbenchCommand:
+    """argv/env/cwd for one sysbench invocation.
+
+    prepare and cleanup use the plain built-in test (prepare uses the group's prepare test);
+    run uses the JSON report wrapper with the test named in CLUSTERBENCH_SB_TEST and the
+    reconnect shim in LD_PRELOAD (set on sysbench's environment only).
+    """
+    cwd = tls_cwd(opts, endpoint)
+    env: dict[str, str] = {}
+    if command == "run":
+        argv = [sysbench_bin, str(report_script())]
+        env[REPORT_SCRIPT_ENV] = opts.test
+        if shim is not None:
+            env["LD_PRELOAD"] = str(shim)
+    else:
+        group_test = OLTP_PREPARE_TEST if prepare_group(opts.test) == OLTP_GROUP else BULK_GROUP
+        argv = [sysbench_bin, group_test]
+    argv += _common_args(opts, endpoint, database)
+    if command == "run":
+        argv += [
+            f"--time={opts.total_time}",
+            f"--report-interval={opts.report_interval}",
+            f"--rate={opts.rate}",
+            f"--rand-type={opts.rand_type}",
+            f"--percentile={opts.percentile}",
+            _ignore_errors_arg(opts),
+        ]
+        if opts.warmup > 0:
+            # 1.0.20 has no --warmup-time; a checkpoint at the end of the warm-up resets the
+            # cumulative counters, timers and histogram, so the final summary covers only the
+            # measured part. Samples from the warm-up are dropped by the parser.
+            argv.append(f"--report-checkpoints={opts.warmup}")
+        argv += list(opts.extra)
+    elif command == "prepare":
+        argv += list(opts.prepare_extra)
+    argv.append(command)
+    return SysbenchCommand(argv=tuple(argv), env=env, cwd=cwd)
