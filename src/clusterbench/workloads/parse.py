@@ -185,6 +185,11 @@ def decode_line(line: str) -> dict[str, Any] | None:
 def sample_from(obj: dict[str, Any], client: int = 0) -> Sample:
     events = _int(obj, "events")
     lat = obj.get("latency_pct_ms")
+    hist = _hist(obj)
+    if hist is not None and events >= 10 and hist.total < events / 2:
+        # The interval's events were aggregated elsewhere first (warm-up checkpoint race):
+        # both its histogram and sysbench's percentile for it are meaningless.
+        hist, lat = None, None
     return Sample(
         t=round(float(obj["time_total"]), 3),
         interval=float(obj["time_interval"]),
@@ -198,7 +203,7 @@ def sample_from(obj: dict[str, Any], client: int = 0) -> Sample:
         percentile=float(obj.get("percentile") or 0),
         lat_pct_ms=float(lat) if lat is not None and events > 0 else None,
         client=client,
-        hist=_hist(obj),
+        hist=hist,
     )
 
 

@@ -6,6 +6,7 @@ then a hard kill of exactly the processes started here (by their PID) after time
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import selectors
@@ -235,10 +236,18 @@ class SysbenchRunner:
         group = prepare_group(opts.test)
         outputs = []
         for db in dbs:
+            where = _endpoint_label(endpoint, db)
+            present = sorted(set(expected_tables(opts, group)) & self.existing_tables(endpoint, db, tls))
+            if present:
+                # bulk_insert's prepare says CREATE TABLE IF NOT EXISTS and would reuse oltp tables
+                # of another shape; oltp's prepare would fail on them. Either way: clean up first.
+                raise WorkloadError(
+                    f"tables {', '.join(present)} already exist in {where}; run the cleanup of the "
+                    f"previous test group before preparing {group}"
+                )
             cmd = build_command(opts, endpoint, "prepare", database=db, sysbench_bin=self.sysbench_bin)
             res = self._run_to_end(cmd, timeout)
             outputs.append(res)
-            where = _endpoint_label(endpoint, db)
             fatal = _first_fatal(res.stdout + res.stderr)
             if res.killed:
                 raise WorkloadError(
@@ -351,6 +360,14 @@ class SysbenchRunner:
             killed=any(killed),
         )
 
+    @staticmethod
+    def _kill_running(procs: Sequence[Process], killed: list[bool], why: str) -> None:
+        for i, p in enumerate(procs):
+            if p.poll() is None:
+                log.warning("sysbench pid %d %s; killing it", p.pid, why)
+                p.kill()
+                killed[i] = True
+
     def _pump(
         self,
         procs: Sequence[Process],
@@ -374,15 +391,12 @@ class SysbenchRunner:
             line = raw.decode("utf-8", "replace")
             (on_out if name == "out" else on_err)(i, line)
 
+        finished = False
         try:
             while sel.get_map():
                 now = self.monotonic()
                 if now >= deadline:
-                    for i, p in enumerate(procs):
-                        if p.poll() is None:
-                            log.warning("sysbench pid %d overran its time limit; killing it", p.pid)
-                            p.kill()
-                            killed[i] = True
+                    self._kill_running(procs, killed, "overran its time limit")
                     deadline = float("inf")
                 timeout = min(self.poll_interval, max(0.0, deadline - now))
                 for key, _ in sel.select(timeout):
@@ -401,14 +415,18 @@ class SysbenchRunner:
                     *lines, buffers[(i, name)] = data.split(b"\n")
                     for raw in lines:
                         deliver(i, name, raw + b"\n")
+            # all pipes are closed: the processes are exiting; give them until the deadline
+            for p in procs:
+                while p.poll() is None and self.monotonic() < deadline:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        p.wait(timeout=self.poll_interval)
+            self._kill_running(procs, killed, "overran its time limit")
+            finished = True
         finally:
             sel.close()
-            for i, p in enumerate(procs):
-                if p.poll() is None and not killed[i]:
-                    # interrupted (Ctrl-C or an error in a callback): stop what we started, by PID
-                    log.warning("stopping sysbench pid %d", p.pid)
-                    p.kill()
-                    killed[i] = True
+            if not finished:
+                # interrupted (Ctrl-C or an error in a callback): stop what we started, by PID
+                self._kill_running(procs, killed, "was interrupted")
             for p in procs:
                 p.wait()
             for p in procs:

@@ -67,22 +67,25 @@ class SysbenchOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     test: str
-    tables: int = Field(4, ge=1)
-    table_size: int = Field(10000, ge=1)
-    threads: int = Field(4, gt=0)
-    time: int = Field(10, gt=0, description="measured seconds, after the warm-up")
-    warmup: int = Field(0, ge=0, description="seconds run before `time`, excluded from results")
-    rate: int = Field(0, ge=0, description="target transactions per second; 0 = unlimited")
+    tables: int = Field(default=4, ge=1)
+    table_size: int = Field(default=10000, ge=1)
+    threads: int = Field(default=4, gt=0)
+    time: int = Field(default=10, gt=0, description="measured seconds, after the warm-up")
+    warmup: int = Field(default=0, ge=0, description="seconds run before `time`, excluded from results")
+    rate: int = Field(default=0, ge=0, description="target transactions per second; 0 = unlimited")
     rand_type: RandType = "special"
-    report_interval: int = Field(1, ge=1, description="seconds per sample")
-    percentile: int = Field(95, ge=1, le=100)
-    tls: bool | None = Field(None, description="None: as the endpoint says")
+    report_interval: int = Field(default=1, ge=1, description="seconds per sample")
+    percentile: int = Field(default=95, ge=1, le=100)
+    tls: bool | None = Field(default=None, description="None: as the endpoint says")
     compression: bool = False
     ignore_errors: tuple[int, ...] | Literal["all"] = DEFAULT_IGNORE_ERRORS
     db_ps_mode: Literal["auto", "disable"] = "auto"
-    extra: tuple[str, ...] = Field((), description="more --name=value options for run, passed as they are")
+    extra: tuple[str, ...] = Field(
+        default=(), description="more --name=value options for run, passed as they are"
+    )
     prepare_extra: tuple[str, ...] = Field(
-        (), description="more options for prepare, e.g. --create_secondary=off, --mysql_storage_engine=..."
+        default=(),
+        description="more options for prepare, e.g. --create_secondary=off, --mysql_storage_engine=...",
     )
 
     @field_validator("test")

@@ -13,8 +13,8 @@
 --   * in report_intermediate, sysbench has just aggregated the interval's events into
 --     temp_array (only the reporting thread writes it), so temp_array IS the interval histogram;
 --   * the final cumulative array is zeroed before report_cumulative runs, so each worker
---     snapshots the cumulative array in thread_done instead; the snapshot taken last (largest
---     count) holds every event of the run (or since the warm-up checkpoint).
+--     snapshots cumulative array + pending slots in thread_done instead; the snapshot taken
+--     last (largest count) holds every event of the run (or since the warm-up checkpoint).
 -- The struct layout below mirrors sb_histogram.h of 1.0.20 (x86_64 glibc); the sanity check
 -- in hist_ok() turns histograms off rather than emit garbage if a build differs.
 
@@ -40,7 +40,6 @@ typedef struct {
   char       lock[56];
 } cb_sb_histogram_t;
 cb_sb_histogram_t sb_latency_histogram;
-double sb_histogram_get_pct_cumulative(cb_sb_histogram_t *h, double percentile);
 int pthread_rwlock_rdlock(void *lock);
 int pthread_rwlock_unlock(void *lock);
 ]]
@@ -122,18 +121,32 @@ function sysbench.hooks.report_cumulative(stat)
                       num(stat.latency_sum * 1000)))
 end
 
+local NSLOTS = 128  -- SB_HISTOGRAM_NSLOTS in sb_histogram.c
+
+-- cumulative array plus the not yet aggregated per-slot counts, read without merging them, so
+-- that the reporting thread still sees every event in its next interval histogram
 local function snapshot()
    if not HIST_OK then
       return
    end
-   ffi.C.sb_histogram_get_pct_cumulative(H, 50)  -- merges pending slots, resets nothing
    local lock = ffi.cast("void *", H.lock)
+   local n = tonumber(H.array_size)
+   local parts = {}
+   local total = 0
    ffi.C.pthread_rwlock_rdlock(lock)
-   local body = buckets_json(H.cumulative_array)
-   local n = tostring(H.cumulative_nevents):gsub("ULL$", "")
+   for i = 0, n - 1 do
+      local c = tonumber(H.cumulative_array[i])
+      for s = 0, NSLOTS - 1 do
+         c = c + tonumber(H.interm_slots[s][i])
+      end
+      if c ~= 0 then
+         parts[#parts + 1] = string.format("[%d,%d]", i, c)
+         total = total + c
+      end
+   end
    ffi.C.pthread_rwlock_unlock(lock)
-   emit(string.format('{"type":"histogram","tid":%d,"count":%s,"hist_scheme":%s,"hist":%s}',
-                      sysbench.tid, n, scheme_json(), body))
+   emit(string.format('{"type":"histogram","tid":%d,"count":%d,"hist_scheme":%s,"hist":[%s]}',
+                      sysbench.tid, total, scheme_json(), table.concat(parts, ",")))
 end
 
 if sysbench.cmdline.command == "run" then
