@@ -1,0 +1,109 @@
+"""SQLite schema as numbered migrations. PRAGMA user_version holds the number applied last."""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, trials, samples, summaries, histograms, events, provenance
+    """
+    CREATE TABLE runs (
+        id           INTEGER PRIMARY KEY,
+        kind         TEXT NOT NULL,
+        name         TEXT NOT NULL DEFAULT '',
+        command_line TEXT NOT NULL DEFAULT '',
+        notes        TEXT NOT NULL DEFAULT '',
+        status       TEXT NOT NULL CHECK (status IN ('running', 'completed', 'interrupted', 'failed')),
+        started_at   TEXT NOT NULL,
+        ended_at     TEXT,
+        owner_pid    INTEGER,
+        owner_start  INTEGER
+    );
+    CREATE TABLE trials (
+        id         INTEGER PRIMARY KEY,
+        run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,
+        workload   TEXT NOT NULL,
+        params     TEXT NOT NULL DEFAULT '{}',
+        status     TEXT NOT NULL CHECK (status IN ('running', 'completed', 'interrupted', 'failed')),
+        started_at TEXT NOT NULL,
+        ended_at   TEXT,
+        UNIQUE (run_id, seq)
+    );
+    CREATE TABLE samples (
+        id         INTEGER PRIMARY KEY,
+        trial_id   INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        client     INTEGER NOT NULL,
+        t          REAL NOT NULL,
+        interval   REAL NOT NULL,
+        threads    INTEGER NOT NULL,
+        events     INTEGER NOT NULL,
+        tps        REAL NOT NULL,
+        qps_read   REAL NOT NULL,
+        qps_write  REAL NOT NULL,
+        qps_other  REAL NOT NULL,
+        lat_min    REAL,
+        lat_avg    REAL,
+        lat_max    REAL,
+        percentile REAL,
+        lat_pct    REAL,
+        p50        REAL,
+        p95        REAL,
+        p99        REAL,
+        p999       REAL,
+        errors     INTEGER NOT NULL,
+        reconnects INTEGER NOT NULL,
+        hist       TEXT
+    );
+    CREATE INDEX samples_trial ON samples (trial_id, client, t);
+    CREATE TABLE summaries (
+        trial_id   INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        client     INTEGER NOT NULL,
+        duration   REAL NOT NULL,
+        threads    INTEGER NOT NULL,
+        events     INTEGER NOT NULL,
+        tps        REAL NOT NULL,
+        qps_read   REAL NOT NULL,
+        qps_write  REAL NOT NULL,
+        qps_other  REAL NOT NULL,
+        lat_min    REAL NOT NULL,
+        lat_avg    REAL NOT NULL,
+        lat_max    REAL NOT NULL,
+        percentile REAL NOT NULL,
+        lat_pct    REAL,
+        p50        REAL,
+        p95        REAL,
+        p99        REAL,
+        p999       REAL,
+        errors     INTEGER NOT NULL,
+        reconnects INTEGER NOT NULL,
+        exit_code  INTEGER,
+        PRIMARY KEY (trial_id, client)
+    );
+    CREATE TABLE histograms (
+        trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        client   INTEGER NOT NULL,
+        idx      INTEGER NOT NULL,
+        value_ms REAL NOT NULL,
+        le_ms    REAL NOT NULL,
+        count    INTEGER NOT NULL,
+        PRIMARY KEY (trial_id, client, idx)
+    );
+    CREATE TABLE events (
+        id       INTEGER PRIMARY KEY,
+        run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        trial_id INTEGER REFERENCES trials(id) ON DELETE CASCADE,
+        at       TEXT NOT NULL,
+        t        REAL,
+        kind     TEXT NOT NULL,
+        detail   TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE provenance (
+        run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        trial_id INTEGER REFERENCES trials(id) ON DELETE CASCADE,
+        key      TEXT NOT NULL,
+        value    TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX provenance_key ON provenance (run_id, COALESCE(trial_id, -1), key);
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from clusterbench.errors import InputError
+from clusterbench.store import SCHEMA_VERSION, Store, process_start_ticks
+from clusterbench.workloads.parse import parse_output
+
+DATA = Path(__file__).parents[1] / "workloads" / "data"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store.open(tmp_path / "runs.sqlite", clock=Clock())
+
+
+def parsed(name: str, warmup: float = 0) -> object:
+    return parse_output((DATA / name).read_text().splitlines(), warmup=warmup, threads=2)
+
+
+def test_schema_version_and_wal(store: Store) -> None:
+    assert store.version == SCHEMA_VERSION == 1
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.migrate()  # idempotent
+    assert store.version == 1
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    s = Store.open(tmp_path / "x.sqlite")
+    s.conn.execute("PRAGMA user_version=99")
+    s.close()
+    with pytest.raises(InputError, match="newer than this clusterbench"):
+        Store.open(tmp_path / "x.sqlite")
+
+
+def test_run_trial_samples_summary_roundtrip(store: Store, tmp_path: Path) -> None:
+    run = store.create_run("bench", name="rw", command_line="clusterbench bench x.toml")
+    trial = store.add_trial(run, 1, "oltp_read_write", {"threads": 2})
+    p = parse_output((DATA / "oltp_read_write_warmup1.out").read_text().splitlines(), warmup=1, threads=2)
+    for s in p.samples:
+        store.add_sample(trial, s)
+    # a second connection sees the samples before the run finishes (committed as they arrive)
+    other = Store.open(tmp_path / "runs.sqlite")
+    assert [r["t"] for r in other.samples(trial)] == [2.0, 3.0]
+    other.close()
+    assert p.summary is not None
+    store.add_summary(trial, p.summary, exit_code=0)
+    store.finish_trial(trial, "completed")
+    store.finish_run(run, "completed")
+
+    r = store.get_run(run)
+    assert (r.kind, r.name, r.status, r.started_at, r.ended_at) == (
+        "bench",
+        "rw",
+        "completed",
+        "2025-01-02T03:04:06.000+00:00",
+        "2025-01-02T03:04:09.000+00:00",
+    )
+    [tr] = store.trials(run)
+    assert (tr.seq, tr.workload, tr.params, tr.status) == (1, "oltp_read_write", {"threads": 2}, "completed")
+    first = store.samples(trial)[0]
+    assert (first["events"], first["client"], first["errors"], first["reconnects"]) == (983, 0, 0, 0)
+    assert first["p95"] == first["lat_pct"] == pytest.approx(2.4328719830078365)
+    summ = store.summary(trial)
+    assert summ is not None
+    assert (summ["events"], summ["client"], summ["exit_code"]) == (1952, -1, 0)
+    assert summ["p95"] == pytest.approx(2.522083905881136)
+    assert summ["p99"] == pytest.approx(3.3641993334103386)
+    hist = store.histogram(trial)
+    assert sum(c for _, _, c in hist) == 1951
+    assert all(v < le for v, le, _ in hist)
+
+
+def test_events_and_provenance(store: Store) -> None:
+    run = store.create_run("bench")
+    trial = store.add_trial(run, 1, "oltp_point_select", {})
+    store.add_event(run, "fault.kill", {"node": "n3"}, trial_id=trial, t=10.0)
+    store.set_provenance(run, "versions", {"mariadb": "10.11.19", "sysbench": "1.0.20"})
+    store.set_provenance(run, "versions", {"mariadb": "10.11.20"})
+    store.set_provenance(run, "wsrep_status@start", {"wsrep_cluster_size": "3"}, trial_id=trial)
+    [ev] = store.events(run)
+    assert (ev["kind"], ev["detail"], ev["t"], ev["trial_id"]) == ("fault.kill", {"node": "n3"}, 10.0, trial)
+    assert store.provenance(run) == {"versions": {"mariadb": "10.11.20"}}
+    assert store.provenance(run, trial) == {"wsrep_status@start": {"wsrep_cluster_size": "3"}}
+
+
+def test_mark_interrupted_only_dead_owners(store: Store) -> None:
+    mine = store.create_run("bench")
+    dead = store.create_run("bench", pid=999_999_999)
+    t = store.add_trial(dead, 1, "oltp_insert", {})
+    done = store.create_run("bench", pid=999_999_999)
+    store.finish_run(done, "completed")
+    assert store.mark_interrupted() == [dead]
+    assert store.get_run(dead).status == "interrupted"
+    assert store.trials(dead)[0].status == "interrupted" and store.trials(dead)[0].id == t
+    assert store.get_run(mine).status == "running"
+    assert store.get_run(done).status == "completed"
+    # a recycled pid with another start time is not the owner
+    assert store.mark_interrupted(is_alive=lambda pid, start: False) == [mine]
+
+
+def test_process_start_ticks() -> None:
+    assert isinstance(process_start_ticks(os.getpid()), int)
+    assert process_start_ticks(999_999_999) is None
+
+
+def test_exports(store: Store) -> None:
+    run = store.create_run("bench", name="x")
+    trial = store.add_trial(run, 1, "oltp_point_select", {"threads": 2})
+    p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), threads=2)
+    for s in p.samples:
+        store.add_sample(trial, s)
+    csv_text = store.export_csv(run)
+    lines = csv_text.splitlines()
+    assert lines[0] == ",".join(Store.SAMPLE_CSV_COLUMNS)
+    assert lines[1].startswith("1,1,oltp_point_select,0,1.0,")
+    assert len(lines) == 3
+    data = store.export_json(run)
+    assert data["run"]["name"] == "x"
+    assert [s["events"] for s in data["trials"][0]["samples"]] == [28062, 24194]
+    json.dumps(data)
+    with pytest.raises(InputError, match="no run 42 in the store"):
+        store.export_csv(42)
+    assert [r.id for r in store.list_runs()] == [run]
