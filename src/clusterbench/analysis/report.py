@@ -1,0 +1,256 @@
+"""Reports rendered from the store alone: Markdown, and one self-contained HTML file (plotly inline).
+
+The summary table follows sysbench's own end-of-run layout (tps; qps read/write/other; latency
+min/avg/max/p95; errors; reconnects) with one row per trial. Per-second series add up the
+clients of a trial; their latency percentiles come from merged interval histograms, never from
+averaged percentiles.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
+import plotly.io as pio  # type: ignore[import-untyped, unused-ignore]
+from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
+
+from clusterbench.store.store import Store
+from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram, merge_all
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    run_id: int
+    trial: int
+    workload: str
+    status: str
+    threads: int | None
+    duration: float | None
+    tps: float | None
+    qps_read: float | None
+    qps_write: float | None
+    qps_other: float | None
+    qps_total: float | None
+    lat_min: float | None
+    lat_avg: float | None
+    lat_max: float | None
+    p95: float | None
+    p99: float | None
+    errors: int | None
+    reconnects: int | None
+
+    @property
+    def errors_per_s(self) -> float | None:
+        if self.errors is None or not self.duration:
+            return None
+        return self.errors / self.duration
+
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trial", "trial"),
+    ("workload", "test"),
+    ("threads", "threads"),
+    ("tps", "tps"),
+    ("qps_read", "qps read"),
+    ("qps_write", "qps write"),
+    ("qps_other", "qps other"),
+    ("lat_min", "lat min ms"),
+    ("lat_avg", "lat avg ms"),
+    ("lat_max", "lat max ms"),
+    ("p95", "lat p95 ms"),
+    ("errors", "errors"),
+    ("reconnects", "reconnects"),
+)
+
+
+def summary_rows(store: Store, run_id: int) -> list[SummaryRow]:
+    """One row per trial (all clients merged), as data: the CLI prints these with rich."""
+    rows = []
+    for tr in store.trials(run_id):
+        s = store.summary(tr.id)
+
+        def g(key: str, s: dict[str, Any] | None = s) -> Any:
+            return None if s is None else s[key]
+
+        qps = None if s is None else s["qps_read"] + s["qps_write"] + s["qps_other"]
+        rows.append(
+            SummaryRow(
+                run_id=run_id, trial=tr.seq, workload=tr.workload, status=tr.status,
+                threads=g("threads"), duration=g("duration"), tps=g("tps"), qps_read=g("qps_read"),
+                qps_write=g("qps_write"), qps_other=g("qps_other"), qps_total=qps, lat_min=g("lat_min"),
+                lat_avg=g("lat_avg"), lat_max=g("lat_max"), p95=g("p95"), p99=g("p99"),
+                errors=g("errors"), reconnects=g("reconnects"),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def format_cell(key: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if key in ("tps", "qps_read", "qps_write", "qps_other", "qps_total"):
+        return f"{value:,.2f}"
+    if key.startswith("lat") or key in ("p95", "p99"):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def table_cells(rows: Sequence[SummaryRow]) -> tuple[list[str], list[list[str]]]:
+    """Header and formatted cells of the summary table (shared by Markdown, HTML and the CLI)."""
+    header = [title for _, title in COLUMNS]
+    cells = [[format_cell(k, getattr(r, k)) for k, _ in COLUMNS] for r in rows]
+    return header, cells
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    t: float
+    tps: float
+    qps: float
+    lat_avg: float | None
+    p95: float | None
+    p99: float | None
+    errors: int
+    reconnects: int
+
+
+def trial_series(store: Store, trial_id: int) -> list[SeriesPoint]:
+    """Per-second series of a trial, clients added up (by rounded t), percentiles from merged histograms."""
+    rows = store.conn.execute(
+        "SELECT t, tps, qps_read + qps_write + qps_other AS qps, lat_avg, p95, p99, errors, reconnects, "
+        "events, hist FROM samples WHERE trial_id = ? ORDER BY t",
+        (trial_id,),
+    ).fetchall()
+    by_t: dict[int, list[Any]] = {}
+    for r in rows:
+        by_t.setdefault(round(r["t"]), []).append(r)
+    out = []
+    for t in sorted(by_t):
+        group = by_t[t]
+        if len(group) == 1:
+            r = group[0]
+            out.append(
+                SeriesPoint(
+                    float(t),
+                    r["tps"],
+                    r["qps"],
+                    r["lat_avg"],
+                    r["p95"],
+                    r["p99"],
+                    r["errors"],
+                    r["reconnects"],
+                )
+            )
+            continue
+        hist = merge_all(
+            LatencyHistogram.from_pairs(DEFAULT_SCHEME, json.loads(r["hist"])) if r["hist"] else None
+            for r in group
+        )
+        out.append(
+            SeriesPoint(
+                t=float(t),
+                tps=sum(r["tps"] for r in group),
+                qps=sum(r["qps"] for r in group),
+                lat_avg=hist.mean_ms() if hist else None,
+                p95=hist.percentile(95) if hist else None,
+                p99=hist.percentile(99) if hist else None,
+                errors=sum(r["errors"] for r in group),
+                reconnects=sum(r["reconnects"] for r in group),
+            )
+        )
+    return out
+
+
+def render_markdown(store: Store, run_id: int) -> str:
+    run = store.get_run(run_id)
+    header, cells = table_cells(summary_rows(store, run_id))
+    lines = [
+        f"# Run {run.id}: {run.name or run.kind}",
+        "",
+        f"- status: {run.status}",
+        f"- started: {run.started_at}",
+        f"- ended: {run.ended_at or '—'}",
+    ]
+    if run.command_line:
+        lines.append(f"- command: `{run.command_line}`")
+    lines += ["", "## Summary", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    lines += [
+        "",
+        "Latency in ms. p95 from the merged latency histogram of all clients; tps and qps per second of",
+        "measured time (warm-up excluded).",
+    ]
+    prov = store.provenance(run_id)
+    if prov:
+        lines += ["", "## Provenance", ""]
+        lines += [f"- {k}: `{json.dumps(v, sort_keys=True)}`" for k, v in prov.items()]
+    events = store.events(run_id)
+    if events:
+        lines += ["", "## Events", ""]
+        lines += [
+            f"- {e['at']} t={e['t']} {e['kind']} `{json.dumps(e['detail'], sort_keys=True)}`" for e in events
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def trial_figure(store: Store, trial_id: int, title: str) -> go.Figure:
+    pts = trial_series(store, trial_id)
+    ts = [p.t for p in pts]
+    fig = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, subplot_titles=("transactions / s", "latency (ms)")
+    )
+    fig.add_trace(go.Scatter(x=ts, y=[p.tps for p in pts], name="tps", mode="lines+markers"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=ts, y=[p.lat_avg for p in pts], name="avg", mode="lines"), row=2, col=1)
+    fig.add_trace(go.Scatter(x=ts, y=[p.p95 for p in pts], name="p95", mode="lines"), row=2, col=1)
+    fig.add_trace(go.Scatter(x=ts, y=[p.p99 for p in pts], name="p99", mode="lines"), row=2, col=1)
+    fig.update_xaxes(title_text="seconds since start", row=2, col=1)
+    fig.update_layout(title=title, height=520, margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    return fig
+
+
+def render_html(store: Store, run_id: int) -> str:
+    """One self-contained HTML page: plotly.js is embedded once; no network needed to view it."""
+    run = store.get_run(run_id)
+    header, cells = table_cells(summary_rows(store, run_id))
+    table = (
+        "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead><tbody>"
+    )
+    table += "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
+    table += "</tbody></table>"
+    plots = []
+    first = True
+    for tr in store.trials(run_id):
+        fig = trial_figure(store, tr.id, f"trial {tr.seq}: {tr.workload}")
+        plots.append(pio.to_html(fig, include_plotlyjs=first, full_html=False, config={"displaylogo": False}))
+        first = False
+    title = html.escape(f"Run {run.id}: {run.name or run.kind}")
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}"
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style>"
+        f"</head><body><h1>{title}</h1><p>status {html.escape(run.status)}, started "
+        f"{html.escape(run.started_at)}</p><h2>Summary</h2>{table}<h2>Per-second series</h2>"
+        + "".join(plots)
+        + "</body></html>"
+    )
+
+
+def write_report(store: Store, run_id: int, out_dir: Path) -> tuple[Path, Path]:
+    """Write report-<run>.md and report-<run>.html into out_dir; return both paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md = out_dir / f"report-{run_id}.md"
+    page = out_dir / f"report-{run_id}.html"
+    md.write_text(render_markdown(store, run_id))
+    page.write_text(render_html(store, run_id))
+    return md, page
+
+
+def rows_as_dicts(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in rows]

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from clusterbench.analysis.report import (
+    render_html,
+    render_markdown,
+    summary_rows,
+    table_cells,
+    trial_series,
+    write_report,
+)
+from clusterbench.store import Store
+from clusterbench.workloads.parse import merge_summaries, parse_output
+
+DATA = Path(__file__).parents[1] / "workloads" / "data"
+
+
+def fixed() -> datetime:
+    return datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> tuple[Store, int]:
+    st = Store.open(tmp_path / "r.sqlite", clock=fixed)
+    run = st.create_run("bench", name="demo", command_line="clusterbench bench demo.toml")
+    t1 = st.add_trial(run, 1, "oltp_point_select", {})
+    p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), threads=2)
+    for s in p.samples:
+        st.add_sample(t1, s)
+    assert p.summary is not None
+    st.add_summary(t1, p.summary)
+    st.finish_trial(t1, "completed")
+    # trial 2: two clients
+    t2 = st.add_trial(run, 2, "oltp_read_write", {})
+    a = parse_output(
+        (DATA / "oltp_read_write_warmup1.out").read_text().splitlines(), warmup=1, threads=2, client=0
+    )
+    b = parse_output((DATA / "oltp_read_write_reconnect.out").read_text().splitlines(), threads=4, client=1)
+    for s in a.samples + b.samples:
+        st.add_sample(t2, s)
+    assert a.summary is not None and b.summary is not None
+    merged = merge_summaries([a.summary, b.summary])
+    assert merged is not None
+    st.add_summary(t2, merged)
+    st.finish_trial(t2, "completed")
+    st.finish_run(run, "completed")
+    return st, run
+
+
+def test_summary_rows_are_data(store: tuple[Store, int]) -> None:
+    st, run = store
+    rows = summary_rows(st, run)
+    assert [(r.trial, r.workload, r.threads, r.errors, r.reconnects) for r in rows] == [
+        (1, "oltp_point_select", 2, 0, 0),
+        (2, "oltp_read_write", 6, 0, 4),
+    ]
+    assert rows[0].tps == pytest.approx(52256 / 2.003936678)
+    assert rows[0].p95 == pytest.approx(0.10413466108439286)
+    assert rows[0].lat_min == pytest.approx(0.050394) and rows[0].lat_max == pytest.approx(3.554139)
+    header, cells = table_cells(rows)
+    assert header[:4] == ["trial", "test", "threads", "tps"]
+    assert cells[0][:4] == ["1", "oltp_point_select", "2", "26,076.67"]
+    assert cells[0][-3:] == ["0.10", "0", "0"]
+
+
+def test_series_adds_clients_per_second(store: tuple[Store, int]) -> None:
+    st, run = store
+    trial2 = st.trials(run)[1].id
+    pts = trial_series(st, trial2)
+    assert [p.t for p in pts] == [1.0, 2.0, 3.0]
+    assert pts[0].reconnects == 0 and pts[1].reconnects == 4
+    assert pts[1].p95 is not None and pts[1].lat_avg is not None and pts[1].lat_avg <= pts[1].p95
+
+
+def test_markdown_exact_head_and_table(store: tuple[Store, int]) -> None:
+    st, run = store
+    md = render_markdown(st, run)
+    assert md.startswith(
+        "# Run 1: demo\n\n- status: completed\n- started: 2025-01-02T03:04:05.000+00:00\n"
+        "- ended: 2025-01-02T03:04:05.000+00:00\n- command: `clusterbench bench demo.toml`\n\n## Summary\n\n"
+        "| trial | test | threads | tps | qps read | qps write | qps other | lat min ms | lat avg ms "
+        "| lat max ms | lat p95 ms | errors | reconnects |\n"
+    )
+    assert "| 2 | oltp_read_write | 6 |" in md
+
+
+def test_html_is_self_contained(store: tuple[Store, int], tmp_path: Path) -> None:
+    st, run = store
+    page = render_html(st, run)
+    assert page.count('<script type="text/javascript">/**\n* plotly.js') == 1
+    assert "<script src=" not in page and "<link " not in page
+    assert page.count("Plotly.newPlot") == 2
+    md, html_path = write_report(st, run, tmp_path / "out")
+    assert md.name == "report-1.md" and html_path.read_text() == page
