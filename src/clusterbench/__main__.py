@@ -1,0 +1,3 @@
+from clusterbench.cli.main import entry
+
+entry()

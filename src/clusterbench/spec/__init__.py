@@ -1,0 +1,1 @@
+"""Pure models: topology, endpoints, workloads. No I/O beyond reading the user's file."""

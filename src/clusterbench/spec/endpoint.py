@@ -1,0 +1,37 @@
+"""Where a workload connects to: the contract between clusters and workloads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Address(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    port: int = Field(3306, ge=1, le=65535)
+
+
+class Endpoint(BaseModel):
+    """A MySQL-protocol entry point: one address (balancer, one node) or several (all nodes).
+
+    `addresses` with more than one entry means sysbench's own round-robin host list.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="'balancer', 'node:N', 'all-nodes' or a user label")
+    addresses: tuple[Address, ...]
+    user: str
+    password: str
+    database: str = "sbtest"
+    tls: bool = False
+    tls_dir: Path | None = Field(None, description="directory holding cacert.pem, client-cert.pem, client-key.pem")
+    galera: bool = Field(True, description="the target is Galera: force --auto_inc=off")
+
+    def masked_password(self) -> str:
+        if len(self.password) <= 2:
+            return "*" * len(self.password)
+        return self.password[:2] + "*" * (len(self.password) - 2)

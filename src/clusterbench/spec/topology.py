@@ -1,0 +1,281 @@
+"""Topology: the hosts of one cluster, their roles, resources and server settings.
+
+Pure: loading a file returns a validated `Topology` plus warnings, or raises `InputError` whose
+message names the file, the field and what to do. Nothing here touches the machine.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from clusterbench.errors import InputError
+
+MAX_NODES = 9
+NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
+SIZE_RE = re.compile(r"^[0-9]+[KMG]?$")
+RATE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit|bit)$")
+CPUSET_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
+
+# Host offsets inside the subnet. Fixed so addresses are predictable in docs and reports.
+BRIDGE_OFFSET = 1
+BALANCER_OFFSET = 2
+NODE_OFFSET = 10
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Resources(_Strict):
+    """Limits for one host. `cpu_quota` is in CPUs (0.5 = half a core), via cgroup v1 cfs quota."""
+
+    cpu_quota: float | None = Field(None, gt=0, le=64)
+    cpuset: str | None = None
+    bandwidth: str | None = Field(None, description="tbf rate on the host's link, e.g. '10mbit'")
+
+    @field_validator("cpuset")
+    @classmethod
+    def _cpuset(cls, v: str | None) -> str | None:
+        if v is not None and not CPUSET_RE.match(v):
+            raise ValueError(f"'{v}' is not a CPU list like '0' or '0-1' or '0,1'")
+        return v
+
+    @field_validator("bandwidth")
+    @classmethod
+    def _bandwidth(cls, v: str | None) -> str | None:
+        if v is not None and not RATE_RE.match(v):
+            raise ValueError(f"'{v}' is not a rate like '100mbit', '512kbit' or '1gbit'")
+        return v
+
+    def merged(self, override: Resources) -> Resources:
+        data = self.model_dump()
+        data.update({k: v for k, v in override.model_dump().items() if v is not None})
+        return Resources(**data)
+
+
+class NodeOverride(Resources):
+    index: int = Field(ge=1, le=MAX_NODES)
+
+
+class MariaDBSettings(_Strict):
+    """Server settings. Defaults are small so that 9 nodes fit in memory on one machine."""
+
+    innodb_buffer_pool_size: str = "64M"
+    innodb_log_file_size: str = "32M"
+    # 2 = write at commit, flush once a second: survives a process crash (kill -9), not a power cut.
+    innodb_flush_log_at_trx_commit: Literal[0, 1, 2] = 2
+    wsrep_slave_threads: int = Field(2, ge=1, le=64)
+    gcache_size: str = "64M"
+    max_connections: int = Field(300, ge=10, le=10000)
+    sst_method: Literal["rsync", "mariabackup"] = "rsync"
+    # Galera failure detection (seconds). Defaults are Galera's; RECIPES §3 shows 1.5/3 halves the stall.
+    evs_suspect_timeout: float = Field(5.0, gt=0)
+    evs_inactive_timeout: float = Field(15.0, gt=0)
+    evs_keepalive_period: float = Field(1.0, gt=0)
+    evs_inactive_check_period: float = Field(0.5, gt=0)
+    extra: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("innodb_buffer_pool_size", "innodb_log_file_size", "gcache_size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        if not SIZE_RE.match(v):
+            raise ValueError(f"'{v}' is not a size like '64M' or '1G'")
+        return v
+
+    @model_validator(mode="after")
+    def _evs(self) -> MariaDBSettings:
+        if self.evs_inactive_timeout < self.evs_suspect_timeout:
+            raise ValueError("evs_inactive_timeout must be >= evs_suspect_timeout (Galera refuses otherwise)")
+        if self.evs_keepalive_period > self.evs_suspect_timeout:
+            raise ValueError("evs_keepalive_period must be <= evs_suspect_timeout")
+        return self
+
+
+class BalancerSettings(_Strict):
+    """HAProxy in front of the nodes, with a health check that sees Galera state.
+
+    The check is an HTTP clustercheck per node (Synced and Primary and wsrep_ready), never
+    `option mysql-check`, which answers OK for a donor or a non-Primary node (RECIPES G6).
+    """
+
+    kind: Literal["haproxy", "none"] = "haproxy"
+    algorithm: Literal["leastconn", "roundrobin", "first"] = "leastconn"
+    port: int = Field(3306, ge=1, le=65535)
+    check_interval_ms: int = Field(1000, ge=100, le=60000)
+    fall: int = Field(2, ge=1, le=10)
+    rise: int = Field(2, ge=1, le=10)
+    maxconn: int = Field(4096, ge=16, le=100000)
+
+
+class ClusterSettings(_Strict):
+    name: str = "lab"
+    nodes: int = Field(3, ge=1, le=MAX_NODES)
+    subnet: str = "198.18.0.0/24"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(
+                f"'{v}' must be 1-8 characters, lowercase letters and digits, starting with a letter "
+                "(it prefixes interface names, which Linux limits to 15 characters)"
+            )
+        return v
+
+    @field_validator("subnet")
+    @classmethod
+    def _subnet(cls, v: str) -> str:
+        try:
+            net = ipaddress.IPv4Network(v, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"'{v}' is not an IPv4 network like 198.18.0.0/24 ({exc})") from None
+        if net.prefixlen > 26:
+            raise ValueError(f"'{v}' is too small; use a /26 or larger (nodes use host numbers 11-19)")
+        return v
+
+
+class Topology(_Strict):
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    resources: Resources = Field(default_factory=Resources)
+    node: list[NodeOverride] = Field(default_factory=list)
+    mariadb: MariaDBSettings = Field(default_factory=MariaDBSettings)
+    balancer: BalancerSettings = Field(default_factory=BalancerSettings)
+
+    @model_validator(mode="after")
+    def _overrides(self) -> Topology:
+        seen: set[int] = set()
+        for o in self.node:
+            if o.index > self.cluster.nodes:
+                raise ValueError(f"node.index {o.index} is larger than cluster.nodes ({self.cluster.nodes})")
+            if o.index in seen:
+                raise ValueError(f"node.index {o.index} is given twice")
+            seen.add(o.index)
+        return self
+
+    # --- derived values (pure) ---
+
+    @property
+    def name(self) -> str:
+        return self.cluster.name
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Network(self.cluster.subnet)
+
+    def bridge_address(self) -> str:
+        return str(self.network[BRIDGE_OFFSET])
+
+    def balancer_address(self) -> str:
+        return str(self.network[BALANCER_OFFSET])
+
+    def node_address(self, index: int) -> str:
+        return str(self.network[NODE_OFFSET + index])
+
+    def node_indexes(self) -> list[int]:
+        return list(range(1, self.cluster.nodes + 1))
+
+    def node_resources(self, index: int) -> Resources:
+        base = self.resources
+        for o in self.node:
+            if o.index == index:
+                return base.merged(Resources(cpu_quota=o.cpu_quota, cpuset=o.cpuset, bandwidth=o.bandwidth))
+        return base
+
+    def warnings(self) -> list[str]:
+        n = self.cluster.nodes
+        out: list[str] = []
+        if n == 2:
+            out.append(
+                "cluster.nodes = 2: losing either node loses quorum (the survivor goes non-Primary); "
+                "Galera's quorum docs recommend 3 nodes or 2 plus garbd"
+            )
+        elif n % 2 == 0:
+            out.append(
+                f"cluster.nodes = {n} is even: a split into two halves leaves no Primary component; "
+                "Galera's quorum docs recommend an odd number of nodes"
+            )
+        return out
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for p in loc:
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        else:
+            parts.append(("." if parts else "") + str(p))
+    return "".join(parts)
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Walk the model along `loc` (minus the unknown key) and list the keys it accepts."""
+    current: Any = model
+    for p in loc[:-1]:
+        if isinstance(p, int):
+            continue
+        field = current.model_fields.get(p) if isinstance(current, type) else None
+        if field is None:
+            return []
+        ann = field.annotation
+        args = getattr(ann, "__args__", ())
+        candidates = [ann, *args]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if current is None:
+            return []
+    return sorted(current.model_fields) if isinstance(current, type) else []
+
+
+def validation_messages(exc: ValidationError, model: type[BaseModel], source: str) -> list[str]:
+    """One line per problem: `source: field: what is wrong`."""
+    lines: list[str] = []
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        where = _format_loc(loc) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            known = _known_keys(model, loc)
+            hint = f" (known keys: {', '.join(known)})" if known else ""
+            lines.append(f"{source}: unknown key '{where}'{hint}")
+            continue
+        msg = str(err.get("msg", "invalid"))
+        msg = msg.removeprefix("Value error, ")
+        got = err.get("input")
+        got_s = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+        lines.append(f"{source}: {where}: {msg}{got_s}")
+    return lines
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib says "... (at line 3, column 7)"; turn that into file:line first.
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        where = f"{source}:{m.group(1)}" if m else source
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise InputError(f"{where}: invalid TOML: {msg}; fix the syntax and try again") from None
+
+
+def topology_from_data(data: dict[str, Any], source: str) -> Topology:
+    try:
+        return Topology.model_validate(data)
+    except ValidationError as exc:
+        raise InputError("\n".join(validation_messages(exc, Topology, source))) from None
+
+
+def load_topology(path: Path | None) -> Topology:
+    """Load a topology file, or the built-in default (3 nodes + HAProxy) when `path` is None."""
+    if path is None:
+        return Topology()
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such topology file; see examples/ for ready-made ones") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read topology file ({exc.strerror})") from None
+    return topology_from_data(parse_toml(text, str(path)), str(path))
