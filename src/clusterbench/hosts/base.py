@@ -1,0 +1,66 @@
+"""The Host protocol and the values it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def tail(self, lines: int = 5) -> str:
+        text = (self.stderr or self.stdout).strip().splitlines()
+        return " | ".join(text[-lines:])
+
+
+@dataclass(frozen=True)
+class ProcessRef:
+    """A process we started: its PID plus its start time (clock ticks since boot).
+
+    The start time guards against PID reuse: we only ever signal a PID whose start time still
+    matches the one recorded when we started it.
+    """
+
+    pid: int
+    start_ticks: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"pid": self.pid, "start_ticks": self.start_ticks}
+
+    @staticmethod
+    def from_json(data: dict[str, int]) -> ProcessRef:
+        return ProcessRef(pid=int(data["pid"]), start_ticks=int(data["start_ticks"]))
+
+
+class Host(Protocol):
+    """What components need from a place that runs things."""
+
+    name: str
+
+    def run(
+        self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True
+    ) -> CommandResult: ...
+
+    def spawn(self, argv: list[str], *, log: Path) -> ProcessRef: ...
+
+    def alive(self, proc: ProcessRef) -> bool: ...
+
+    def signal(self, proc: ProcessRef, sig: int) -> bool: ...
+
+
+class FileHost(Protocol):
+    """File operations on a host (the local filesystem for namespaces)."""
+
+    def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None: ...
+
+    def read_file(self, path: Path) -> str | None: ...

@@ -1,0 +1,103 @@
+"""Hosts on this machine: the root network namespace, and a named network namespace."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+from clusterbench.errors import ComponentError
+from clusterbench.hosts import process
+from clusterbench.hosts.base import CommandResult, ProcessRef
+
+cmdlog = logging.getLogger("clusterbench.cmd")
+
+# Starts a daemon detached from us: its own session (Ctrl-C in our terminal does not reach it),
+# stdin closed, output appended to its log, and its PID printed. `ip netns exec` and `setsid`
+# both exec, so the printed PID is the daemon's own.
+_SPAWN = 'setsid "$@" >>"$CB_LOG" 2>&1 </dev/null & echo $!'
+
+
+class LocalHost:
+    """Runs commands directly, in the root network namespace."""
+
+    def __init__(self, name: str = "local") -> None:
+        self.name = name
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return list(argv)
+
+    def run(
+        self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True
+    ) -> CommandResult:
+        full = self.wrap(argv)
+        cmdlog.debug("[%s] %s", self.name, shlex.join(full))
+        try:
+            cp = subprocess.run(full, input=input, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise ComponentError(f"{full[0]}: command not found; run `make setup` to install it") from None
+        except subprocess.TimeoutExpired:
+            raise ComponentError(f"[{self.name}] `{shlex.join(argv)}` did not finish in {timeout:g} s") from None
+        res = CommandResult(tuple(full), cp.returncode, cp.stdout, cp.stderr)
+        if check and not res.ok:
+            raise ComponentError(f"[{self.name}] `{shlex.join(argv)}` failed (exit {res.returncode}): {res.tail()}")
+        return res
+
+    def spawn(self, argv: list[str], *, log: Path) -> ProcessRef:
+        full = self.wrap(argv)
+        cmdlog.debug("[%s] spawn %s >> %s", self.name, shlex.join(full), log)
+        cp = subprocess.run(
+            ["sh", "-c", _SPAWN, "sh", *full],
+            capture_output=True,
+            text=True,
+            env={"CB_LOG": str(log), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            timeout=10,
+        )
+        pid = int(cp.stdout.strip())
+        # /proc/PID appears at fork; the start time is fixed from then on.
+        for _ in range(50):
+            ticks = process.start_ticks(pid)
+            if ticks is not None:
+                return ProcessRef(pid, ticks)
+            time.sleep(0.01)
+        raise ComponentError(f"[{self.name}] `{argv[0]}` exited at once; see {log}")
+
+    def alive(self, proc: ProcessRef) -> bool:
+        return process.is_alive(proc.pid, proc.start_ticks)
+
+    def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        # Create with the final mode so a secret is never readable by others, even briefly.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w") as f:
+            f.write(content)
+        os.chmod(tmp, mode)
+        if owner is not None:
+            pw = pwd.getpwnam(owner)
+            os.chown(tmp, pw.pw_uid, pw.pw_gid)
+        os.replace(tmp, path)
+
+    def read_file(self, path: Path) -> str | None:
+        try:
+            return path.read_text(errors="replace")
+        except FileNotFoundError:
+            return None
+
+    def signal(self, proc: ProcessRef, sig: int) -> bool:
+        return process.send(proc.pid, proc.start_ticks, sig)
+
+
+class NetnsHost(LocalHost):
+    """Runs commands inside a network namespace. Files live on the shared filesystem."""
+
+    def __init__(self, netns: str) -> None:
+        super().__init__(name=netns)
+        self.netns = netns
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *argv]

@@ -1,0 +1,96 @@
+"""CPU limits through cgroup v1 (this kernel's v2 hierarchy has no cpu controller, RECIPES G13)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterbench.errors import PreflightError
+
+CFS_PERIOD_US = 100_000
+
+
+@dataclass(frozen=True)
+class CgroupV1:
+    root: Path = Path("/sys/fs/cgroup")
+
+    def available(self) -> bool:
+        return (self.root / "cpu" / "cpu.cfs_quota_us").exists()
+
+    def _dir(self, controller: str, name: str) -> Path:
+        return self.root / controller / name
+
+    def writes(self, name: str, cpu_quota: float | None, cpuset: str | None) -> list[tuple[Path, str]]:
+        """The file writes that set the limits (pure; the order matters for cpuset)."""
+        out: list[tuple[Path, str]] = []
+        if cpu_quota is not None:
+            d = self._dir("cpu", name)
+            out += [
+                (d / "cpu.cfs_period_us", str(CFS_PERIOD_US)),
+                (d / "cpu.cfs_quota_us", str(int(cpu_quota * CFS_PERIOD_US))),
+            ]
+        if cpuset is not None:
+            # A v1 cpuset group needs cpus and mems set, and so does each parent we create.
+            parent = self._dir("cpuset", name).parent
+            top = self.root / "cpuset"
+            out += [
+                (parent / "cpuset.cpus", _read(top / "cpuset.cpus")),
+                (parent / "cpuset.mems", _read(top / "cpuset.mems")),
+                (self._dir("cpuset", name) / "cpuset.cpus", cpuset),
+                (self._dir("cpuset", name) / "cpuset.mems", _read(top / "cpuset.mems")),
+            ]
+        return out
+
+    def create(self, name: str, cpu_quota: float | None, cpuset: str | None) -> list[Path]:
+        if (cpu_quota is not None or cpuset is not None) and not self.available():
+            raise PreflightError(
+                f"cgroup v1 cpu controller not found under {self.root}; remove cpu_quota/cpuset from the topology"
+            )
+        made: list[Path] = []
+        for controller, wanted in (("cpu", cpu_quota), ("cpuset", cpuset)):
+            if wanted is None:
+                continue
+            d = self._dir(controller, name)
+            d.mkdir(parents=True, exist_ok=True)
+            made.append(d)
+        for path, value in self.writes(name, cpu_quota, cpuset):
+            try:
+                path.write_text(value)
+            except OSError as exc:
+                raise PreflightError(f"cannot write {value!r} to {path}: {exc.strerror}") from None
+        return made
+
+    def attach(self, name: str, pid: int) -> None:
+        for controller in ("cpu", "cpuset"):
+            procs = self._dir(controller, name) / "cgroup.procs"
+            if procs.exists():
+                # Moves the whole thread group (all of mariadbd's threads).
+                procs.write_text(str(pid))
+
+    def existing(self, prefix: str) -> list[Path]:
+        """Groups of ours whose leaf name starts with `prefix` (e.g. 'lab-')."""
+        out: list[Path] = []
+        for controller in ("cpu", "cpuset"):
+            d = self.root / controller / "clusterbench"
+            if d.is_dir():
+                out += sorted(p for p in d.iterdir() if p.is_dir() and p.name.startswith(prefix))
+        return out
+
+    def remove(self, path: Path) -> None:
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                raise PreflightError(f"cgroup {path} still has processes; stop them first") from None
+            raise
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return "0"
