@@ -1,0 +1,117 @@
+"""Pure parsing of Galera state: `SHOW STATUS LIKE 'wsrep_%'` rows, grastate.dat, recovery logs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_RECOVERED = re.compile(r"WSREP: Recovered position: ([0-9a-f-]{36}:-?\d+)")
+
+
+@dataclass(frozen=True)
+class WsrepStatus:
+    state: int
+    state_comment: str
+    cluster_size: int
+    cluster_status: str
+    ready: bool
+    connected: bool
+    last_committed: int
+    flow_control_paused: float
+    cluster_state_uuid: str
+    cluster_conf_id: int
+
+    @property
+    def primary(self) -> bool:
+        return self.cluster_status == "Primary"
+
+    @property
+    def synced(self) -> bool:
+        return self.state == 4 and self.primary and self.ready
+
+
+def _int(v: str | None, default: int = -1) -> int:
+    try:
+        return int(v) if v is not None else default
+    except ValueError:
+        return default
+
+
+def _float(v: str | None) -> float:
+    try:
+        return float(v) if v is not None else 0.0
+    except ValueError:
+        return 0.0
+
+
+def parse_wsrep_status(rows: list[tuple[str, str]] | dict[str, str]) -> WsrepStatus:
+    d = dict(rows) if not isinstance(rows, dict) else rows
+    d = {k.lower(): ("" if v is None else str(v)) for k, v in d.items()}
+    return WsrepStatus(
+        state=_int(d.get("wsrep_local_state")),
+        state_comment=d.get("wsrep_local_state_comment", "") or "",
+        cluster_size=_int(d.get("wsrep_cluster_size"), 0),
+        cluster_status=d.get("wsrep_cluster_status", "") or "",
+        ready=d.get("wsrep_ready", "").upper() == "ON",
+        connected=d.get("wsrep_connected", "").upper() == "ON",
+        last_committed=_int(d.get("wsrep_last_committed")),
+        flow_control_paused=_float(d.get("wsrep_flow_control_paused")),
+        cluster_state_uuid=d.get("wsrep_cluster_state_uuid", "") or "",
+        cluster_conf_id=_int(d.get("wsrep_cluster_conf_id")),
+    )
+
+
+@dataclass(frozen=True)
+class GraState:
+    uuid: str
+    seqno: int
+    safe_to_bootstrap: bool
+
+    @property
+    def crashed(self) -> bool:
+        """seqno -1: the node did not shut down cleanly; its position is only in InnoDB."""
+        return self.seqno == -1
+
+
+def parse_grastate(text: str) -> GraState:
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if ":" in line and not line.lstrip().startswith("#"):
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+    return GraState(
+        uuid=fields.get("uuid", "00000000-0000-0000-0000-000000000000"),
+        seqno=_int(fields.get("seqno")),
+        safe_to_bootstrap=fields.get("safe_to_bootstrap", "0") == "1",
+    )
+
+
+def render_grastate(g: GraState) -> str:
+    return (
+        "# GALERA saved state\nversion: 2.1\n"
+        f"uuid:    {g.uuid}\nseqno:   {g.seqno}\nsafe_to_bootstrap: {1 if g.safe_to_bootstrap else 0}\n"
+    )
+
+
+def parse_recovered_position(log_text: str) -> str | None:
+    """The last `Recovered position: uuid:seqno` printed by `mariadbd --wsrep-recover`."""
+    found = _RECOVERED.findall(log_text)
+    return found[-1] if found else None
+
+
+def classify_join(log_text: str) -> str:
+    """'SST' if a full state snapshot was received, 'IST' if only write-sets, 'none' otherwise.
+
+    Galera runs wsrep_sst_<method> for both; an IST logs 'IST received' and the rsync script says
+    'rsync IST completed', while a full transfer logs 'SST received' with a real position and
+    no 'IST received' of more than the cluster-change events.
+    """
+    if re.search(r"rsync SST completed|mariabackup SST completed|SST completed on joiner", log_text) or (
+        "Proceeding with SST" in log_text
+    ):
+        return "SST"
+    if "IST received" in log_text:
+        return "IST"
+    if "SST received" in log_text:
+        return "SST"
+    return "none"

@@ -1,0 +1,50 @@
+"""Pure rendering of haproxy.cfg."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from clusterbench.spec.topology import BalancerSettings
+
+_env = Environment(
+    loader=PackageLoader("clusterbench.components.haproxy", ""),
+    undefined=StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=False,
+)
+
+
+@dataclass(frozen=True)
+class HAProxyConfig:
+    cluster_name: str
+    address: str
+    dir: Path
+    settings: BalancerSettings
+    servers: tuple[tuple[str, str], ...]  # (name, address)
+    check_port: int = 9200
+
+    @property
+    def cfg_path(self) -> Path:
+        return self.dir / "haproxy.cfg"
+
+    @property
+    def stats_socket(self) -> Path:
+        return self.dir / "stats.sock"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.dir / "haproxy.pid"
+
+
+def render_haproxy_cfg(cfg: HAProxyConfig) -> str:
+    return _env.get_template("haproxy.cfg.j2").render(
+        cluster_name=cfg.cluster_name,
+        dir=str(cfg.dir),
+        address=cfg.address,
+        b=cfg.settings,
+        servers=list(cfg.servers),
+        check_port=cfg.check_port,
+    )
