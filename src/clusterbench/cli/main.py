@@ -1,0 +1,295 @@
+"""clusterbench's command line. Thin: parse, call, print. The one place errors become exit codes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import click
+import typer
+from rich.table import Table
+
+from clusterbench import __version__
+from clusterbench.cli import console
+from clusterbench.cluster import Cluster, ClusterStatus, home_dir, known_clusters
+from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError
+from clusterbench.providers import preflight
+from clusterbench.spec.topology import Topology, load_topology
+
+app = typer.Typer(
+    name="clusterbench",
+    help="A lab for MySQL-compatible clusters: real MariaDB Galera + HAProxy in network namespaces, "
+    "real load, faults and checkers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+node_app = typer.Typer(help="Operate on one node: stop, start, kill, restart.", no_args_is_help=True)
+app.add_typer(node_app, name="node")
+
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--name", "-n", help="Cluster name (default: the only cluster that is up, else 'lab')."),
+]
+
+
+def _setup_logging() -> None:
+    home = home_dir()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(home / "clusterbench.log")
+    except OSError:
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger("clusterbench")
+    root.setLevel(logging.DEBUG)
+    root.addHandler(handler)
+
+
+def _resolve_name(name: str | None) -> str:
+    if name:
+        return name
+    known = known_clusters(home_dir())
+    if len(known) == 1:
+        return known[0]
+    if len(known) > 1:
+        raise InputError(f"several clusters are up ({', '.join(known)}); choose one with --name")
+    return Topology().name
+
+
+def _load(name: str | None) -> Cluster:
+    return Cluster.load(_resolve_name(name))
+
+
+@app.command()
+def up(
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Topology TOML file (default: 3 nodes + HAProxy).")
+    ] = None,
+) -> None:
+    """Bring up a local MariaDB Galera cluster behind HAProxy; returns when all nodes are Synced."""
+    topo = load_topology(file)
+    for w in topo.warnings():
+        console.warn(w)
+    cluster = Cluster(topo)
+    console.out.print(
+        f"Bringing up cluster [bold]{topo.name}[/]: {topo.cluster.nodes} Galera node(s)"
+        + (" + HAProxy" if topo.balancer.kind == "haproxy" else "")
+        + f" on {topo.network}"
+    )
+    timings = cluster.up(report=console.step)
+    _print_endpoints(cluster)
+    console.out.print(f"[green]up[/] in {timings['total']:.1f} s (nodes Synced at {timings['nodes_synced']:.1f} s)")
+
+
+def _print_endpoints(cluster: Cluster) -> None:
+    t = cluster.topology
+    c = cluster.credentials()
+    table = Table(title=f"cluster {t.name} endpoints", title_justify="left")
+    table.add_column("target")
+    table.add_column("address")
+    if t.balancer.kind == "haproxy":
+        table.add_row("balancer", f"{t.balancer_address()}:{t.balancer.port}")
+    for i in t.node_indexes():
+        table.add_row(f"node:{i}", f"{t.node_address(i)}:3306")
+    console.out.print(table)
+    masked = c.app_password[:2] + "*" * (len(c.app_password) - 2)
+    console.out.print(
+        f"user [bold]{c.app_user}[/], password {masked} (full credentials: {cluster.secrets_path}, root only)"
+    )
+
+
+@app.command()
+def down(
+    name: NameOpt = None,
+    all_clusters: Annotated[bool, typer.Option("--all", help="Take down every known cluster.")] = False,
+    keep_files: Annotated[bool, typer.Option(help="Keep data directories and logs.")] = False,
+) -> None:
+    """Stop everything a cluster runs and remove its namespaces, links and cgroups (idempotent)."""
+    preflight.require_root()
+    names = known_clusters(home_dir()) if all_clusters else [_resolve_name(name)]
+    for n in names:
+        t0 = time.monotonic()
+        try:
+            cluster = Cluster.load(n)
+        except ClusterStateError:
+            # No usable state: still remove leftovers found by the name prefix.
+            cluster = Cluster(Topology.model_validate({"cluster": {"name": n}}))
+        done = cluster.down(report=console.step, keep_files=keep_files)
+        verb = "down" if done else "nothing to do"
+        console.out.print(f"cluster [bold]{n}[/]: {verb} ({time.monotonic() - t0:.1f} s)")
+
+
+@app.command()
+def status(name: NameOpt = None) -> None:
+    """Per node: process, Galera state, cluster size, Primary, ready, flow control; HAProxy's view."""
+    cluster = _load(name)
+    _print_status(cluster.status())
+
+
+def _print_status(st: ClusterStatus) -> None:
+    table = Table(title=f"cluster {st.name}", title_justify="left")
+    for col in ("node", "address", "process", "state", "size", "primary", "ready", "fc paused", "last committed"):
+        table.add_column(col, justify="right" if col in ("size", "fc paused", "last committed") else "left")
+    for v in st.nodes:
+        w = v.wsrep
+        if w is None:
+            table.add_row(f"n{v.index}", v.address, "alive" if v.alive else "[red]down[/]", "-", "-", "-", "-", "-", "-")
+            continue
+        table.add_row(
+            f"n{v.index}",
+            v.address,
+            "alive",
+            w.state_comment if w.synced else f"[yellow]{w.state_comment}[/]",
+            str(w.cluster_size),
+            "yes" if w.primary else "[red]no[/]",
+            "ON" if w.ready else "[red]OFF[/]",
+            f"{w.flow_control_paused:.3f}",
+            str(w.last_committed),
+        )
+    console.out.print(table)
+    if st.balancer_address is not None:
+        bt = Table(
+            title=f"haproxy {st.balancer_address} ({'alive' if st.balancer_alive else 'DOWN'})", title_justify="left"
+        )
+        for col in ("backend", "status", "sessions", "total", "check"):
+            bt.add_column(col)
+        for b in st.backends:
+            bt.add_row(b.name, b.status if b.up else f"[red]{b.status}[/]", str(b.current_sessions),
+                       str(b.total_sessions), b.check_status)
+        console.out.print(bt)
+
+
+@app.command()
+def start(name: NameOpt = None) -> None:
+    """Cold start of a stopped cluster: bootstrap from the safe node, then rejoin the others."""
+    preflight.require_root()
+    cluster = _load(name)
+    cluster.start_all(report=console.step)
+    console.out.print("[green]all nodes Synced[/]")
+
+
+@app.command()
+def stop(name: NameOpt = None) -> None:
+    """Graceful stop of every node (last one first); namespaces stay. `start` brings it back."""
+    preflight.require_root()
+    for line in _load(name).stop_all():
+        console.step(line)
+
+
+@node_app.command("stop")
+def node_stop(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+    """Graceful stop (SIGTERM, SIGKILL after 60 s)."""
+    preflight.require_root()
+    console.step(_load(name).node_stop(index))
+
+
+@node_app.command("kill")
+def node_kill(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+    """kill -9: a process crash."""
+    preflight.require_root()
+    console.step(_load(name).node_kill(index))
+
+
+@node_app.command("start")
+def node_start(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+    """Start a node; after a crash it recovers its position first so it rejoins by IST."""
+    preflight.require_root()
+    console.step(_load(name).node_start(index))
+
+
+@node_app.command("restart")
+def node_restart(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+    """Graceful stop, then start (rejoins by IST)."""
+    preflight.require_root()
+    console.step(_load(name).node_restart(index))
+
+
+@app.command()
+def sql(
+    index: Annotated[int, typer.Argument(help="Node number.")],
+    execute: Annotated[str | None, typer.Option("--execute", "-e", help="Statement(s) to run.")] = None,
+    name: NameOpt = None,
+) -> None:
+    """Run SQL on a node as the cluster's admin (no -e: an interactive mariadb shell)."""
+    cluster = _load(name)
+    n = cluster.node(index)
+    if not n.alive():
+        raise ClusterStateError(f"node {index} is not running; start it with `clusterbench node start {index}`")
+    argv = ["mariadb", f"--defaults-extra-file={n.admin_cnf}"]
+    if execute is not None:
+        argv += ["-e", execute]
+    rc = subprocess.call(argv)
+    if rc != 0:
+        raise typer.Exit(1)
+
+
+@app.command()
+def logs(
+    index: Annotated[int, typer.Argument(help="Node number.")],
+    lines: Annotated[int, typer.Option("--lines", "-l", help="How many lines from the end.")] = 40,
+    name: NameOpt = None,
+) -> None:
+    """Print the end of a node's error log."""
+    n = _load(name).node(index)
+    text = n.host.read_file(n.cfg.error_log) or ""
+    console.out.print(f"[dim]{n.cfg.error_log}[/]")
+    for ln in text.splitlines()[-lines:]:
+        console.out.print(ln, markup=False, soft_wrap=True)
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    console.out.print(__version__)
+
+
+def _sigterm(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point. Returns the exit code (0 ok, 1 a check failed, 2 bad input or error, 130 interrupted)."""
+    signal.signal(signal.SIGTERM, _sigterm)
+    _setup_logging()
+    try:
+        app(args=argv, prog_name="clusterbench", standalone_mode=False)
+        return 0
+    except ClusterbenchError as exc:
+        console.fail(str(exc))
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:
+        console.fail(exc.format_message() + (f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""))
+        return 2
+    except click.Abort:
+        console.fail("interrupted")
+        return 130
+    except KeyboardInterrupt:
+        console.fail("interrupted; what was started has been stopped")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the error boundary: a bug, reported in one line
+        logging.getLogger("clusterbench").exception("internal error")
+        console.fail(
+            f"internal error: {type(exc).__name__}: {exc} (traceback in {home_dir() / 'clusterbench.log'}; "
+            "please report it)"
+        )
+        return 2
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("COLUMNS", "120")
+    entry()

@@ -1,0 +1,535 @@
+"""A cluster: components over hosts, with persisted state so every command can find it again.
+
+State lives in `<home>/clusters/<name>/state.json` and is written after every step, so a killed
+`up` can be torn down by `down`, which also finds leftovers by name prefix when state is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterbench.clock import Clock, SystemClock
+from clusterbench.components.galera.config import NodeConfig
+from clusterbench.components.galera.node import Credentials, GaleraNode, account_sql
+from clusterbench.components.galera.status import GraState, WsrepStatus
+from clusterbench.components.haproxy.component import HAProxy
+from clusterbench.components.haproxy.config import HAProxyConfig
+from clusterbench.components.haproxy.status import BackendServer
+from clusterbench.errors import ClusterStateError, ComponentError
+from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.local import LocalHost, NetnsHost
+from clusterbench.providers import preflight
+from clusterbench.providers.cgroups import CgroupV1
+from clusterbench.providers.naming import Names
+from clusterbench.providers.network import HostPlan, down_plan, up_plan
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.spec.topology import Topology
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOME = Path("/var/lib/clusterbench")
+BALANCER_ROLE = "lb1"
+JOIN_TIMEOUT = 180.0
+
+
+def home_dir() -> Path:
+    return Path(os.environ.get("CLUSTERBENCH_HOME", str(DEFAULT_HOME)))
+
+
+def clusters_dir(home: Path) -> Path:
+    return home / "clusters"
+
+
+def known_clusters(home: Path) -> list[str]:
+    d = clusters_dir(home)
+    if not d.is_dir():
+        return []
+    return sorted(p.name for p in d.iterdir() if (p / "state.json").exists())
+
+
+def generate_credentials() -> Credentials:
+    def pw() -> str:
+        return secrets.token_urlsafe(15)
+
+    return Credentials(
+        admin_user="cbadmin",
+        admin_password=pw(),
+        app_user="bench",
+        app_password=pw(),
+        mon_user="cbmon",
+        mon_password=pw(),
+    )
+
+
+@dataclass
+class NodeView:
+    index: int
+    address: str
+    alive: bool
+    wsrep: WsrepStatus | None
+
+
+@dataclass
+class ClusterStatus:
+    name: str
+    nodes: list[NodeView]
+    balancer_address: str | None
+    balancer_alive: bool
+    backends: list[BackendServer] = field(default_factory=list)
+
+
+Report = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class Cluster:
+    def __init__(self, topology: Topology, home: Path | None = None, clock: Clock | None = None) -> None:
+        self.topology = topology
+        self.home = home or home_dir()
+        self.clock = clock or SystemClock()
+        self.names = Names(topology.name)
+        self.dir = clusters_dir(self.home) / topology.name
+        self.state: dict[str, Any] = {}
+        self.creds: Credentials | None = None
+        self.cgroups = CgroupV1()
+        self.local = LocalHost()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def state_path(self) -> Path:
+        return self.dir / "state.json"
+
+    @property
+    def secrets_path(self) -> Path:
+        return self.dir / "secrets.json"
+
+    def save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.local.put_file(self.state_path, json.dumps(self.state, indent=2, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, name: str, home: Path | None = None, clock: Clock | None = None) -> Cluster:
+        home = home or home_dir()
+        path = clusters_dir(home) / name / "state.json"
+        try:
+            state = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ClusterStateError(f"cluster '{name}' is not up; start it with `clusterbench up`") from None
+        except (OSError, ValueError) as exc:
+            raise ClusterStateError(f"{path} is unreadable ({exc}); run `clusterbench down -n {name}`") from None
+        topo = Topology.model_validate(state["topology"])
+        c = cls(topo, home, clock)
+        c.state = state
+        try:
+            c.creds = Credentials.from_json(json.loads(c.secrets_path.read_text()))
+        except (OSError, ValueError, TypeError):
+            c.creds = None
+        return c
+
+    def credentials(self) -> Credentials:
+        if self.creds is None:
+            raise ClusterStateError(f"credentials of cluster '{self.topology.name}' are missing; recreate it")
+        return self.creds
+
+    # ------------------------------------------------------------------ components
+
+    def node_dir(self, index: int) -> Path:
+        return self.dir / f"n{index}"
+
+    def node_config(self, index: int) -> NodeConfig:
+        t = self.topology
+        return NodeConfig(
+            cluster_name=t.name,
+            index=index,
+            address=t.node_address(index),
+            peers=tuple(t.node_address(i) for i in t.node_indexes()),
+            dir=self.node_dir(index),
+            settings=t.mariadb,
+        )
+
+    def node(self, index: int) -> GaleraNode:
+        if index not in self.topology.node_indexes():
+            raise ClusterStateError(
+                f"node {index} does not exist; cluster '{self.topology.name}' has nodes 1-{self.topology.cluster.nodes}"
+            )
+        st = self.state.get("nodes", {}).get(str(index), {})
+        proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
+        check = ProcessRef.from_json(st["check"]) if st.get("check") else None
+        return GaleraNode(
+            self.node_config(index),
+            NetnsHost(self.names.netns(self.names.node_role(index))),
+            self.credentials(),
+            proc=proc,
+            check_proc=check,
+            clock=self.clock,
+        )
+
+    def nodes(self) -> list[GaleraNode]:
+        return [self.node(i) for i in self.topology.node_indexes()]
+
+    def _record_node(self, n: GaleraNode) -> None:
+        entry = self.state.setdefault("nodes", {}).setdefault(str(n.index), {})
+        entry["proc"] = n.proc.to_json() if n.proc else None
+        entry["check"] = n.check_proc.to_json() if n.check_proc else None
+        self.save()
+
+    def haproxy(self) -> HAProxy | None:
+        if self.topology.balancer.kind != "haproxy":
+            return None
+        t = self.topology
+        cfg = HAProxyConfig(
+            cluster_name=t.name,
+            address=t.balancer_address(),
+            dir=self.dir / BALANCER_ROLE,
+            settings=t.balancer,
+            servers=tuple((f"n{i}", t.node_address(i)) for i in t.node_indexes()),
+        )
+        st = self.state.get("balancer", {})
+        proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
+        return HAProxy(cfg, NetnsHost(self.names.netns(BALANCER_ROLE)), proc=proc, clock=self.clock)
+
+    def _record_balancer(self, h: HAProxy) -> None:
+        self.state["balancer"] = {"proc": h.proc.to_json() if h.proc else None}
+        self.save()
+
+    # ------------------------------------------------------------------ endpoints
+
+    def endpoint(self, target: str = "balancer", database: str = "sbtest") -> Endpoint:
+        """'balancer', 'node:N' or 'all-nodes' → an Endpoint with the app credentials."""
+        c = self.credentials()
+        t = self.topology
+        if target == "balancer":
+            if t.balancer.kind == "none":
+                raise ClusterStateError("this cluster has no balancer; use --target node:N or all-nodes")
+            addrs: tuple[Address, ...] = (Address(host=t.balancer_address(), port=t.balancer.port),)
+        elif target == "all-nodes":
+            addrs = tuple(Address(host=t.node_address(i)) for i in t.node_indexes())
+        elif target.startswith("node:") and target[5:].isdigit():
+            i = int(target[5:])
+            self.node(i)  # validates the index
+            addrs = (Address(host=t.node_address(i)),)
+        else:
+            raise ClusterStateError(f"unknown target '{target}'; use balancer, node:N or all-nodes")
+        return Endpoint(name=target, addresses=addrs, user=c.app_user, password=c.app_password, database=database)
+
+    # ------------------------------------------------------------------ up
+
+    def _host_plans(self) -> list[HostPlan]:
+        t = self.topology
+        plans = [
+            HostPlan(self.names.node_role(i), t.node_address(i), t.node_resources(i).bandwidth)
+            for i in t.node_indexes()
+        ]
+        if t.balancer.kind == "haproxy":
+            plans.append(HostPlan(BALANCER_ROLE, t.balancer_address()))
+        return plans
+
+    def up(self, report: Report = _quiet) -> dict[str, float]:
+        """Bring the cluster up. On any failure or interrupt, tear down what was started."""
+        timings: dict[str, float] = {}
+        t0 = time.monotonic()
+        preflight.check_up(self.topology, self.home, self.local)
+        self.creds = generate_credentials()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o755)
+        self.local.put_file(self.secrets_path, json.dumps(self.creds.to_json()) + "\n", mode=0o600)
+        self.state = {
+            "name": self.topology.name,
+            "topology": self.topology.model_dump(mode="json"),
+            "phase": "creating",
+            "created_at": time.time(),
+            "nodes": {},
+        }
+        self.save()
+        try:
+            self._up_network(report)
+            timings["network"] = time.monotonic() - t0
+            self._up_nodes(report, timings, t0)
+            self._up_balancer(report)
+            timings["total"] = time.monotonic() - t0
+            self.state["phase"] = "up"
+            self.state["up_seconds"] = round(timings["total"], 2)
+            self.save()
+            return timings
+        except BaseException:
+            report("bring-up failed; tearing down what was started")
+            try:
+                self.down(report=_quiet, keep_files=True)
+            except Exception as exc:  # noqa: BLE001 - the original error matters more
+                log.warning("teardown after failed up: %s", exc)
+            raise
+
+    def _up_network(self, report: Report) -> None:
+        t = self.topology
+        hosts = self._host_plans()
+        for argv in up_plan(self.names, f"{t.bridge_address()}/{t.network.prefixlen}", hosts, t.network.prefixlen):
+            self.local.run(argv)
+        self.state["network"] = {"netns": [self.names.netns(h.role) for h in hosts], "bridge": self.names.bridge}
+        self.save()
+        for i in t.node_indexes():
+            r = t.node_resources(i)
+            if r.cpu_quota is not None or r.cpuset is not None:
+                self.cgroups.create(self.names.cgroup(self.names.node_role(i)), r.cpu_quota, r.cpuset)
+        report(f"network: bridge {self.names.bridge} {t.bridge_address()}/{t.network.prefixlen}, {len(hosts)} namespaces")
+
+    def _apply_cgroup(self, n: GaleraNode) -> None:
+        r = self.topology.node_resources(n.index)
+        if (r.cpu_quota is not None or r.cpuset is not None) and n.proc is not None:
+            self.cgroups.attach(self.names.cgroup(self.names.node_role(n.index)), n.proc.pid)
+
+    def _start_node(self, n: GaleraNode, *, bootstrap: bool = False, start_position: str | None = None) -> None:
+        n.start(bootstrap=bootstrap, start_position=start_position)
+        self._apply_cgroup(n)
+        self._record_node(n)
+
+    def _up_nodes(self, report: Report, timings: dict[str, float], t0: float) -> None:
+        nodes = self.nodes()
+        for n in nodes:
+            n.write_files()
+        first = nodes[0]
+        first.install_db()
+        first.run_bootstrap_sql(account_sql(self.credentials()))
+        # Seed: bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the
+        # same uuid:seqno, then give every other node a copy. Joiners then need only an IST of a
+        # few cluster-change events instead of a full SST each (InnoDB's own wsrep position wins
+        # over grastate.dat, so a copy of a never-started datadir would still need an SST).
+        self._start_node(first, bootstrap=True)
+        first.wait_synced(60)
+        first.stop(timeout=60)
+        seed = first.grastate()
+        if seed is None or seed.seqno < 0:
+            raise ComponentError(f"node n1 did not record its position at shutdown; see {first.cfg.error_log}")
+        for n in nodes[1:]:
+            self.local.run(
+                ["rsync", "-a", "--exclude=galera.cache", "--exclude=*.pid", f"{first.cfg.datadir}/", f"{n.cfg.datadir}/"]
+            )
+            n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
+        timings["seed"] = time.monotonic() - t0
+        self._start_node(first, bootstrap=True)
+        first.wait_synced(60)
+        report(f"n1 bootstrapped ({time.monotonic() - t0:.1f} s)")
+        # Start joiners one after another, each as soon as the previous one is in the view:
+        # starting them all at once makes Galera retry the view for several seconds.
+        for k, n in enumerate(nodes[1:], start=2):
+            self._start_node(n)
+            first.wait_in_view(k, JOIN_TIMEOUT)
+        for n in nodes[1:]:
+            n.wait_synced(JOIN_TIMEOUT, expect_size=len(nodes))
+            report(f"n{n.index} Synced ({time.monotonic() - t0:.1f} s)")
+        timings["nodes_synced"] = time.monotonic() - t0
+        for n in nodes:
+            n.start_clustercheck()
+            self._record_node(n)
+
+    def _up_balancer(self, report: Report) -> None:
+        h = self.haproxy()
+        if h is None:
+            return
+        h.write_files()
+        h.validate()
+        h.start()
+        self._record_balancer(h)
+        h.wait_all_up([f"n{i}" for i in self.topology.node_indexes()], timeout=30)
+        report(f"haproxy UP on {self.topology.balancer_address()}:{self.topology.balancer.port}")
+
+    # ------------------------------------------------------------------ down
+
+    def down(self, report: Report = _quiet, keep_files: bool = False) -> list[str]:
+        """Stop everything we started and remove namespaces, links and cgroups. Idempotent."""
+        done: list[str] = []
+        h = self.haproxy() if self.state else None
+        if h is not None:
+            what = h.stop()
+            if what != "not running":
+                done.append(f"haproxy {what}")
+        nodes = self.nodes() if self.state and self.creds is not None else []
+        for n in nodes:
+            n.stop_clustercheck()
+        # One at a time, last node first: a node that leaves alone is gone in ~0.1 s, while nodes
+        # leaving together wait out evs.suspect_timeout for each other (5 s by default).
+        for n in reversed(nodes):
+            what = n.stop(timeout=30)
+            if what != "not running":
+                done.append(f"n{n.index} {what}")
+        done += self._kill_namespace_leftovers()
+        for cg in self.cgroups.existing(f"{self.topology.name}-"):
+            self.cgroups.remove(cg)
+            done.append(f"cgroup {cg} removed")
+        netns, links = preflight.leftovers(self.names, self.local)
+        for argv in down_plan(self.names, netns, links):
+            self.local.run(argv, check=False)
+        if netns or links:
+            done.append(f"removed {len(netns)} namespaces and {len(links)} links")
+        if not keep_files and self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+        elif self.state_path.exists():
+            self.state_path.unlink()
+        for line in done:
+            report(line)
+        return done
+
+    def _kill_namespace_leftovers(self) -> list[str]:
+        """Processes still inside our namespaces (SST helpers, a lost daemon) are ours: stop them."""
+        done: list[str] = []
+        netns, _ = preflight.leftovers(self.names, self.local)
+        pids: list[int] = []
+        for ns in netns:
+            res = self.local.run(["ip", "netns", "pids", ns], check=False)
+            pids += [int(p) for p in res.stdout.split() if p.isdigit()]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            live = [p for p in pids if _alive_pid(p)]
+            for p in live:
+                try:
+                    os.kill(p, sig)
+                except ProcessLookupError:
+                    pass
+            if live:
+                done.append(f"sent {sig.name} to {len(live)} leftover processes in the namespaces")
+                deadline = self.clock.now() + 10
+                while self.clock.now() < deadline and any(_alive_pid(p) for p in live):
+                    self.clock.sleep(0.05)
+        return done
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> ClusterStatus:
+        t = self.topology
+        views = []
+        for n in self.nodes():
+            views.append(NodeView(n.index, n.cfg.address, n.alive(), n.status()))
+        h = self.haproxy()
+        return ClusterStatus(
+            name=t.name,
+            nodes=views,
+            balancer_address=f"{t.balancer_address()}:{t.balancer.port}" if h else None,
+            balancer_alive=bool(h and h.alive()),
+            backends=h.servers() if h else [],
+        )
+
+    # ------------------------------------------------------------------ node operations
+
+    def node_stop(self, index: int) -> str:
+        n = self.node(index)
+        what = n.stop()
+        self._record_node(n)
+        return f"n{index} {what}"
+
+    def node_kill(self, index: int) -> str:
+        n = self.node(index)
+        what = n.kill()
+        self._record_node(n)
+        return f"n{index} {what}"
+
+    def node_start(self, index: int, timeout: float = JOIN_TIMEOUT) -> str:
+        """Start one node. If others run, it rejoins (IST when the gap is in their gcache);
+        if none runs, it may only bootstrap when grastate says it is safe to."""
+        n = self.node(index)
+        if n.alive():
+            return f"n{index} already running"
+        others = [o for o in self.nodes() if o.index != index and o.alive()]
+        if not others:
+            g = n.grastate()
+            if g is None or not g.safe_to_bootstrap:
+                raise ClusterStateError(
+                    f"no node of '{self.topology.name}' is running and n{index} is not safe to bootstrap; "
+                    "run `clusterbench start` to cold-start from the most advanced node"
+                )
+            self._start_node(n, bootstrap=True)
+            n.wait_synced(timeout)
+            return f"n{index} bootstrapped a new Primary component"
+        return self._rejoin(n, timeout)
+
+    def _rejoin(self, n: GaleraNode, timeout: float) -> str:
+        position = None
+        g = n.grastate()
+        if g is not None and g.crashed:
+            position = n.recover_position()
+        offset = n.error_log_size()
+        t0 = time.monotonic()
+        # Never --wsrep-new-cluster on a rejoin: that would fork a second cluster.
+        self._start_node(n, start_position=position)
+        n.wait_synced(timeout)
+        n.start_clustercheck()
+        self._record_node(n)
+        kind = n.join_kind_since(offset)
+        how = f" after recovering {position}" if position else ""
+        return f"n{n.index} rejoined by {kind}{how} in {time.monotonic() - t0:.1f} s"
+
+    def node_restart(self, index: int) -> str:
+        stopped = self.node_stop(index)
+        return f"{stopped}; {self.node_start(index)}"
+
+    def start_all(self, report: Report = _quiet) -> list[str]:
+        """Cold start: bootstrap from the node that is safe to (or the most advanced one after a
+        crash of all), then join the others one by one."""
+        nodes = self.nodes()
+        if any(n.alive() for n in nodes):
+            running = [n for n in nodes if n.alive()]
+            return [self.node_start(n.index) for n in nodes if not n.alive()] or [
+                f"all {len(running)} nodes already running"
+            ]
+        out: list[str] = []
+        states = {n.index: n.grastate() for n in nodes}
+        chosen = next((i for i, g in states.items() if g is not None and g.safe_to_bootstrap), None)
+        if chosen is None:
+            # Every node crashed: recover positions and bootstrap from the highest seqno.
+            best: tuple[int, int] | None = None
+            for n in nodes:
+                pos = n.recover_position()
+                if pos is None:
+                    continue
+                seqno = int(pos.rsplit(":", 1)[1])
+                out.append(f"n{n.index} recovered position {pos}")
+                if best is None or seqno > best[1]:
+                    best = (n.index, seqno)
+            if best is None:
+                raise ComponentError("no node could recover its position; see the nodes' recover.log")
+            chosen = best[0]
+            g = states[chosen] or GraState(str(uuid.UUID(int=0)), -1, False)
+            self.node(chosen).set_grastate(GraState(g.uuid, g.seqno, safe_to_bootstrap=True))
+            out.append(f"n{chosen} has the highest seqno ({best[1]}); marked safe to bootstrap")
+        first = self.node(chosen)
+        self._start_node(first, bootstrap=True)
+        first.wait_synced(JOIN_TIMEOUT)
+        first.start_clustercheck()
+        self._record_node(first)
+        out.append(f"n{chosen} bootstrapped")
+        report(out[-1])
+        for n in nodes:
+            if n.index != chosen:
+                out.append(self._rejoin(self.node(n.index), JOIN_TIMEOUT))
+                report(out[-1])
+        h = self.haproxy()
+        if h is not None and not h.alive():
+            h.start()
+            self._record_balancer(h)
+        return out
+
+    def stop_all(self) -> list[str]:
+        """Graceful stop of every node in reverse order: the last one to stop (n1) is the one
+        grastate marks safe to bootstrap, so a later cold start begins there."""
+        return [self.node_stop(n.index) for n in reversed(self.nodes())]
+
+
+def _alive_pid(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return False
+    return raw[raw.rindex(")") + 2] not in "ZX"
