@@ -250,6 +250,11 @@ def version() -> None:
     console.out.print(__version__)
 
 
+from clusterbench.cli import bench  # noqa: E402 - registers run, suite, report, results
+
+bench.register(app)
+
+
 def _sigterm(signum: int, frame: object) -> NoReturn:
     raise KeyboardInterrupt
 

@@ -1,0 +1,535 @@
+"""Commands that apply load and read results: run, suite, report, results. Thin: parse, call, print.
+
+The orchestration (prepare groups, trials, provenance) lives in clusterbench.runner; this module
+builds a plan from the flags, shows samples live and prints tables from the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from clusterbench.analysis import summary_rows, table_cells, write_report
+from clusterbench.cli import console
+from clusterbench.cluster import Cluster, home_dir
+from clusterbench.errors import InputError
+from clusterbench.runner import (
+    BenchListener,
+    BenchOutcome,
+    BenchPlan,
+    BenchRunner,
+    ClusterProbe,
+    EndpointProbe,
+    ServerProbe,
+    make_options,
+    parse_tests,
+    resolve_run,
+)
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.store import Store
+from clusterbench.workloads import KNOWN_TESTS, RunResult, Sample, SysbenchOptions, SysbenchRunner, build_shim
+from clusterbench.workloads.parse import combine_samples
+
+# ---- options shared by run and suite ------------------------------------------------------------
+
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--name", "-n", help="Cluster name (default: the only cluster that is up, else 'lab')."),
+]
+TargetOpt = Annotated[
+    str | None,
+    typer.Option(help="Where the load goes: balancer, node:N or all-nodes (default: balancer)."),
+]
+TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
+TableSizeOpt = Annotated[int, typer.Option(min=1, help="Rows per table.")]
+WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --time, not in the results.")]
+RateOpt = Annotated[int, typer.Option(min=0, help="Target transactions per second (0 = unlimited).")]
+RandTypeOpt = Annotated[str, typer.Option(help="uniform, gaussian, special or pareto.")]
+IntervalOpt = Annotated[int, typer.Option(min=1, help="Seconds per sample.")]
+ClientsOpt = Annotated[int, typer.Option(min=1, help="sysbench processes running at once.")]
+SeparateOpt = Annotated[bool, typer.Option(help="Give each client process its own schema (sbtest1..N).")]
+TlsOpt = Annotated[
+    bool | None, typer.Option("--tls/--no-tls", help="TLS on or off (default: the endpoint's).")
+]
+CompressionOpt = Annotated[bool, typer.Option(help="Use the zlib protocol compression.")]
+HostOpt = Annotated[
+    str | None, typer.Option(help="Any MySQL server or proxy instead of a clusterbench cluster.")
+]
+PortOpt = Annotated[int, typer.Option(min=1, max=65535, help="Port for --host.")]
+UserOpt = Annotated[str, typer.Option(help="User for --host.")]
+PasswordEnvOpt = Annotated[
+    str | None, typer.Option(help="Name of the environment variable that holds the password for --host.")
+]
+DatabaseOpt = Annotated[str, typer.Option(help="Schema the tables go to.")]
+GaleraOpt = Annotated[bool, typer.Option(help="--host is a Galera node or balancer (sets --auto_inc=off).")]
+ResultsOpt = Annotated[
+    Path | None, typer.Option("--results", help="Results store (default: <home>/results.db).")
+]
+PrepareOpt = Annotated[bool, typer.Option(help="Create fresh tables first (--no-prepare reuses them).")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add run, suite, report and results to the main app."""
+    app.command("run")(run)
+    app.command("suite")(suite)
+    app.command("report")(report)
+    results_app = typer.Typer(help="List, show and export stored runs.", no_args_is_help=True)
+    results_app.command("list")(results_list)
+    results_app.command("show")(results_show)
+    results_app.command("export")(results_export)
+    app.add_typer(results_app, name="results")
+
+
+# ---- the store ---------------------------------------------------------------------------------
+
+
+def results_path(results: Path | None) -> Path:
+    return results if results is not None else home_dir() / "results.db"
+
+
+def open_store(results: Path | None, *, must_exist: bool = False) -> Store:
+    """Open the results store; a path that cannot be written is one InputError, before anything starts."""
+    path = results_path(results)
+    if must_exist and not path.exists():
+        raise InputError(
+            f"no results store at {path}; run `clusterbench run` or `suite` first, or give --results"
+        )
+    try:
+        store = Store.open(path)
+        # Store.open on an existing file may not write anything: prove that we can.
+        store.conn.execute("BEGIN IMMEDIATE")
+        store.conn.execute("ROLLBACK")
+    except (OSError, sqlite3.Error) as exc:
+        raise InputError(
+            f"cannot write the results store {path} ({exc}); choose a writable path with --results"
+        ) from None
+    store.mark_interrupted()
+    return store
+
+
+@contextmanager
+def _store(results: Path | None, *, must_exist: bool = False) -> Iterator[Store]:
+    store = open_store(results, must_exist=must_exist)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# ---- endpoint and plan ---------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    endpoint: Endpoint
+    probe: ServerProbe
+    topology: dict[str, Any] | None
+    label: str
+
+
+def _resolve_target(
+    *,
+    name: str | None,
+    target: str | None,
+    host: str | None,
+    port: int,
+    user: str,
+    password_env: str | None,
+    database: str,
+    galera: bool,
+) -> Target:
+    if host is not None:
+        if target is not None or name is not None:
+            raise InputError("--host runs against any server: leave out --target and --name")
+        password = ""
+        if password_env is not None:
+            if password_env not in os.environ:
+                raise InputError(f"environment variable {password_env} (from --password-env) is not set")
+            password = os.environ[password_env]
+        ep = Endpoint(
+            name=f"{host}:{port}",
+            addresses=(Address(host=host, port=port),),
+            user=user,
+            password=password,
+            database=database,
+            tls_dir=None,
+            galera=galera,
+        )
+        return Target(ep, EndpointProbe(ep), None, f"{user}@{host}:{port}")
+    from clusterbench.cli.main import _resolve_name  # main imports this module at its end
+
+    cluster = Cluster.load(_resolve_name(name))
+    tgt = target or "balancer"
+    ep = cluster.endpoint(tgt, database=database)
+    addrs = ",".join(f"{a.host}:{a.port}" for a in ep.addresses)
+    return Target(ep, ClusterProbe(cluster), cluster.topology.model_dump(mode="json"),
+                  f"cluster {cluster.topology.name} {tgt} ({addrs})")  # fmt: skip
+
+
+def _sysbench_runner() -> SysbenchRunner:
+    # `make setup` builds the shim into <home>/lib; build_shim only recompiles when it is stale.
+    return SysbenchRunner(shim=build_shim(home_dir() / "lib"))
+
+
+def _command_line() -> str:
+    return shlex.join(["clusterbench", *sys.argv[1:]])
+
+
+# ---- live view ------------------------------------------------------------------------------
+
+
+class _ElapsedBar(BarColumn):
+    """A bar that follows the wall clock, so it moves during warm-up and between samples too."""
+
+    def render(self, task: Task) -> ProgressBar:
+        total = task.total or 1.0
+        done = total if task.finished else min(task.elapsed or 0.0, total)
+        return ProgressBar(
+            total=total, completed=done, width=self.bar_width, pulse=False, animation_time=task.get_time()
+        )
+
+
+class _Seconds(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        total = int(task.total or 0)
+        done = total if task.finished else min(int(task.elapsed or 0), total)
+        return Text(f"{done:>4}/{total} s")
+
+
+def _fmt(v: float | None, spec: str = ".2f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def sample_line(s: Sample) -> str:
+    """One sample the way the live view shows it: tps, p95, errors, reconnects."""
+    line = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms  err/s {s.errors / (s.interval or 1):.2f}"
+    if s.reconnects:
+        line += f"  reconn {s.reconnects}"
+    return line
+
+
+class LiveView(BenchListener):
+    """Progress bar per trial (elapsed / total seconds) with the current second's numbers."""
+
+    def __init__(self, *, clients: int, per_sample_lines: bool) -> None:
+        self.clients = clients
+        self.per_sample_lines = per_sample_lines
+        self.tty = console.is_tty()
+        self.progress: Progress | None = None
+        self.task: Any = None
+        self.pending: dict[int, list[Sample]] = {}
+        self.run_id: int | None = None
+
+    def run_created(self, run_id: int) -> None:
+        self.run_id = run_id
+
+    def __enter__(self) -> LiveView:
+        if self.tty:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                _ElapsedBar(bar_width=30),
+                _Seconds(),
+                TextColumn("{task.fields[stats]}"),
+                console=console.out,
+                refresh_per_second=4,
+            )
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def phase(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(f"  {message}", soft_wrap=True)
+        else:
+            console.step(message)
+
+    def trial_started(self, seq: int, test: str, options: SysbenchOptions) -> None:
+        self.pending = {}
+        label = f"{seq:>2} {test:<22}"
+        if self.progress is not None:
+            self.task = self.progress.add_task(label, total=options.total_time, stats="")
+        elif not self.per_sample_lines:
+            return
+        else:
+            warm = f" after {options.warmup} s warm-up" if options.warmup else ""
+            console.step(f"{test}: {options.threads} threads, {options.time} s{warm}")
+
+    def sample(self, seq: int, sample: Sample) -> None:
+        t = round(sample.t)
+        group = self.pending.setdefault(t, [])
+        group.append(sample)
+        if len(group) < self.clients:
+            return
+        del self.pending[t]
+        s = combine_samples(group)[0] if self.clients > 1 else sample
+        if self.progress is not None:
+            self.progress.update(self.task, stats=sample_line(s))
+        elif self.per_sample_lines:
+            console.out.print(f"  [{t:>4} s] {sample_line(s)}", markup=False)
+
+    def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
+        s = result.summary
+        stats = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms" if s is not None else ""
+        if status != "completed":
+            stats = f"[red]{status}[/]: {result.failure() or ''}"
+        if self.progress is not None:
+            self.progress.update(self.task, stats=stats)
+            self.progress.stop_task(self.task)
+            task = self.progress.tasks[-1]
+            task.finished_time = task.elapsed
+            self.progress.update(self.task, completed=task.total)
+        elif not self.per_sample_lines:
+            console.step(f"{seq:>2} {test:<22} {stats}")
+
+
+# ---- printing results ---------------------------------------------------------------------------
+
+
+def summary_table(store: Store, run_id: int, title: str) -> Table:
+    """sysbench's layout: per test tps, qps read/write/other, latency min/avg/max/p95, errors, reconnects."""
+    header, cells = table_cells(summary_rows(store, run_id))
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
+    )
+    for i, h in enumerate(header):
+        # two-line headers ("lat" over "p95 ms") keep the table within 120 columns
+        title_text = h.replace("qps ", "qps\n").replace("lat ", "lat\n")
+        table.add_column(title_text, justify="left" if i == 1 else "right", no_wrap=True)
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
+def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
+    console.out.print(summary_table(store, outcome.run_id, title))
+    colour = "green" if outcome.status == "completed" else "red"
+    console.out.print(
+        f"run [bold]{outcome.run_id}[/] [{colour}]{outcome.status}[/] "
+        f"(`clusterbench report {outcome.run_id}`, `clusterbench results show {outcome.run_id}`)"
+    )
+    for f in outcome.failures:
+        console.fail(f)
+
+
+def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines: bool, title: str) -> None:
+    bench = BenchRunner(_sysbench_runner(), target.probe)
+    bench.check(plan)  # fail fast: unreachable, wrong password, no schema
+    console.out.print(
+        f"{plan.kind} {', '.join(plan.tests) if len(plan.tests) <= 3 else f'{len(plan.tests)} tests'} on "
+        f"{target.label}: {plan.options.threads} threads x {plan.clients} client(s), {plan.options.time} s"
+        + (f" + {plan.options.warmup} s warm-up" if plan.options.warmup else "")
+        + f"; results in {store_path_of(store)}"
+    )
+    view = LiveView(clients=plan.clients, per_sample_lines=per_sample_lines)
+    try:
+        with view:
+            outcome = bench.execute(plan, store, view)
+    except KeyboardInterrupt:
+        rid = view.run_id
+        if rid is not None:
+            n = sum(len(store.samples(t.id)) for t in store.trials(rid))
+            console.fail(
+                f"interrupted: sysbench stopped; run {rid} is marked interrupted, keeps its {n} samples"
+            )
+        else:
+            console.fail("interrupted before the run started; nothing was stored")
+        raise typer.Exit(130) from None
+    _print_outcome(store, outcome, title)
+    if outcome.status != "completed":
+        raise typer.Exit(1)
+
+
+def store_path_of(store: Store) -> str:
+    row = store.conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row is not None else "?"
+
+
+# ---- commands -----------------------------------------------------------------------------------
+
+
+def run(
+    workload: Annotated[str, typer.Option("--workload", "-w", help="sysbench test, e.g. oltp_read_write.")],
+    threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
+    time: Annotated[int, typer.Option("--time", "-t", min=1, help="Measured seconds.")] = 60,
+    warmup: WarmupOpt = 0,
+    target: TargetOpt = None,
+    tables: TablesOpt = 4,
+    table_size: TableSizeOpt = 10000,
+    rate: RateOpt = 0,
+    rand_type: RandTypeOpt = "special",
+    report_interval: IntervalOpt = 1,
+    clients: ClientsOpt = 1,
+    separate_schemas: SeparateOpt = False,
+    tls: TlsOpt = None,
+    compression: CompressionOpt = False,
+    host: HostOpt = None,
+    port: PortOpt = 3306,
+    user: UserOpt = "sbtest",
+    password_env: PasswordEnvOpt = None,
+    database: DatabaseOpt = "sbtest",
+    galera: GaleraOpt = True,
+    results: ResultsOpt = None,
+    name: NameOpt = None,
+    prepare: PrepareOpt = True,
+    cleanup: Annotated[bool, typer.Option(help="Drop the tables at the end.")] = False,
+) -> None:
+    """Run one sysbench test against the cluster (or --host) and store every sample."""
+    opts = make_options(
+        test=workload, threads=threads, time=time, warmup=warmup, tables=tables, table_size=table_size,
+        rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
+    )  # fmt: skip
+    with _store(results) as store:
+        tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
+                              password_env=password_env, database=database, galera=galera)  # fmt: skip
+        plan = BenchPlan(
+            kind="run", tests=(workload,), options=opts, endpoint=tgt.endpoint, clients=clients,
+            separate_schemas=separate_schemas, prepare=prepare, cleanup=cleanup, name=workload,
+            command_line=_command_line(), topology=tgt.topology,
+        )  # fmt: skip
+        _execute(plan, tgt, store, per_sample_lines=True, title=f"{workload} on {tgt.label}")
+
+
+def suite(
+    tests: Annotated[
+        str | None, typer.Option(help="Comma-separated sysbench tests (default: all eleven).")
+    ] = None,
+    threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
+    time: Annotated[int, typer.Option("--time", "-t", min=1, help="Measured seconds per test.")] = 5,
+    warmup: WarmupOpt = 0,
+    target: TargetOpt = None,
+    tables: TablesOpt = 4,
+    table_size: TableSizeOpt = 10000,
+    rate: RateOpt = 0,
+    rand_type: RandTypeOpt = "special",
+    report_interval: IntervalOpt = 1,
+    clients: ClientsOpt = 1,
+    separate_schemas: SeparateOpt = False,
+    tls: TlsOpt = None,
+    compression: CompressionOpt = False,
+    host: HostOpt = None,
+    port: PortOpt = 3306,
+    user: UserOpt = "sbtest",
+    password_env: PasswordEnvOpt = None,
+    database: DatabaseOpt = "sbtest",
+    galera: GaleraOpt = True,
+    results: ResultsOpt = None,
+    name: NameOpt = None,
+    cleanup: Annotated[bool, typer.Option(help="Drop the tables after each prepare group.")] = True,
+) -> None:
+    """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
+    chosen = parse_tests(tests, KNOWN_TESTS)
+    opts = make_options(
+        test=chosen[0], threads=threads, time=time, warmup=warmup, tables=tables, table_size=table_size,
+        rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
+    )  # fmt: skip
+    with _store(results) as store:
+        tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
+                              password_env=password_env, database=database, galera=galera)  # fmt: skip
+        plan = BenchPlan(
+            kind="suite", tests=chosen, options=opts, endpoint=tgt.endpoint, clients=clients,
+            separate_schemas=separate_schemas, prepare=True, cleanup=cleanup, name="suite",
+            command_line=_command_line(), topology=tgt.topology,
+        )  # fmt: skip
+        _execute(plan, tgt, store, per_sample_lines=False, title=f"sysbench suite on {tgt.label}")
+
+
+def report(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Directory (default <home>/reports).")
+    ] = None,
+    results: ResultsOpt = None,
+) -> None:
+    """Write a Markdown and a single-file HTML report of a run; print both paths."""
+    with _store(results, must_exist=True) as store:
+        run_id = resolve_run(store, run_ref)
+        out_dir = out if out is not None else home_dir() / "reports"
+        try:
+            md, page = write_report(store, run_id, out_dir)
+        except OSError as exc:
+            raise InputError(f"cannot write the report to {out_dir} ({exc}); choose another --out") from None
+    console.out.print(f"markdown: {md}")
+    console.out.print(f"html:     {page}")
+
+
+def results_list(results: ResultsOpt = None) -> None:
+    """Every stored run: id, kind, status, start, trials, command line."""
+    with _store(results, must_exist=True) as store:
+        runs = store.list_runs()
+        table = Table(title=f"runs in {results_path(results)}", title_justify="left")
+        for col in ("id", "kind", "name", "status", "started", "trials", "command"):
+            table.add_column(col, justify="right" if col in ("id", "trials") else "left")
+        for r in runs:
+            colour = {"completed": "green", "running": "yellow"}.get(r.status, "red")
+            table.add_row(str(r.id), r.kind, r.name, f"[{colour}]{r.status}[/]", r.started_at[:19],
+                          str(len(store.trials(r.id))), r.command_line)  # fmt: skip
+    console.out.print(table)
+    if not runs:
+        console.out.print("no runs yet; start one with `clusterbench run` or `clusterbench suite`")
+
+
+def results_show(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
+    results: ResultsOpt = None,
+) -> None:
+    """A run's summary table, provenance (versions, machine) and events."""
+    with _store(results, must_exist=True) as store:
+        run_id = resolve_run(store, run_ref)
+        r = store.get_run(run_id)
+        console.out.print(
+            f"run [bold]{r.id}[/] {r.kind} {r.name}: {r.status}, {r.started_at} → {r.ended_at or '—'}"
+        )
+        if r.command_line:
+            console.out.print(f"  command: {r.command_line}", markup=False)
+        console.out.print(summary_table(store, run_id, "summary"))
+        prov = store.provenance(run_id)
+        for key in ("versions", "kernel", "cpu", "memory", "endpoint", "workload"):
+            if key in prov:
+                line = f"  {key}: {json.dumps(prov[key], sort_keys=True)}"
+                console.out.print(line, markup=False, soft_wrap=True)
+        for e in store.events(run_id):
+            console.out.print(f"  {e['at']} {e['kind']} {json.dumps(e['detail'], sort_keys=True)}",
+                              markup=False, soft_wrap=True)  # fmt: skip
+
+
+def results_export(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="csv (a row per sample) or json (everything).")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File (default: stdout).")] = None,
+    results: ResultsOpt = None,
+) -> None:
+    """Export a run: every sample as CSV, or the whole run (samples, summaries, provenance) as JSON."""
+    if fmt not in ("csv", "json"):
+        raise InputError(f"--format must be csv or json, got {fmt!r}")
+    with _store(results, must_exist=True) as store:
+        run_id = resolve_run(store, run_ref)
+        if fmt == "csv":
+            text = store.export_csv(run_id)
+        else:
+            text = json.dumps(store.export_json(run_id), indent=1) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise InputError(f"cannot write {output} ({exc}); choose another --output") from None
+    console.out.print(f"wrote {output}")

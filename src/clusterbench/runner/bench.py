@@ -1,0 +1,399 @@
+"""Benchmark runs: sysbench tests as the trials of one stored run.
+
+`BenchPlan` says what to run (tests, options, endpoint, clients); `execute` runs it and stores it:
+fresh tables once per prepare group, one trial per test, every sample committed as it arrives,
+summaries and histograms at the end of each trial, provenance for the run and for each trial.
+Nothing here prints: progress goes to a `BenchListener`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pymysql  # type: ignore[import-untyped, unused-ignore]
+from pydantic import ValidationError
+
+from clusterbench.errors import InputError, WorkloadError
+from clusterbench.runner.provenance import ServerProbe, ServerSnapshot, host_facts
+from clusterbench.spec.endpoint import Endpoint
+from clusterbench.store import Store, record_run_result
+from clusterbench.workloads import (
+    RunResult,
+    Sample,
+    SysbenchOptions,
+    SysbenchRunner,
+    client_databases,
+    group_tests,
+    needed_schemas,
+)
+from clusterbench.workloads.sysbench import check_known_tests, expected_tables, prepare_group, use_tls
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["run", "suite"]
+
+
+def make_options(**fields: Any) -> SysbenchOptions:
+    """SysbenchOptions from user input; a bad value becomes one InputError line naming the option."""
+    if "test" in fields:
+        check_known_tests([fields["test"]])
+    try:
+        return SysbenchOptions(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
+        raise InputError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """What to run. `options.test` is replaced by each test in turn."""
+
+    kind: Kind
+    tests: tuple[str, ...]
+    options: SysbenchOptions
+    endpoint: Endpoint
+    clients: int = 1
+    separate_schemas: bool = False
+    prepare: bool = True
+    cleanup: bool = False
+    name: str = ""
+    command_line: str = ""
+    topology: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tests:
+            raise InputError("no test to run; name at least one sysbench test")
+        check_known_tests(self.tests)
+        if self.clients < 1:
+            raise InputError(f"--clients must be at least 1, got {self.clients}")
+
+    def trial_options(self, test: str) -> SysbenchOptions:
+        return self.options.model_copy(update={"test": test})
+
+    @property
+    def databases(self) -> list[str]:
+        return client_databases(self.endpoint, self.clients, self.separate_schemas)
+
+    def workload_provenance(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "tests": list(self.tests),
+            "options": self.options.model_dump(mode="json", exclude={"test"}),
+            "clients": self.clients,
+            "separate_schemas": self.separate_schemas,
+            "prepare": self.prepare,
+            "cleanup": self.cleanup,
+        }
+
+    def endpoint_provenance(self) -> dict[str, Any]:
+        e = self.endpoint
+        return {
+            "name": e.name,
+            "addresses": [f"{a.host}:{a.port}" for a in e.addresses],
+            "user": e.user,
+            "database": e.database,
+            "tls": e.tls,
+            "galera": e.galera,
+        }
+
+
+class BenchListener:
+    """Progress of a bench run. Every method is optional: override what you show."""
+
+    def run_created(self, run_id: int) -> None:
+        """The run is in the store (from here on, an interrupt leaves it marked interrupted)."""
+
+    def phase(self, message: str) -> None:
+        """A step outside the measurement: preparing, cleaning up, taking snapshots."""
+
+    def trial_started(self, seq: int, test: str, options: SysbenchOptions) -> None:
+        """A trial starts; `options.total_time` seconds of load follow."""
+
+    def sample(self, seq: int, sample: Sample) -> None:
+        """One measured sample of one client, as it arrives (already stored)."""
+
+    def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
+        """A trial ended (status 'completed' or 'failed')."""
+
+
+@dataclass
+class TrialOutcome:
+    seq: int
+    trial_id: int
+    test: str
+    status: str
+    samples: int = 0
+    failure: str | None = None
+
+
+@dataclass
+class BenchOutcome:
+    run_id: int
+    status: str
+    trials: list[TrialOutcome] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"{t.test}: {t.failure}" for t in self.trials if t.failure]
+
+
+Connect = Callable[..., Any]
+
+
+class BenchRunner:
+    """Runs a BenchPlan against an endpoint and records it in a Store."""
+
+    def __init__(
+        self,
+        sysbench: SysbenchRunner,
+        probe: ServerProbe | None = None,
+        *,
+        facts: Callable[[], dict[str, Any]] = host_facts,
+        connect: Connect = pymysql.connect,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sysbench = sysbench
+        self.probe = probe
+        self.facts = facts
+        self.connect = connect
+        self.monotonic = monotonic
+
+    # ---- before the run ------------------------------------------------------------------
+
+    def _admin_connect(self, endpoint: Endpoint) -> Any:
+        addr = endpoint.addresses[0]
+        try:
+            return self.connect(
+                host=addr.host,
+                port=addr.port,
+                user=endpoint.user,
+                password=endpoint.password,
+                connect_timeout=self.sysbench.connect_timeout,
+                read_timeout=60,
+                autocommit=True,
+            )
+        except pymysql.err.MySQLError as e:
+            code, msg = (e.args + (None, None))[:2] if e.args else (None, str(e))
+            raise WorkloadError(
+                f"cannot connect to {endpoint.user}@{addr.host}:{addr.port}: {msg} (error {code}); "
+                "check address, user, password"
+            ) from e
+
+    def check(self, plan: BenchPlan) -> None:
+        """Fail fast: reach every address, create the schemas the clients need, log in to each."""
+        schemas = needed_schemas(plan.endpoint, plan.clients, plan.separate_schemas)
+        conn = self._admin_connect(plan.endpoint)
+        try:
+            with conn.cursor() as cur:
+                for db in schemas:
+                    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}`")
+        except pymysql.err.MySQLError as e:
+            raise WorkloadError(
+                f"cannot create schema(s) {', '.join(schemas)}: {e.args[-1] if e.args else e}; "
+                "create them first or grant CREATE to the user"
+            ) from e
+        finally:
+            conn.close()
+        self.sysbench.check_endpoint(plan.endpoint, plan.databases, use_tls(plan.options, plan.endpoint))
+
+    def _drop_tables(self, endpoint: Endpoint, database: str) -> list[str]:
+        """Drop every sysbench table (sbtest<N>) in `database`: a prepare starts from nothing."""
+        conn = self._admin_connect(endpoint)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+                    "AND table_name REGEXP '^sbtest[0-9]+$'",
+                    (database,),
+                )
+                names = sorted(str(r[0]) for r in cur.fetchall())
+                for name in names:
+                    cur.execute(f"DROP TABLE IF EXISTS `{database}`.`{name}`")
+            return names
+        finally:
+            conn.close()
+
+    # ---- the run -------------------------------------------------------------------------
+
+    def execute(self, plan: BenchPlan, store: Store, listener: BenchListener | None = None) -> BenchOutcome:
+        """Run every test of the plan as a trial of one new run. Call `check` first.
+
+        Ctrl-C / SIGTERM (KeyboardInterrupt): sysbench is stopped by the workload runner, the
+        current trial and the run are marked interrupted (their samples stay), and the exception
+        goes on to the caller.
+        """
+        lis = listener or BenchListener()
+        run_id = store.create_run(plan.kind, name=plan.name, command_line=plan.command_line)
+        outcome = BenchOutcome(run_id=run_id, status="running")
+        lis.run_created(run_id)
+        try:
+            self._run_provenance(plan, store, run_id)
+            seq = 0
+            for group in group_tests(plan.tests):
+                base = plan.trial_options(group.tests[0])
+                self._prepare(plan, base, store, run_id, lis)
+                for test in group.tests:
+                    seq += 1
+                    self._trial(plan, store, run_id, seq, test, lis, outcome)
+                if plan.cleanup:
+                    lis.phase(f"cleaning up the {group.name} tables")
+                    self.sysbench.cleanup(base, plan.endpoint, databases=plan.databases)
+                    store.add_event(run_id, "cleanup", {"group": group.name})
+        except BaseException as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            status = "interrupted" if interrupted else "failed"
+            for t in outcome.trials:
+                if t.status == "running":
+                    store.finish_trial(t.trial_id, status)  # type: ignore[arg-type]
+                    t.status = status
+            store.add_event(run_id, status, {"reason": "interrupted" if interrupted else str(exc)})
+            store.finish_run(run_id, status)  # type: ignore[arg-type]
+            outcome.status = status
+            raise
+        outcome.status = "failed" if any(t.status != "completed" for t in outcome.trials) else "completed"
+        store.finish_run(run_id, outcome.status)  # type: ignore[arg-type]
+        return outcome
+
+    def _run_provenance(self, plan: BenchPlan, store: Store, run_id: int) -> None:
+        store.set_provenance(run_id, "workload", plan.workload_provenance())
+        store.set_provenance(run_id, "endpoint", plan.endpoint_provenance())
+        if plan.topology is not None:
+            store.set_provenance(run_id, "topology", plan.topology)
+        facts = self.facts()
+        for key, value in facts.items():
+            store.set_provenance(run_id, key, value)
+
+    def _snapshot(self, store: Store, run_id: int, trial_id: int, when: str) -> ServerSnapshot | None:
+        if self.probe is None:
+            return None
+        snap = self.probe.snapshot()
+        store.set_provenance(run_id, f"server_variables@{when}", snap.variables, trial_id=trial_id)
+        store.set_provenance(run_id, f"wsrep_status@{when}", snap.wsrep_status, trial_id=trial_id)
+        if snap.errors:
+            store.set_provenance(run_id, f"server_errors@{when}", snap.errors, trial_id=trial_id)
+        if when == "start":
+            # versions that only the servers know, recorded at the run level once
+            versions = dict(store.provenance(run_id).get("versions") or {})
+            changed = False
+            found = (("galera", snap.provider_version()), ("mariadb_server", snap.server_version()))
+            for key, value in found:
+                if value and versions.get(key) != value:
+                    versions[key] = value
+                    changed = True
+            if changed:
+                store.set_provenance(run_id, "versions", versions)
+        return snap
+
+    def _prepare(
+        self, plan: BenchPlan, base: SysbenchOptions, store: Store, run_id: int, lis: BenchListener
+    ) -> None:
+        group = prepare_group(base.test)
+        dbs = list(dict.fromkeys(plan.databases))
+        if not plan.prepare:
+            want = expected_tables(base, group)
+            for db in dbs:
+                present = self.sysbench.existing_tables(plan.endpoint, db, use_tls(base, plan.endpoint))
+                missing = [t for t in want if t not in present]
+                if missing:
+                    raise WorkloadError(
+                        f"--no-prepare, but tables {', '.join(missing)} are missing in {db}; "
+                        "run without --no-prepare to create them"
+                    )
+            store.add_event(run_id, "prepare", {"group": group, "skipped": True})
+            return
+        for db in dbs:
+            dropped = self._drop_tables(plan.endpoint, db)
+            if dropped:
+                lis.phase(f"dropped {len(dropped)} sysbench table(s) left in {db} by an earlier run")
+                store.add_event(run_id, "drop_tables", {"database": db, "tables": dropped})
+        lis.phase(
+            f"preparing {group}: {base.tables if group != 'bulk_insert' else base.threads} table(s)"
+            + (f" x {base.table_size} rows" if group != "bulk_insert" else "")
+            + f" in {', '.join(dbs)}"
+        )
+        t0 = self.monotonic()
+        self.sysbench.prepare(base, plan.endpoint, databases=dbs)
+        store.add_event(run_id, "prepare", {"group": group, "seconds": round(self.monotonic() - t0, 3)})
+
+    def _trial(
+        self,
+        plan: BenchPlan,
+        store: Store,
+        run_id: int,
+        seq: int,
+        test: str,
+        lis: BenchListener,
+        outcome: BenchOutcome,
+    ) -> TrialOutcome:
+        opts = plan.trial_options(test)
+        params = {
+            **opts.model_dump(mode="json"),
+            "clients": plan.clients,
+            "separate_schemas": plan.separate_schemas,
+            "endpoint": plan.endpoint.name,
+        }
+        trial_id = store.add_trial(run_id, seq, test, params)
+        out = TrialOutcome(seq=seq, trial_id=trial_id, test=test, status="running")
+        outcome.trials.append(out)
+        self._snapshot(store, run_id, trial_id, "start")
+        lis.trial_started(seq, test, opts)
+
+        def on_sample(s: Sample) -> None:
+            store.add_sample(trial_id, s)
+            out.samples += 1
+            lis.sample(seq, s)
+
+        result = self.sysbench.run(
+            opts,
+            plan.endpoint,
+            clients=plan.clients,
+            separate_schemas=plan.separate_schemas,
+            on_sample=on_sample,
+            preflight=False,
+        )
+        record_run_result(store, trial_id, result)
+        self._snapshot(store, run_id, trial_id, "end")
+        out.failure = result.failure()
+        out.status = "completed" if result.ok else "failed"
+        if out.failure:
+            store.add_event(
+                run_id,
+                "trial_failed",
+                {"test": test, "reason": out.failure, "stderr": result.stderr_tail[-5:]},
+                trial_id=trial_id,
+            )
+        store.finish_trial(trial_id, out.status)  # type: ignore[arg-type]
+        lis.trial_finished(seq, test, result, out.status)
+        return out
+
+
+def resolve_run(store: Store, ref: str) -> int:
+    """A run id, or 'last' for the newest run."""
+    if ref == "last":
+        runs = store.list_runs()
+        if not runs:
+            raise InputError("the store holds no runs yet; start one with `clusterbench run` or `suite`")
+        return runs[-1].id
+    if not ref.isdigit():
+        raise InputError(
+            f"run must be a number or 'last', got {ref!r}; `clusterbench results list` lists the runs"
+        )
+    run_id = int(ref)
+    store.get_run(run_id)
+    return run_id
+
+
+def parse_tests(text: str | None, default: Sequence[str]) -> tuple[str, ...]:
+    """'a,b , c' → ('a', 'b', 'c'), checked against the known tests."""
+    if text is None:
+        return tuple(default)
+    tests = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not tests:
+        raise InputError("--tests is empty; give a comma-separated list of sysbench tests")
+    check_known_tests(tests)
+    return tests
