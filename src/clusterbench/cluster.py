@@ -327,7 +327,7 @@ class Cluster:
         # starting them all at once makes Galera retry the view for several seconds.
         for k, n in enumerate(nodes[1:], start=2):
             self._start_node(n)
-            first.wait_in_view(k, JOIN_TIMEOUT)
+            first.wait_in_view(k, JOIN_TIMEOUT, joiner=n)
         for n in nodes[1:]:
             n.wait_synced(JOIN_TIMEOUT, expect_size=len(nodes))
             report(f"n{n.index} Synced ({time.monotonic() - t0:.1f} s)")

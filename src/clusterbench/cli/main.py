@@ -264,8 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
     _setup_logging()
     try:
-        app(args=argv, prog_name="clusterbench", standalone_mode=False)
-        return 0
+        # With standalone_mode=False, typer returns the exit code of typer.Exit and 130 for Ctrl-C.
+        rc = app(args=argv, prog_name="clusterbench", standalone_mode=False)
+        if rc == 130:
+            console.fail("interrupted; what was started has been stopped")
+        return rc if isinstance(rc, int) else 0
     except ClusterbenchError as exc:
         console.fail(str(exc))
         return exc.exit_code

@@ -92,8 +92,13 @@ class MariaDBSettings(_Strict):
     def _evs(self) -> MariaDBSettings:
         if self.evs_inactive_timeout < self.evs_suspect_timeout:
             raise ValueError("evs_inactive_timeout must be >= evs_suspect_timeout (Galera refuses otherwise)")
-        if self.evs_keepalive_period > self.evs_suspect_timeout:
-            raise ValueError("evs_keepalive_period must be <= evs_suspect_timeout")
+        # Galera rejects a keepalive of a third of the suspect timeout or more at start-up
+        # (measured: suspect 2 s -> "evs.keepalive_period ... out of range [PT0.1S,PT0.666667S)").
+        if not 0.1 <= self.evs_keepalive_period < self.evs_suspect_timeout / 3:
+            raise ValueError(
+                f"evs_keepalive_period must be at least 0.1 and below evs_suspect_timeout / 3 "
+                f"(= {self.evs_suspect_timeout / 3:.3g}); Galera refuses to start otherwise"
+            )
         return self
 
 

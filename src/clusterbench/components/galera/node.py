@@ -325,10 +325,16 @@ class GaleraNode:
             f"{self.error_log_tail(3)}"
         )
 
-    def wait_in_view(self, size: int, timeout: float) -> None:
-        """Wait until this node sees a Primary view of at least `size` members."""
+    def wait_in_view(self, size: int, timeout: float, joiner: GaleraNode | None = None) -> None:
+        """Wait until this node sees a Primary view of at least `size` members; fail at once if
+        the `joiner` we wait for has died."""
         deadline = self.clock.now() + timeout
         while self.clock.now() < deadline:
+            if joiner is not None and not joiner.alive():
+                raise ComponentError(
+                    f"node {joiner.name} exited while joining; last errors from {joiner.cfg.error_log}: "
+                    f"{joiner.error_log_tail()}"
+                )
             st = self.status()
             if st is not None and st.primary and st.cluster_size >= size:
                 return

@@ -1,0 +1,35 @@
+# clusterbench: the two commands are `make demo` and `make test` (as root, on Debian).
+PYTHON ?= python3
+export PYTHON
+
+.PHONY: setup setup-test demo test lint unit integration bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+setup-test:
+	@bash scripts/setup.sh --test
+
+demo: setup
+	@bash scripts/demo.sh
+
+lint: setup-test
+	$(PYTHON) -m ruff check src tests benchmarks
+	$(PYTHON) -m mypy
+
+unit: setup-test
+	$(PYTHON) -m pytest -q tests/unit
+
+integration: setup-test
+	$(PYTHON) -m pytest -q -x tests/integration
+
+test: setup-test
+	$(PYTHON) -m ruff check src tests benchmarks
+	$(PYTHON) -m mypy
+	$(PYTHON) -m pytest -q tests
+
+bench: setup
+	$(PYTHON) benchmarks/bringup.py
+
+clean:
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .setup-stamp

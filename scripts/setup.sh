@@ -1,0 +1,50 @@
+#!/bin/bash
+# Installs what clusterbench needs on Debian, as root: the servers and tools from Debian's packages,
+# the Python package with pinned dependencies, and the sysbench reconnect shim.
+# Usage: scripts/setup.sh [--test]   (--test adds what the test suite needs: chromium)
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then
+  echo "error: setup installs Debian packages and needs root; run it as root (e.g. sudo make setup)" >&2
+  exit 2
+fi
+
+PKGS="mariadb-server mariadb-client galera-4 haproxy sysbench iproute2 keepalived rsync mariadb-backup socat
+      iptables libmariadb-dev gcc libc6-dev procps openssl"
+if [ "${1:-}" = "--test" ]; then
+  PKGS="$PKGS chromium"
+fi
+
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+
+if [ -n "$missing" ]; then
+  echo "installing Debian packages:$missing"
+  # Debian's maintainer scripts would start mariadb, haproxy and keepalived on the host (mariadb on
+  # 127.0.0.1:3306). clusterbench starts its own processes in namespaces, so forbid that for the
+  # duration of the install unless the machine already has a policy.
+  cleanup_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    cleanup_policy=1
+  fi
+  trap '[ -n "$cleanup_policy" ] && rm -f /usr/sbin/policy-rc.d' EXIT
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $missing >/dev/null
+  echo "Debian packages installed"
+fi
+
+PY=${PYTHON:-python3}
+if ! $PY -c "import clusterbench, typer, pytest, ruff" >/dev/null 2>&1 || [ pyproject.toml -nt .setup-stamp ]; then
+  echo "installing the clusterbench Python package and its pinned dependencies"
+  $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+  touch .setup-stamp
+fi
+
+# The LD_PRELOAD fix for sysbench's reconnect crash (upstream issue 527), built from our source.
+$PY -c "from pathlib import Path; from clusterbench.cluster import home_dir; from clusterbench.workloads import build_shim; print('sysbench shim:', build_shim(home_dir() / 'lib'))"

@@ -1,0 +1,95 @@
+"""Integration fixtures: real MariaDB Galera + HAProxy in network namespaces. Needs root and the
+Debian packages (`make setup`); skipped otherwise. Every cluster made here is torn down, also when
+a test fails, and the session checks that nothing it started is left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clusterbench.cluster import Cluster
+from clusterbench.providers.naming import Names
+from clusterbench.spec.topology import Topology
+
+NEEDED = ["mariadbd", "haproxy", "sysbench", "socat", "rsync", "ip"]
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "integration tests need root (network namespaces)"
+    missing = [b for b in NEEDED if shutil.which(b, path="/usr/sbin:/usr/bin:/sbin:/bin") is None]
+    if missing:
+        return f"missing {', '.join(missing)}; run `make setup`"
+    return None
+
+
+@pytest.fixture(scope="session")
+def cb_home() -> Iterator[Path]:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    # Not under pytest's tmp dir: mariadbd runs as `mysql` and must traverse every parent (0755).
+    home = Path(f"/tmp/cbtest-{os.getpid()}")
+    home.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(home, 0o755)
+    old = os.environ.get("CLUSTERBENCH_HOME")
+    os.environ["CLUSTERBENCH_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("CLUSTERBENCH_HOME", None)
+    else:
+        os.environ["CLUSTERBENCH_HOME"] = old
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def make_topology(name: str, subnet: str, nodes: int = 3, **extra: object) -> Topology:
+    data: dict[str, object] = {"cluster": {"name": name, "nodes": nodes, "subnet": subnet}}
+    data.update(extra)
+    return Topology.model_validate(data)
+
+
+def leftovers(name: str) -> list[str]:
+    """Namespaces, links, cgroups and live processes of cluster `name` still on the machine."""
+    prefix = Names(name).prefix
+    found: list[str] = []
+    for line in os.popen("ip netns list").read().splitlines():
+        if line.split(" ")[0].startswith(prefix):
+            found.append(f"netns {line.split(' ')[0]}")
+    for line in os.popen("ip -o link show").read().splitlines():
+        ifname = line.split(":")[1].strip().split("@")[0]
+        if ifname.startswith(prefix):
+            found.append(f"link {ifname}")
+    for ctl in ("cpu", "cpuset"):
+        d = Path("/sys/fs/cgroup") / ctl / "clusterbench"
+        if d.is_dir():
+            found += [f"cgroup {p}" for p in d.iterdir() if p.name.startswith(f"{name}-")]
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] in "ZX":
+            continue
+        if f"/clusters/{name}/" in cmd:
+            found.append(f"process {pid} {cmd[:80]}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def cluster(cb_home: Path) -> Iterator[Cluster]:
+    """A 3-node cluster + HAProxy shared by the session's tests. Tests that break it must heal it."""
+    topo = make_topology("cbit", "198.18.201.0/24", mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5})
+    c = Cluster(topo, home=cb_home)
+    try:
+        c.up()
+        yield c
+    finally:
+        c.down()
+    assert leftovers("cbit") == []

@@ -1,0 +1,251 @@
+"""The cluster lifecycle against real MariaDB Galera, HAProxy and namespaces."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from clusterbench.cluster import Cluster
+from clusterbench.components.galera.status import classify_join
+from clusterbench.errors import ClusterStateError
+
+from .conftest import leftovers, make_topology
+
+pytestmark = pytest.mark.integration
+
+
+def _all_synced(c: Cluster, size: int = 3) -> None:
+    for n in c.nodes():
+        st = n.wait_synced(60, expect_size=size)
+        assert st.synced and st.cluster_size == size, f"n{n.index}: {st}"
+
+
+def _app_conn(c: Cluster, target: str = "balancer") -> pymysql.connections.Connection:
+    ep = c.endpoint(target)
+    a = ep.addresses[0]
+    return pymysql.connect(
+        host=a.host, port=a.port, user=ep.user, password=ep.password, database="sbtest",
+        autocommit=True, connect_timeout=3, read_timeout=10, write_timeout=10,
+    )
+
+
+def test_up_gives_synced_cluster_with_haproxy_up(cluster: Cluster) -> None:
+    st = cluster.status()
+    assert [v.index for v in st.nodes] == [1, 2, 3]
+    for v in st.nodes:
+        assert v.alive and v.wsrep is not None
+        assert (v.wsrep.state_comment, v.wsrep.cluster_size, v.wsrep.primary, v.wsrep.ready) == ("Synced", 3, True, True)
+    # One cluster state uuid everywhere: the seeded joiners joined the bootstrap node's cluster.
+    assert len({v.wsrep.cluster_state_uuid for v in st.nodes if v.wsrep}) == 1
+    assert st.balancer_alive
+    assert sorted((b.name, b.status) for b in st.backends) == [("n1", "UP"), ("n2", "UP"), ("n3", "UP")]
+    # Every daemon runs inside its own namespace and mariadbd runs as mysql, not root.
+    for n in cluster.nodes():
+        assert n.proc is not None
+        ns = subprocess.run(["ip", "netns", "identify", str(n.proc.pid)], capture_output=True, text=True).stdout
+        assert ns.strip() == f"cb-cbit-n{n.index}"
+        uid = Path(f"/proc/{n.proc.pid}/status").read_text().split("Uid:")[1].split()[0]
+        assert int(uid) != 0
+
+
+def test_write_on_node1_read_on_node3(cluster: Cluster) -> None:
+    n1, n3 = cluster.node(1), cluster.node(3)
+    n1.query("CREATE TABLE IF NOT EXISTS sbtest.w13 (id INT PRIMARY KEY, v VARCHAR(20))")
+    n1.query("REPLACE INTO sbtest.w13 VALUES (1, 'from-n1')")
+    # Causal read: wait for the write to be applied on n3 before reading.
+    with n3.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION wsrep_sync_wait=1")
+        cur.execute("SELECT v FROM sbtest.w13 WHERE id=1")
+        assert cur.fetchall() == (("from-n1",),)
+
+
+def test_balancer_spreads_connections_over_all_nodes(cluster: Cluster) -> None:
+    seen = set()
+    for _ in range(9):
+        conn = _app_conn(cluster)
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@wsrep_node_name")
+            seen.add(cur.fetchone()[0])
+        conn.close()
+    assert seen == {"n1", "n2", "n3"}
+
+
+class _Writer(threading.Thread):
+    """A small write load through the balancer; counts acknowledged inserts, reconnects on errors."""
+
+    def __init__(self, c: Cluster, table: str) -> None:
+        super().__init__(daemon=True)
+        self.c, self.table = c, table
+        self.acked: list[int] = []
+        self.errors = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        seq = 0
+        conn = None
+        while not self.stop.is_set():
+            try:
+                if conn is None:
+                    conn = _app_conn(self.c)
+                seq += 1
+                with conn.cursor() as cur:
+                    cur.execute(f"INSERT INTO sbtest.{self.table} VALUES (%s)", (seq,))
+                self.acked.append(seq)
+            except pymysql.MySQLError:
+                self.errors += 1
+                conn = None
+                time.sleep(0.05)
+            time.sleep(0.01)
+
+
+def test_kill9_under_write_load_restarts_by_ist(cluster: Cluster) -> None:
+    cluster.node(1).query("CREATE TABLE IF NOT EXISTS sbtest.k9 (id INT PRIMARY KEY)")
+    w = _Writer(cluster, "k9")
+    w.start()
+    try:
+        time.sleep(1.5)
+        assert cluster.node_kill(2) == "n2 killed"
+        time.sleep(3)
+        n2 = cluster.node(2)
+        g = n2.grastate()
+        assert g is not None and g.crashed, "kill -9 leaves seqno -1 in grastate.dat"
+        offset = n2.error_log_size()
+        msg = cluster.node_start(2)
+        assert "rejoined by IST after recovering" in msg, msg
+        assert classify_join(cluster.node(2).error_log_since(offset)) == "IST"
+        time.sleep(1)
+    finally:
+        w.stop.set()
+        w.join(10)
+    assert len(w.acked) > 20
+    _all_synced(cluster)
+    # Every acknowledged insert is on every node (causal read), and nothing else is.
+    for n in cluster.nodes():
+        with n.connect() as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION wsrep_sync_wait=1")
+            cur.execute("SELECT id FROM sbtest.k9")
+            present = {r[0] for r in cur.fetchall()}
+        assert set(w.acked) <= present, f"n{n.index} lost acknowledged writes"
+
+
+def test_graceful_stop_and_start(cluster: Cluster) -> None:
+    assert cluster.node_stop(3) == "n3 stopped"
+    g = cluster.node(3).grastate()
+    assert g is not None and not g.crashed and g.seqno > 0
+    # Survivors stay Primary with 2 members after a graceful leave.
+    st = cluster.node(1).status()
+    assert st is not None and st.primary and st.cluster_size == 2
+    cluster.node(1).query("CREATE TABLE IF NOT EXISTS sbtest.gs (id INT PRIMARY KEY)")
+    cluster.node(1).query("REPLACE INTO sbtest.gs VALUES (7)")
+    msg = cluster.node_start(3)
+    assert msg.startswith("n3 rejoined by IST"), msg
+    assert cluster.node(3).query("SELECT id FROM sbtest.gs") == [(7,)]
+    assert cluster.node_start(3) == "n3 already running"
+
+
+def test_cold_restart_of_whole_cluster(cluster: Cluster) -> None:
+    cluster.node(1).query("CREATE TABLE IF NOT EXISTS sbtest.cold (id INT PRIMARY KEY)")
+    cluster.node(1).query("REPLACE INTO sbtest.cold VALUES (42)")
+    lines = cluster.stop_all()
+    assert lines == ["n3 stopped", "n2 stopped", "n1 stopped"]
+    assert [cluster.node(i).grastate().safe_to_bootstrap for i in (1, 2, 3)] == [True, False, False]  # type: ignore[union-attr]
+    with pytest.raises(ClusterStateError, match="not safe to bootstrap"):
+        cluster.node_start(2)
+    out = cluster.start_all()
+    assert out[0] == "n1 bootstrapped"
+    assert all("rejoined by IST" in ln for ln in out[1:]), out
+    _all_synced(cluster)
+    assert cluster.node(3).query("SELECT id FROM sbtest.cold") == [(42,)]
+    h = cluster.haproxy()
+    assert h is not None
+    h.wait_all_up(["n1", "n2", "n3"], timeout=30)
+
+
+def test_cli_status_and_sql_against_running_cluster(cluster: Cluster) -> None:
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(cluster.home), "COLUMNS": "160"}
+    st = subprocess.run([sys.executable, "-m", "clusterbench", "status", "-n", "cbit"], capture_output=True,
+                        text=True, env=env, timeout=60)
+    assert st.returncode == 0, st.stderr
+    assert st.stdout.count("Synced") == 3 and st.stdout.count("UP") == 3
+    q = subprocess.run([sys.executable, "-m", "clusterbench", "sql", "2", "-n", "cbit", "-e",
+                        "SHOW STATUS LIKE 'wsrep_cluster_size'"], capture_output=True, text=True, env=env, timeout=60)
+    assert q.returncode == 0 and "wsrep_cluster_size\t3" in q.stdout
+    # Credentials are never printed in full.
+    assert cluster.credentials().app_password not in st.stdout + q.stdout
+
+
+def test_up_refuses_a_cluster_that_is_already_up_and_an_overlapping_subnet(cluster: Cluster, tmp_path: Path) -> None:
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(cluster.home)}
+    f = tmp_path / "same.toml"
+    f.write_text('[cluster]\nname = "cbit"\nsubnet = "198.18.201.0/24"\n')
+    r = subprocess.run([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 2
+    assert "cluster 'cbit' is already up" in r.stderr and "Traceback" not in r.stderr
+    f.write_text('[cluster]\nname = "other"\nsubnet = "198.18.201.0/25"\n')
+    r = subprocess.run([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 2
+    assert "overlaps 198.18.201.0/24 dev cb-cbit-br" in r.stderr
+    assert leftovers("other") == []
+
+
+def test_failed_join_reports_log_tail_and_leaves_nothing(cb_home: Path) -> None:
+    # IST also runs wsrep_sst_<method>; a method with no script makes every join fail.
+    topo = make_topology("cbbad", "198.18.202.0/24", nodes=2, mariadb={"extra": {"wsrep_sst_method": "nosuch"}})
+    c = Cluster(topo, home=cb_home)
+    with pytest.raises(Exception, match=r"node n2 (exited while joining|not Synced)"):
+        c.up()
+    assert leftovers("cbbad") == []
+    assert not (cb_home / "clusters" / "cbbad" / "state.json").exists()
+
+
+def test_ctrl_c_during_up_tears_down(cb_home: Path, tmp_path: Path) -> None:
+    f = tmp_path / "t.toml"
+    f.write_text('[cluster]\nname = "cbint"\nsubnet = "198.18.203.0/24"\nnodes = 3\n')
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
+    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Wait until the first node has been started, then interrupt as a terminal's Ctrl-C would.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (cb_home / "clusters" / "cbint" / "n1" / "mysqld.pid").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, (out, err)
+    assert "interrupted" in err and "Traceback" not in err
+    assert leftovers("cbint") == []
+    # down after that is a no-op and says so.
+    r = subprocess.run([sys.executable, "-m", "clusterbench", "down", "-n", "cbint"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "nothing to do" in r.stdout
+
+
+def test_down_after_sigkill_of_the_tool_finds_leftovers(cb_home: Path, tmp_path: Path) -> None:
+    f = tmp_path / "t.toml"
+    f.write_text('[cluster]\nname = "cbkill"\nsubnet = "198.18.204.0/24"\nnodes = 1\n')
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
+    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (cb_home / "clusters" / "cbkill" / "n1" / "mysqld.pid").exists():
+        time.sleep(0.05)
+    p.kill()
+    p.wait()
+    assert leftovers("cbkill"), "a SIGKILLed up leaves things behind"
+    r = subprocess.run([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "clusterbench down -n cbkill" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "clusterbench", "down", "-n", "cbkill"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert leftovers("cbkill") == []
