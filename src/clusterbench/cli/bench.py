@@ -29,6 +29,7 @@ from clusterbench.cli import console
 from clusterbench.cluster import Cluster, home_dir
 from clusterbench.errors import InputError
 from clusterbench.runner import (
+    BenchInterrupted,
     BenchListener,
     BenchOutcome,
     BenchPlan,
@@ -36,6 +37,7 @@ from clusterbench.runner import (
     ClusterProbe,
     EndpointProbe,
     ServerProbe,
+    TrialsFailed,
     make_options,
     parse_tests,
     resolve_run,
@@ -115,6 +117,8 @@ def open_store(results: Path | None, *, must_exist: bool = False) -> Store:
         store.conn.execute("BEGIN IMMEDIATE")
         store.conn.execute("ROLLBACK")
     except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, FileExistsError):
+            exc = NotADirectoryError(f"{exc.filename} is not a directory")
         raise InputError(
             f"cannot write the results store {path} ({exc}); choose a writable path with --results"
         ) from None
@@ -325,8 +329,6 @@ def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
         f"run [bold]{outcome.run_id}[/] [{colour}]{outcome.status}[/] "
         f"(`clusterbench report {outcome.run_id}`, `clusterbench results show {outcome.run_id}`)"
     )
-    for f in outcome.failures:
-        console.fail(f)
 
 
 def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines: bool, title: str) -> None:
@@ -344,17 +346,15 @@ def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines:
             outcome = bench.execute(plan, store, view)
     except KeyboardInterrupt:
         rid = view.run_id
-        if rid is not None:
-            n = sum(len(store.samples(t.id)) for t in store.trials(rid))
-            console.fail(
-                f"interrupted: sysbench stopped; run {rid} is marked interrupted, keeps its {n} samples"
-            )
-        else:
-            console.fail("interrupted before the run started; nothing was stored")
-        raise typer.Exit(130) from None
+        if rid is None:
+            raise BenchInterrupted("interrupted before the run started; nothing was stored") from None
+        n = sum(len(store.samples(t.id)) for t in store.trials(rid))
+        raise BenchInterrupted(
+            f"interrupted: sysbench stopped; run {rid} is marked interrupted and keeps its {n} samples"
+        ) from None
     _print_outcome(store, outcome, title)
     if outcome.status != "completed":
-        raise typer.Exit(1)
+        raise TrialsFailed(f"run {outcome.run_id} finished with failed trials: {'; '.join(outcome.failures)}")
 
 
 def store_path_of(store: Store) -> str:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from clusterbench.runner.bench import (
+    BenchInterrupted,
     BenchListener,
     BenchOutcome,
     BenchPlan,
     BenchRunner,
     TrialOutcome,
+    TrialsFailed,
     make_options,
     parse_tests,
     resolve_run,
@@ -21,6 +23,7 @@ from clusterbench.runner.provenance import (
 )
 
 __all__ = [
+    "BenchInterrupted",
     "BenchListener",
     "BenchOutcome",
     "BenchPlan",
@@ -30,6 +33,7 @@ __all__ = [
     "ServerProbe",
     "ServerSnapshot",
     "TrialOutcome",
+    "TrialsFailed",
     "host_facts",
     "make_options",
     "parse_tests",

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pymysql  # type: ignore[import-untyped, unused-ignore]
 from pydantic import ValidationError
 
-from clusterbench.errors import InputError, WorkloadError
+from clusterbench.errors import ClusterbenchError, InputError, WorkloadError
 from clusterbench.runner.provenance import ServerProbe, ServerSnapshot, host_facts
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.store import Store, record_run_result
@@ -35,6 +35,18 @@ from clusterbench.workloads.sysbench import check_known_tests, expected_tables, 
 log = logging.getLogger(__name__)
 
 Kind = Literal["run", "suite"]
+
+
+class BenchInterrupted(ClusterbenchError):
+    """Ctrl-C or SIGTERM stopped a run; what it measured is stored and marked interrupted."""
+
+    exit_code = 130
+
+
+class TrialsFailed(ClusterbenchError):
+    """The run finished, but at least one trial failed (its reason is stored as an event)."""
+
+    exit_code = 1
 
 
 def make_options(**fields: Any) -> SysbenchOptions:
