@@ -370,6 +370,7 @@ class Cluster:
         for cg in self.cgroups.existing(f"{self.topology.name}-"):
             self.cgroups.remove(cg)
             done.append(f"cgroup {cg} removed")
+        self.cgroups.remove_parents_if_empty()
         netns, links = preflight.leftovers(self.names, self.local)
         for argv in down_plan(self.names, netns, links):
             self.local.run(argv, check=False)

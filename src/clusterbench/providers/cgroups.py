@@ -78,6 +78,16 @@ class CgroupV1:
                 out += sorted(p for p in d.iterdir() if p.is_dir() and p.name.startswith(prefix))
         return out
 
+    def remove_parents_if_empty(self) -> None:
+        """Remove our top-level `clusterbench` groups once no cluster uses them."""
+        for controller in ("cpu", "cpuset"):
+            d = self.root / controller / "clusterbench"
+            if d.is_dir() and not any(p.is_dir() for p in d.iterdir()):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+
     def remove(self, path: Path) -> None:
         try:
             os.rmdir(path)

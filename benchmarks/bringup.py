@@ -1,0 +1,94 @@
+"""Bring-up, teardown and memory of local clusters, measured for real.
+
+Prints, for a 3-node cluster + HAProxy, the time from `up` to all nodes Synced and HAProxy UP, and
+the time of `down`, over several rounds (median, min, max) with the ratio to the targets (15 s,
+5 s); then brings up 9 nodes with the default settings and prints their total RSS against 3 GiB.
+
+Usage (root): python benchmarks/bringup.py [--rounds 3] [--skip-nine]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from clusterbench.cluster import Cluster
+from clusterbench.spec.topology import Topology
+
+UP_TARGET_S = 15.0
+DOWN_TARGET_S = 5.0
+RSS_TARGET_GIB = 3.0
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def topo(name: str, nodes: int, subnet: str) -> Topology:
+    return Topology.model_validate({"cluster": {"name": name, "nodes": nodes, "subnet": subnet}})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--skip-nine", action="store_true")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("error: needs root (network namespaces); run as root", file=sys.stderr)
+        return 2
+    home = Path(f"/tmp/cbbench-{os.getpid()}")
+    home.mkdir(mode=0o755)
+    os.chmod(home, 0o755)
+    ups: list[float] = []
+    downs: list[float] = []
+    try:
+        for r in range(args.rounds):
+            c = Cluster(topo("bench", 3, "198.18.230.0/24"), home=home)
+            t0 = time.monotonic()
+            c.up()
+            ups.append(time.monotonic() - t0)
+            time.sleep(2)
+            t0 = time.monotonic()
+            c.down()
+            downs.append(time.monotonic() - t0)
+            print(f"round {r + 1}: up {ups[-1]:.2f} s, down {downs[-1]:.2f} s", flush=True)
+        up_med, down_med = statistics.median(ups), statistics.median(downs)
+        print(f"3 nodes + HAProxy, up to Synced + UP: median {up_med:.2f} s (min {min(ups):.2f}, max {max(ups):.2f});"
+              f" ratio to the {UP_TARGET_S:g} s target: {up_med / UP_TARGET_S:.2f}")
+        print(f"down: median {down_med:.2f} s (min {min(downs):.2f}, max {max(downs):.2f});"
+              f" ratio to the {DOWN_TARGET_S:g} s target: {down_med / DOWN_TARGET_S:.2f}")
+        if not args.skip_nine:
+            c = Cluster(topo("nine", 9, "198.18.231.0/24"), home=home)
+            t0 = time.monotonic()
+            c.up()
+            up9 = time.monotonic() - t0
+            time.sleep(2)
+            per_node = [rss_bytes(n.proc.pid) for n in c.nodes() if n.proc is not None]
+            h = c.haproxy()
+            extra = rss_bytes(h.proc.pid) if h is not None and h.proc is not None else 0
+            total = sum(per_node) + extra
+            c.down()
+            gib = total / 2**30
+            print(f"9 nodes: up {up9:.1f} s; RSS per mariadbd {min(per_node) / 2**20:.0f}-{max(per_node) / 2**20:.0f} MiB;"
+                  f" total with HAProxy {gib:.2f} GiB; ratio to the {RSS_TARGET_GIB:g} GiB target: "
+                  f"{gib / RSS_TARGET_GIB:.2f}")
+    finally:
+        for name in ("bench", "nine"):
+            try:
+                Cluster.load(name, home=home).down()
+            except Exception:  # noqa: BLE001 - best effort cleanup; nothing may be left
+                Cluster(topo(name, 1, "198.18.232.0/24"), home=home).down()
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
