@@ -283,7 +283,7 @@ class Store:
             (run_id,),
         ).fetchone()
         if r is None:
-            raise InputError(f"no run {run_id} in the store; `clusterbench runs` lists the runs")
+            raise InputError(f"no run {run_id} in the store; `clusterbench results list` lists the runs")
         return RunRow(**dict(r))
 
     def trials(self, run_id: int) -> list[TrialRow]:

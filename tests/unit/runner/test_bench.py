@@ -1,0 +1,338 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterbench.errors import InputError, WorkloadError
+from clusterbench.runner import BenchListener, BenchPlan, BenchRunner, make_options, parse_tests, resolve_run
+from clusterbench.runner.provenance import ServerSnapshot
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.store import Store
+from clusterbench.workloads import (
+    KNOWN_TESTS,
+    ClientRun,
+    CommandOutput,
+    RunResult,
+    Sample,
+    SysbenchCommand,
+    SysbenchOptions,
+    SysbenchRunner,
+    parse_output,
+)
+
+DATA = Path(__file__).parents[1] / "workloads" / "data"
+EP = Endpoint(
+    name="balancer", addresses=(Address(host="198.18.9.2"),), user="bench", password="pw", tls_dir=None
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store.open(tmp_path / "r.db", clock=Clock())
+
+
+def recorded() -> Any:
+    return parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), warmup=0, threads=2)
+
+
+class FakeSysbench(SysbenchRunner):
+    """Records calls; `run` replays a recorded sysbench output (or raises what `fail_with` says)."""
+
+    def __init__(self, *, tables: set[str] | None = None, exit_code: int = 0) -> None:
+        super().__init__(shim=None)
+        self.calls: list[tuple[str, str, tuple[str, ...]]] = []
+        self.tables = tables if tables is not None else set()
+        self.exit_code = exit_code
+        self.interrupt_after: int | None = None
+
+    def check_endpoint(
+        self, endpoint: Endpoint, databases: Sequence[str] | None = None, tls: bool | None = None
+    ) -> None:
+        self.calls.append(("check", endpoint.name, tuple(databases or ())))
+
+    def existing_tables(self, endpoint: Endpoint, database: str, tls: bool) -> set[str]:
+        return set(self.tables)
+
+    def prepare(self, opts: SysbenchOptions, endpoint: Endpoint, **kw: Any) -> list[CommandOutput]:
+        self.calls.append(("prepare", opts.test, tuple(kw.get("databases") or ())))
+        return []
+
+    def cleanup(self, opts: SysbenchOptions, endpoint: Endpoint, **kw: Any) -> list[CommandOutput]:
+        self.calls.append(("cleanup", opts.test, tuple(kw.get("databases") or ())))
+        return []
+
+    def run(
+        self,
+        opts: SysbenchOptions,
+        endpoint: Endpoint,
+        *,
+        clients: int = 1,
+        separate_schemas: bool = False,
+        on_sample: Callable[[Sample], None] | None = None,
+        preflight: bool = True,
+    ) -> RunResult:
+        self.calls.append(("run", opts.test, (str(opts.threads), str(opts.time))))
+        parsed = recorded()
+        for i, s in enumerate(parsed.samples):
+            if self.interrupt_after is not None and i == self.interrupt_after:
+                raise KeyboardInterrupt
+            assert on_sample is not None
+            on_sample(s)
+        cr = ClientRun(client=0, database="sbtest", command=SysbenchCommand(argv=("sysbench",)))
+        cr.returncode, cr.samples, cr.summary = self.exit_code, parsed.samples, parsed.summary
+        return RunResult(
+            test=opts.test,
+            clients=[cr],
+            samples=parsed.samples,
+            summary=parsed.summary if self.exit_code == 0 else None,
+            exit_code=self.exit_code,
+            stderr_tail=["boom"] if self.exit_code else [],
+            killed=False,
+        )
+
+
+class FakeCursor:
+    def __init__(self, log: list[str], tables: list[str]) -> None:
+        self.log = log
+        self.tables = tables
+
+    def __enter__(self) -> FakeCursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute(self, sql: str, args: Any = None) -> None:
+        self.log.append(sql if args is None else f"{sql} {args}")
+
+    def fetchall(self) -> list[tuple[str]]:
+        return [(t,) for t in self.tables]
+
+
+class FakeConn:
+    def __init__(self, log: list[str], tables: list[str]) -> None:
+        self.log, self.tables = log, tables
+
+    def cursor(self) -> FakeCursor:
+        return FakeCursor(self.log, self.tables)
+
+    def close(self) -> None:
+        self.log.append("close")
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def snapshot(self) -> ServerSnapshot:
+        self.n += 1
+        return ServerSnapshot(
+            variables={"n1": {"version": "10.11.19-MariaDB", "max_connections": "200"}},
+            wsrep_status={"n1": {"wsrep_provider_version": "26.4.23", "wsrep_local_state_comment": "Synced"}},
+            errors={} if self.n % 2 else {"n3": "ConnectionError: node is not running"},
+        )
+
+
+class Recorder(BenchListener):
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def run_created(self, run_id: int) -> None:
+        self.events.append(f"run {run_id}")
+
+    def phase(self, message: str) -> None:
+        self.events.append(f"phase {message}")
+
+    def trial_started(self, seq: int, test: str, options: SysbenchOptions) -> None:
+        self.events.append(f"start {seq} {test}")
+
+    def sample(self, seq: int, sample: Sample) -> None:
+        self.events.append(f"sample {seq} {round(sample.t)}")
+
+    def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
+        self.events.append(f"end {seq} {test} {status}")
+
+
+FACTS = {"versions": {"sysbench": "sysbench 1.0.20"}, "kernel": "6.1.0", "cpu": "X x 2", "memory": "1 MiB"}
+
+
+def bench(fake: FakeSysbench, sql: list[str], leftover: list[str] | None = None) -> BenchRunner:
+    return BenchRunner(
+        fake,
+        Probe(),
+        facts=lambda: dict(FACTS),
+        connect=lambda **kw: FakeConn(sql, leftover or []),
+        monotonic=iter(range(100)).__next__,
+    )
+
+
+def plan(*tests: str, **kw: Any) -> BenchPlan:
+    opts = make_options(test=tests[0], threads=2, time=3, tables=2, table_size=100)
+    return BenchPlan(kind=kw.pop("kind", "run"), tests=tests, options=opts, endpoint=EP, **kw)
+
+
+def test_make_options_errors_name_the_flag() -> None:
+    with pytest.raises(InputError, match="known tests: bulk_insert"):
+        make_options(test="nope")
+    with pytest.raises(InputError) as e:
+        make_options(test="oltp_insert", threads=0)
+    assert str(e.value) == "--threads: Input should be greater than 0 (got 0)"
+    with pytest.raises(InputError, match="^--rand-type: "):
+        make_options(test="oltp_insert", rand_type="zipf")
+
+
+def test_plan_validation() -> None:
+    with pytest.raises(InputError, match="unknown sysbench test 'x'"):
+        plan("oltp_insert", "x")
+    with pytest.raises(InputError, match="--clients must be at least 1, got 0"):
+        plan("oltp_insert", clients=0)
+    assert plan("oltp_insert", clients=2, separate_schemas=True).databases == ["sbtest1", "sbtest2"]
+
+
+def test_parse_tests() -> None:
+    assert parse_tests(None, KNOWN_TESTS) == KNOWN_TESTS
+    assert parse_tests(" oltp_insert, bulk_insert ,", KNOWN_TESTS) == ("oltp_insert", "bulk_insert")
+    with pytest.raises(InputError, match="--tests is empty"):
+        parse_tests(" , ", KNOWN_TESTS)
+    with pytest.raises(InputError, match="unknown sysbench test 'oltp'"):
+        parse_tests("oltp", KNOWN_TESTS)
+
+
+def test_resolve_run(store: Store) -> None:
+    with pytest.raises(InputError, match="holds no runs yet"):
+        resolve_run(store, "last")
+    a = store.create_run("run")
+    b = store.create_run("suite")
+    assert resolve_run(store, "last") == b
+    assert resolve_run(store, str(a)) == a
+    with pytest.raises(InputError, match="number or 'last', got 'x'"):
+        resolve_run(store, "x")
+    with pytest.raises(InputError, match="no run 99"):
+        resolve_run(store, "99")
+
+
+def test_check_creates_schemas_then_logs_in_everywhere() -> None:
+    fake, sql = FakeSysbench(), list[str]()
+    bench(fake, sql).check(plan("oltp_insert", clients=2, separate_schemas=True))
+    create = "CREATE DATABASE IF NOT EXISTS"
+    assert sql == [f"{create} `sbtest1`", f"{create} `sbtest2`", "close"]
+    assert fake.calls == [("check", "balancer", ("sbtest1", "sbtest2"))]
+
+
+def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
+    fake, sql, rec = FakeSysbench(), list[str](), Recorder()
+    out = bench(fake, sql, leftover=["sbtest1", "sbtest7"]).execute(plan("oltp_point_select"), store, rec)
+    assert out.status == "completed"
+    assert store.get_run(out.run_id).status == "completed"
+    [trial] = store.trials(out.run_id)
+    assert (trial.seq, trial.workload, trial.status) == (1, "oltp_point_select", "completed")
+    assert (trial.params["threads"], trial.params["clients"], trial.params["endpoint"]) == (2, 1, "balancer")
+    n = len(recorded().samples)
+    assert n > 0 and len(store.samples(trial.id)) == n == out.trials[0].samples
+    summary = store.summary(trial.id)
+    assert summary is not None and summary["tps"] == pytest.approx(recorded().summary.tps)
+    # leftover sysbench tables are dropped before the prepare
+    assert [s for s in sql if s.startswith("DROP")] == [
+        "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
+        "DROP TABLE IF EXISTS `sbtest`.`sbtest7`",
+    ]
+    assert fake.calls == [
+        ("prepare", "oltp_point_select", ("sbtest",)),
+        ("run", "oltp_point_select", ("2", "3")),
+    ]
+    prov = store.provenance(out.run_id)
+    assert prov["versions"] == {
+        "sysbench": "sysbench 1.0.20",
+        "galera": "26.4.23",
+        "mariadb_server": "10.11.19-MariaDB",
+    }
+    assert prov["endpoint"] == {
+        "name": "balancer", "addresses": ["198.18.9.2:3306"], "user": "bench", "database": "sbtest",
+        "tls": False, "galera": True,
+    }  # fmt: skip
+    assert prov["workload"]["tests"] == ["oltp_point_select"] and prov["workload"]["options"]["tables"] == 2
+    assert "password" not in str(prov)
+    per_trial = store.provenance(out.run_id, trial.id)
+    assert sorted(per_trial) == [
+        "server_errors@end",
+        "server_variables@end",
+        "server_variables@start",
+        "wsrep_status@end",
+        "wsrep_status@start",
+    ]
+    assert per_trial["wsrep_status@start"]["n1"]["wsrep_local_state_comment"] == "Synced"
+    assert [e["kind"] for e in store.events(out.run_id)] == ["drop_tables", "prepare"]
+    assert rec.events[:4] == [
+        f"run {out.run_id}",
+        "phase dropped 2 sysbench table(s) left in sbtest by an earlier run",
+        "phase preparing oltp: 2 table(s) x 100 rows in sbtest",
+        "start 1 oltp_point_select",
+    ]
+    assert rec.events[4:-1] == [f"sample 1 {i}" for i in range(1, n + 1)]
+    assert rec.events[-1] == "end 1 oltp_point_select completed"
+
+
+def test_suite_prepares_once_per_group_and_cleans_up(store: Store) -> None:
+    fake = FakeSysbench()
+    p = plan("bulk_insert", "oltp_point_select", "oltp_delete", kind="suite", cleanup=True)
+    out = bench(fake, []).execute(p, store)
+    assert [c[:2] for c in fake.calls] == [
+        ("prepare", "bulk_insert"),
+        ("run", "bulk_insert"),
+        ("cleanup", "bulk_insert"),
+        ("prepare", "oltp_point_select"),
+        ("run", "oltp_point_select"),
+        ("run", "oltp_delete"),
+        ("cleanup", "oltp_point_select"),
+    ]
+    assert [(t.seq, t.workload, t.status) for t in store.trials(out.run_id)] == [
+        (1, "bulk_insert", "completed"),
+        (2, "oltp_point_select", "completed"),
+        (3, "oltp_delete", "completed"),
+    ]
+    assert store.get_run(out.run_id).kind == "suite"
+
+
+def test_no_prepare_needs_the_tables() -> None:
+    fake = FakeSysbench(tables={"sbtest1"})
+    with pytest.raises(WorkloadError, match="tables sbtest2 are missing in sbtest; run without --no-prepare"):
+        bench(fake, []).execute(plan("oltp_insert", prepare=False), Store.open(Path(":memory:")))
+    fake = FakeSysbench(tables={"sbtest1", "sbtest2"})
+    store = Store.open(Path(":memory:"))
+    out = bench(fake, []).execute(plan("oltp_insert", prepare=False), store)
+    assert out.status == "completed" and [c[0] for c in fake.calls] == ["run"]
+
+
+def test_interrupt_keeps_samples_and_marks_run_and_trial(store: Store) -> None:
+    fake = FakeSysbench()
+    fake.interrupt_after = 1
+    with pytest.raises(KeyboardInterrupt):
+        bench(fake, []).execute(plan("oltp_point_select"), store)
+    [run] = store.list_runs()
+    assert run.status == "interrupted" and run.ended_at is not None
+    [trial] = store.trials(run.id)
+    assert trial.status == "interrupted"
+    assert len(store.samples(trial.id)) == 1
+    assert store.events(run.id)[-1]["kind"] == "interrupted"
+
+
+def test_failed_trial_fails_the_run_and_says_why(store: Store) -> None:
+    fake = FakeSysbench(exit_code=1)
+    out = bench(fake, []).execute(plan("oltp_point_select"), store)
+    assert out.status == "failed" and store.get_run(out.run_id).status == "failed"
+    assert out.failures == ["oltp_point_select: sysbench oltp_point_select exited with 1 and no summary"]
+    ev = store.events(out.run_id)[-1]
+    assert ev["kind"] == "trial_failed" and ev["detail"]["stderr"] == ["boom"]

@@ -1,0 +1,128 @@
+"""CLI of run / suite / report / results without a cluster: bad input, and reading a store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterbench.cli.main import main
+from clusterbench.store import Store
+from clusterbench.workloads import parse_output
+
+DATA = Path(__file__).parent / "workloads" / "data"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    h = tmp_path / "home"
+    monkeypatch.setenv("CLUSTERBENCH_HOME", str(h))
+    monkeypatch.setenv("COLUMNS", "200")
+    return h
+
+
+def one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("error: ")
+    return err[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-w", "nope"], "unknown sysbench test 'nope'; known tests: bulk_insert, oltp_delete"),
+        (["-w", "oltp_read_write", "--threads", "0"], "Invalid value for '--threads': 0 is not in the range"),
+        (["-w", "oltp_read_write", "--time", "0"], "Invalid value for '--time' / '-t': 0 is not in the"),
+        (["-w", "oltp_read_write", "--rand-type", "zipf"], "--rand-type: Input should be"),
+        (["-w", "oltp_read_write", "--host", "h", "--target", "node:1"], "leave out --target and --name"),
+        (["-w", "oltp_read_write", "--host", "h", "--password-env", "CB_NO_SUCH_VAR"], "CB_NO_SUCH_VAR"),
+        (["-w", "oltp_read_write", "-n", "nosuch"], "cluster 'nosuch' is not up"),
+    ],
+)
+def test_run_bad_input_is_one_line_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CB_NO_SUCH_VAR", raising=False)
+    assert main(["run", *args]) == 2
+    assert message in one_error(capsys)
+
+
+def test_results_path_not_writable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "file"
+    f.write_text("")
+    assert main(["run", "-w", "oltp_insert", "--results", str(f / "r.db")]) == 2
+    assert one_error(capsys) == (
+        f"error: cannot write the results store {f}/r.db ({f} is not a directory); "
+        "choose a writable path with --results"
+    )
+
+
+def test_suite_bad_tests(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["suite", "--tests", "oltp_insert,nope"]) == 2
+    assert "unknown sysbench test 'nope'" in one_error(capsys)
+
+
+def test_results_without_store(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["results", "list"]) == 2
+    assert one_error(capsys) == (
+        f"error: no results store at {home}/results.db; run `clusterbench run` or `suite` first, "
+        "or give --results"
+    )
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> Path:
+    path = tmp_path / "r.db"
+    p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), warmup=0, threads=2)
+    with Store.open(path) as s:
+        cmd = "clusterbench run -w oltp_point_select"
+        run = s.create_run("run", name="oltp_point_select", command_line=cmd)
+        trial = s.add_trial(run, 1, "oltp_point_select", {"threads": 2})
+        for sample in p.samples:
+            s.add_sample(trial, sample)
+        assert p.summary is not None
+        s.add_summary(trial, p.summary)
+        s.finish_trial(trial, "completed")
+        s.set_provenance(run, "versions", {"sysbench": "sysbench 1.0.20"})
+        s.finish_run(run, "completed")
+    return path
+
+
+def test_results_list_show_export(stored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["results", "list", "--results", str(stored)]) == 0
+    out = capsys.readouterr().out
+    assert "oltp_point_select" in out and "completed" in out
+
+    assert main(["results", "show", "last", "--results", str(stored)]) == 0
+    out = capsys.readouterr().out
+    assert "run 1 run oltp_point_select: completed" in out
+    assert 'versions: {"sysbench": "sysbench 1.0.20"}' in out
+    assert "reconnects" in out
+
+    assert main(["results", "export", "1", "--format", "csv", "--results", str(stored)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("run_id,trial_seq,workload,client,t,")
+    assert len(lines) == 3 and lines[1].startswith("1,1,oltp_point_select,0,1.")
+
+    target = tmp_path / "run.json"
+    assert main(["results", "export", "last", "-f", "json", "-o", str(target), "--results", str(stored)]) == 0
+    data = json.loads(target.read_text())
+    assert data["run"]["status"] == "completed" and len(data["trials"][0]["samples"]) == 2
+
+    assert main(["results", "export", "1", "--format", "xml", "--results", str(stored)]) == 2
+    assert one_error(capsys) == "error: --format must be csv or json, got 'xml'"
+    assert main(["results", "show", "7", "--results", str(stored)]) == 2
+    assert "no run 7 in the store" in one_error(capsys)
+
+
+def test_report_writes_both_files(stored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "rep"
+    assert main(["report", "last", "--out", str(out_dir), "--results", str(stored)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"markdown: {out_dir}/report-1.md",
+        f"html:     {out_dir}/report-1.html",
+    ]
+    assert "| oltp_point_select |" in (out_dir / "report-1.md").read_text()
+    assert "plotly" in (out_dir / "report-1.html").read_text()
