@@ -61,10 +61,15 @@ def main() -> int:
             downs.append(time.monotonic() - t0)
             print(f"round {r + 1}: up {ups[-1]:.2f} s, down {downs[-1]:.2f} s", flush=True)
         up_med, down_med = statistics.median(ups), statistics.median(downs)
-        print(f"3 nodes + HAProxy, up to Synced + UP: median {up_med:.2f} s (min {min(ups):.2f}, max {max(ups):.2f});"
-              f" ratio to the {UP_TARGET_S:g} s target: {up_med / UP_TARGET_S:.2f}")
-        print(f"down: median {down_med:.2f} s (min {min(downs):.2f}, max {max(downs):.2f});"
-              f" ratio to the {DOWN_TARGET_S:g} s target: {down_med / DOWN_TARGET_S:.2f}")
+        print(
+            f"3 nodes + HAProxy, up to Synced + UP: median {up_med:.2f} s "
+            f"(min {min(ups):.2f}, max {max(ups):.2f});"
+            f" ratio to the {UP_TARGET_S:g} s target: {up_med / UP_TARGET_S:.2f}"
+        )
+        print(
+            f"down: median {down_med:.2f} s (min {min(downs):.2f}, max {max(downs):.2f});"
+            f" ratio to the {DOWN_TARGET_S:g} s target: {down_med / DOWN_TARGET_S:.2f}"
+        )
         if not args.skip_nine:
             c = Cluster(topo("nine", 9, "198.18.231.0/24"), home=home)
             t0 = time.monotonic()
@@ -77,9 +82,12 @@ def main() -> int:
             total = sum(per_node) + extra
             c.down()
             gib = total / 2**30
-            print(f"9 nodes: up {up9:.1f} s; RSS per mariadbd {min(per_node) / 2**20:.0f}-{max(per_node) / 2**20:.0f} MiB;"
-                  f" total with HAProxy {gib:.2f} GiB; ratio to the {RSS_TARGET_GIB:g} GiB target: "
-                  f"{gib / RSS_TARGET_GIB:.2f}")
+            print(
+                f"9 nodes: up {up9:.1f} s; RSS per mariadbd "
+                f"{min(per_node) / 2**20:.0f}-{max(per_node) / 2**20:.0f} MiB;"
+                f" total with HAProxy {gib:.2f} GiB; ratio to the {RSS_TARGET_GIB:g} GiB target: "
+                f"{gib / RSS_TARGET_GIB:.2f}"
+            )
     finally:
         for name in ("bench", "nine"):
             try:

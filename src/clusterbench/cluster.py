@@ -6,6 +6,7 @@ State lives in `<home>/clusters/<name>/state.json` and is written after every st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -131,7 +132,9 @@ class Cluster:
         except FileNotFoundError:
             raise ClusterStateError(f"cluster '{name}' is not up; start it with `clusterbench up`") from None
         except (OSError, ValueError) as exc:
-            raise ClusterStateError(f"{path} is unreadable ({exc}); run `clusterbench down -n {name}`") from None
+            raise ClusterStateError(
+                f"{path} is unreadable ({exc}); run `clusterbench down -n {name}`"
+            ) from None
         topo = Topology.model_validate(state["topology"])
         c = cls(topo, home, clock)
         c.state = state
@@ -165,7 +168,8 @@ class Cluster:
     def node(self, index: int) -> GaleraNode:
         if index not in self.topology.node_indexes():
             raise ClusterStateError(
-                f"node {index} does not exist; cluster '{self.topology.name}' has nodes 1-{self.topology.cluster.nodes}"
+                f"node {index} does not exist; cluster '{self.topology.name}' "
+                f"has nodes 1-{self.topology.cluster.nodes}"
             )
         st = self.state.get("nodes", {}).get(str(index), {})
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
@@ -225,7 +229,9 @@ class Cluster:
             addrs = (Address(host=t.node_address(i)),)
         else:
             raise ClusterStateError(f"unknown target '{target}'; use balancer, node:N or all-nodes")
-        return Endpoint(name=target, addresses=addrs, user=c.app_user, password=c.app_password, database=database)
+        return Endpoint(
+            name=target, addresses=addrs, user=c.app_user, password=c.app_password, database=database
+        )
 
     # ------------------------------------------------------------------ up
 
@@ -277,22 +283,32 @@ class Cluster:
     def _up_network(self, report: Report) -> None:
         t = self.topology
         hosts = self._host_plans()
-        for argv in up_plan(self.names, f"{t.bridge_address()}/{t.network.prefixlen}", hosts, t.network.prefixlen):
+        for argv in up_plan(
+            self.names, f"{t.bridge_address()}/{t.network.prefixlen}", hosts, t.network.prefixlen
+        ):
             self.local.run(argv)
-        self.state["network"] = {"netns": [self.names.netns(h.role) for h in hosts], "bridge": self.names.bridge}
+        self.state["network"] = {
+            "netns": [self.names.netns(h.role) for h in hosts],
+            "bridge": self.names.bridge,
+        }
         self.save()
         for i in t.node_indexes():
             r = t.node_resources(i)
             if r.cpu_quota is not None or r.cpuset is not None:
                 self.cgroups.create(self.names.cgroup(self.names.node_role(i)), r.cpu_quota, r.cpuset)
-        report(f"network: bridge {self.names.bridge} {t.bridge_address()}/{t.network.prefixlen}, {len(hosts)} namespaces")
+        report(
+            f"network: bridge {self.names.bridge} {t.bridge_address()}/{t.network.prefixlen}, "
+            f"{len(hosts)} namespaces"
+        )
 
     def _apply_cgroup(self, n: GaleraNode) -> None:
         r = self.topology.node_resources(n.index)
         if (r.cpu_quota is not None or r.cpuset is not None) and n.proc is not None:
             self.cgroups.attach(self.names.cgroup(self.names.node_role(n.index)), n.proc.pid)
 
-    def _start_node(self, n: GaleraNode, *, bootstrap: bool = False, start_position: str | None = None) -> None:
+    def _start_node(
+        self, n: GaleraNode, *, bootstrap: bool = False, start_position: str | None = None
+    ) -> None:
         n.start(bootstrap=bootstrap, start_position=start_position)
         self._apply_cgroup(n)
         self._record_node(n)
@@ -313,10 +329,19 @@ class Cluster:
         first.stop(timeout=60)
         seed = first.grastate()
         if seed is None or seed.seqno < 0:
-            raise ComponentError(f"node n1 did not record its position at shutdown; see {first.cfg.error_log}")
+            raise ComponentError(
+                f"node n1 did not record its position at shutdown; see {first.cfg.error_log}"
+            )
         for n in nodes[1:]:
             self.local.run(
-                ["rsync", "-a", "--exclude=galera.cache", "--exclude=*.pid", f"{first.cfg.datadir}/", f"{n.cfg.datadir}/"]
+                [
+                    "rsync",
+                    "-a",
+                    "--exclude=galera.cache",
+                    "--exclude=*.pid",
+                    f"{first.cfg.datadir}/",
+                    f"{n.cfg.datadir}/",
+                ]
             )
             n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
         timings["seed"] = time.monotonic() - t0
@@ -395,10 +420,8 @@ class Cluster:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             live = [p for p in pids if _alive_pid(p)]
             for p in live:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(p, sig)
-                except ProcessLookupError:
-                    pass
             if live:
                 done.append(f"sent {sig.name} to {len(live)} leftover processes in the namespaces")
                 deadline = self.clock.now() + 10

@@ -85,7 +85,11 @@ def leftovers(name: str) -> list[str]:
 @pytest.fixture(scope="session")
 def cluster(cb_home: Path) -> Iterator[Cluster]:
     """A 3-node cluster + HAProxy shared by the session's tests. Tests that break it must heal it."""
-    topo = make_topology("cbit", "198.18.201.0/24", mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5})
+    topo = make_topology(
+        "cbit",
+        "198.18.201.0/24",
+        mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5},
+    )
     c = Cluster(topo, home=cb_home)
     try:
         c.up()

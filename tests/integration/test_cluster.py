@@ -32,8 +32,15 @@ def _app_conn(c: Cluster, target: str = "balancer") -> pymysql.connections.Conne
     ep = c.endpoint(target)
     a = ep.addresses[0]
     return pymysql.connect(
-        host=a.host, port=a.port, user=ep.user, password=ep.password, database="sbtest",
-        autocommit=True, connect_timeout=3, read_timeout=10, write_timeout=10,
+        host=a.host,
+        port=a.port,
+        user=ep.user,
+        password=ep.password,
+        database="sbtest",
+        autocommit=True,
+        connect_timeout=3,
+        read_timeout=10,
+        write_timeout=10,
     )
 
 
@@ -42,7 +49,12 @@ def test_up_gives_synced_cluster_with_haproxy_up(cluster: Cluster) -> None:
     assert [v.index for v in st.nodes] == [1, 2, 3]
     for v in st.nodes:
         assert v.alive and v.wsrep is not None
-        assert (v.wsrep.state_comment, v.wsrep.cluster_size, v.wsrep.primary, v.wsrep.ready) == ("Synced", 3, True, True)
+        assert (v.wsrep.state_comment, v.wsrep.cluster_size, v.wsrep.primary, v.wsrep.ready) == (
+            "Synced",
+            3,
+            True,
+            True,
+        )
     # One cluster state uuid everywhere: the seeded joiners joined the bootstrap node's cluster.
     assert len({v.wsrep.cluster_state_uuid for v in st.nodes if v.wsrep}) == 1
     assert st.balancer_alive
@@ -50,7 +62,9 @@ def test_up_gives_synced_cluster_with_haproxy_up(cluster: Cluster) -> None:
     # Every daemon runs inside its own namespace and mariadbd runs as mysql, not root.
     for n in cluster.nodes():
         assert n.proc is not None
-        ns = subprocess.run(["ip", "netns", "identify", str(n.proc.pid)], capture_output=True, text=True).stdout
+        ns = subprocess.run(
+            ["ip", "netns", "identify", str(n.proc.pid)], capture_output=True, text=True
+        ).stdout
         assert ns.strip() == f"cb-cbit-n{n.index}"
         uid = Path(f"/proc/{n.proc.pid}/status").read_text().split("Uid:")[1].split()[0]
         assert int(uid) != 0
@@ -73,7 +87,9 @@ def test_balancer_spreads_connections_over_all_nodes(cluster: Cluster) -> None:
         conn = _app_conn(cluster)
         with conn.cursor() as cur:
             cur.execute("SELECT @@wsrep_node_name")
-            seen.add(cur.fetchone()[0])
+            row = cur.fetchone()
+            assert row is not None
+            seen.add(row[0])
         conn.close()
     assert seen == {"n1", "n2", "n3"}
 
@@ -171,28 +187,60 @@ def test_cold_restart_of_whole_cluster(cluster: Cluster) -> None:
 
 def test_cli_status_and_sql_against_running_cluster(cluster: Cluster) -> None:
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cluster.home), "COLUMNS": "160"}
-    st = subprocess.run([sys.executable, "-m", "clusterbench", "status", "-n", "cbit"], capture_output=True,
-                        text=True, env=env, timeout=60)
+    st = subprocess.run(
+        [sys.executable, "-m", "clusterbench", "status", "-n", "cbit"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert st.returncode == 0, st.stderr
     assert st.stdout.count("Synced") == 3 and st.stdout.count("UP") == 3
-    q = subprocess.run([sys.executable, "-m", "clusterbench", "sql", "2", "-n", "cbit", "-e",
-                        "SHOW STATUS LIKE 'wsrep_cluster_size'"], capture_output=True, text=True, env=env, timeout=60)
+    q = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clusterbench",
+            "sql",
+            "2",
+            "-n",
+            "cbit",
+            "-e",
+            "SHOW STATUS LIKE 'wsrep_cluster_size'",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert q.returncode == 0 and "wsrep_cluster_size\t3" in q.stdout
     # Credentials are never printed in full.
     assert cluster.credentials().app_password not in st.stdout + q.stdout
 
 
-def test_up_refuses_a_cluster_that_is_already_up_and_an_overlapping_subnet(cluster: Cluster, tmp_path: Path) -> None:
+def test_up_refuses_a_cluster_that_is_already_up_and_an_overlapping_subnet(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cluster.home)}
     f = tmp_path / "same.toml"
     f.write_text('[cluster]\nname = "cbit"\nsubnet = "198.18.201.0/24"\n')
-    r = subprocess.run([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], capture_output=True, text=True,
-                       env=env, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "cluster 'cbit' is already up" in r.stderr and "Traceback" not in r.stderr
     f.write_text('[cluster]\nname = "other"\nsubnet = "198.18.201.0/25"\n')
-    r = subprocess.run([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], capture_output=True, text=True,
-                       env=env, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "overlaps 198.18.201.0/24 dev cb-cbit-br" in r.stderr
     assert leftovers("other") == []
@@ -200,7 +248,9 @@ def test_up_refuses_a_cluster_that_is_already_up_and_an_overlapping_subnet(clust
 
 def test_failed_join_reports_log_tail_and_leaves_nothing(cb_home: Path) -> None:
     # IST also runs wsrep_sst_<method>; a method with no script makes every join fail.
-    topo = make_topology("cbbad", "198.18.202.0/24", nodes=2, mariadb={"extra": {"wsrep_sst_method": "nosuch"}})
+    topo = make_topology(
+        "cbbad", "198.18.202.0/24", nodes=2, mariadb={"extra": {"wsrep_sst_method": "nosuch"}}
+    )
     c = Cluster(topo, home=cb_home)
     with pytest.raises(Exception, match=r"node n2 (exited while joining|not Synced)"):
         c.up()
@@ -212,8 +262,13 @@ def test_ctrl_c_during_up_tears_down(cb_home: Path, tmp_path: Path) -> None:
     f = tmp_path / "t.toml"
     f.write_text('[cluster]\nname = "cbint"\nsubnet = "198.18.203.0/24"\nnodes = 3\n')
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
-    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # Wait until the first node has been started, then interrupt as a terminal's Ctrl-C would.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (cb_home / "clusters" / "cbint" / "n1" / "mysqld.pid").exists():
@@ -225,8 +280,13 @@ def test_ctrl_c_during_up_tears_down(cb_home: Path, tmp_path: Path) -> None:
     assert "interrupted" in err and "Traceback" not in err
     assert leftovers("cbint") == []
     # down after that is a no-op and says so.
-    r = subprocess.run([sys.executable, "-m", "clusterbench", "down", "-n", "cbint"], env=env, capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "clusterbench", "down", "-n", "cbint"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0 and "nothing to do" in r.stdout
 
 
@@ -234,18 +294,34 @@ def test_down_after_sigkill_of_the_tool_finds_leftovers(cb_home: Path, tmp_path:
     f = tmp_path / "t.toml"
     f.write_text('[cluster]\nname = "cbkill"\nsubnet = "198.18.204.0/24"\nnodes = 1\n')
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
-    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (cb_home / "clusters" / "cbkill" / "n1" / "mysqld.pid").exists():
+    while (
+        time.monotonic() < deadline and not (cb_home / "clusters" / "cbkill" / "n1" / "mysqld.pid").exists()
+    ):
         time.sleep(0.05)
     p.kill()
     p.wait()
     assert leftovers("cbkill"), "a SIGKILLed up leaves things behind"
-    r = subprocess.run([sys.executable, "-m", "clusterbench", "up", "-f", str(f)], env=env, capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "clusterbench down -n cbkill" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "clusterbench", "down", "-n", "cbkill"], env=env, capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "clusterbench", "down", "-n", "cbkill"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert leftovers("cbkill") == []

@@ -85,7 +85,9 @@ def up(
     )
     timings = cluster.up(report=console.step)
     _print_endpoints(cluster)
-    console.out.print(f"[green]up[/] in {timings['total']:.1f} s (nodes Synced at {timings['nodes_synced']:.1f} s)")
+    console.out.print(
+        f"[green]up[/] in {timings['total']:.1f} s (nodes Synced at {timings['nodes_synced']:.1f} s)"
+    )
 
 
 def _print_endpoints(cluster: Cluster) -> None:
@@ -135,12 +137,24 @@ def status(name: NameOpt = None) -> None:
 
 def _print_status(st: ClusterStatus) -> None:
     table = Table(title=f"cluster {st.name}", title_justify="left")
-    for col in ("node", "address", "process", "state", "size", "primary", "ready", "fc paused", "last committed"):
+    for col in (
+        "node",
+        "address",
+        "process",
+        "state",
+        "size",
+        "primary",
+        "ready",
+        "fc paused",
+        "last committed",
+    ):
         table.add_column(col, justify="right" if col in ("size", "fc paused", "last committed") else "left")
     for v in st.nodes:
         w = v.wsrep
         if w is None:
-            table.add_row(f"n{v.index}", v.address, "alive" if v.alive else "[red]down[/]", "-", "-", "-", "-", "-", "-")
+            table.add_row(
+                f"n{v.index}", v.address, "alive" if v.alive else "[red]down[/]", "-", "-", "-", "-", "-", "-"
+            )
             continue
         table.add_row(
             f"n{v.index}",
@@ -156,13 +170,19 @@ def _print_status(st: ClusterStatus) -> None:
     console.out.print(table)
     if st.balancer_address is not None:
         bt = Table(
-            title=f"haproxy {st.balancer_address} ({'alive' if st.balancer_alive else 'DOWN'})", title_justify="left"
+            title=f"haproxy {st.balancer_address} ({'alive' if st.balancer_alive else 'DOWN'})",
+            title_justify="left",
         )
         for col in ("backend", "status", "sessions", "total", "check"):
             bt.add_column(col)
         for b in st.backends:
-            bt.add_row(b.name, b.status if b.up else f"[red]{b.status}[/]", str(b.current_sessions),
-                       str(b.total_sessions), b.check_status)
+            bt.add_row(
+                b.name,
+                b.status if b.up else f"[red]{b.status}[/]",
+                str(b.current_sessions),
+                str(b.total_sessions),
+                b.check_status,
+            )
         console.out.print(bt)
 
 
@@ -184,28 +204,30 @@ def stop(name: NameOpt = None) -> None:
 
 
 @node_app.command("stop")
-def node_stop(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+def node_stop(index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None) -> None:
     """Graceful stop (SIGTERM, SIGKILL after 60 s)."""
     preflight.require_root()
     console.step(_load(name).node_stop(index))
 
 
 @node_app.command("kill")
-def node_kill(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+def node_kill(index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None) -> None:
     """kill -9: a process crash."""
     preflight.require_root()
     console.step(_load(name).node_kill(index))
 
 
 @node_app.command("start")
-def node_start(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+def node_start(index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None) -> None:
     """Start a node; after a crash it recovers its position first so it rejoins by IST."""
     preflight.require_root()
     console.step(_load(name).node_start(index))
 
 
 @node_app.command("restart")
-def node_restart(index: Annotated[int, typer.Argument(help="Node number, 1-9.")], name: NameOpt = None) -> None:
+def node_restart(
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
+) -> None:
     """Graceful stop, then start (rejoins by IST)."""
     preflight.require_root()
     console.step(_load(name).node_restart(index))
@@ -213,7 +235,7 @@ def node_restart(index: Annotated[int, typer.Argument(help="Node number, 1-9.")]
 
 @app.command()
 def sql(
-    index: Annotated[int, typer.Argument(help="Node number.")],
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)],
     execute: Annotated[str | None, typer.Option("--execute", "-e", help="Statement(s) to run.")] = None,
     name: NameOpt = None,
 ) -> None:
@@ -221,7 +243,9 @@ def sql(
     cluster = _load(name)
     n = cluster.node(index)
     if not n.alive():
-        raise ClusterStateError(f"node {index} is not running; start it with `clusterbench node start {index}`")
+        raise ClusterStateError(
+            f"node {index} is not running; start it with `clusterbench node start {index}`"
+        )
     argv = ["mariadb", f"--defaults-extra-file={n.admin_cnf}"]
     if execute is not None:
         argv += ["-e", execute]
@@ -232,7 +256,7 @@ def sql(
 
 @app.command()
 def logs(
-    index: Annotated[int, typer.Argument(help="Node number.")],
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)],
     lines: Annotated[int, typer.Option("--lines", "-l", help="How many lines from the end.")] = 40,
     name: NameOpt = None,
 ) -> None:

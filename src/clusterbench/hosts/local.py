@@ -41,10 +41,14 @@ class LocalHost:
         except FileNotFoundError:
             raise ComponentError(f"{full[0]}: command not found; run `make setup` to install it") from None
         except subprocess.TimeoutExpired:
-            raise ComponentError(f"[{self.name}] `{shlex.join(argv)}` did not finish in {timeout:g} s") from None
+            raise ComponentError(
+                f"[{self.name}] `{shlex.join(argv)}` did not finish in {timeout:g} s"
+            ) from None
         res = CommandResult(tuple(full), cp.returncode, cp.stdout, cp.stderr)
         if check and not res.ok:
-            raise ComponentError(f"[{self.name}] `{shlex.join(argv)}` failed (exit {res.returncode}): {res.tail()}")
+            raise ComponentError(
+                f"[{self.name}] `{shlex.join(argv)}` failed (exit {res.returncode}): {res.tail()}"
+            )
         return res
 
     def spawn(self, argv: list[str], *, log: Path) -> ProcessRef:

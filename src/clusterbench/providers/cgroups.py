@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class CgroupV1:
     def create(self, name: str, cpu_quota: float | None, cpuset: str | None) -> list[Path]:
         if (cpu_quota is not None or cpuset is not None) and not self.available():
             raise PreflightError(
-                f"cgroup v1 cpu controller not found under {self.root}; remove cpu_quota/cpuset from the topology"
+                f"cgroup v1 cpu controller not found under {self.root}; "
+                "remove cpu_quota/cpuset from the topology"
             )
         made: list[Path] = []
         for controller, wanted in (("cpu", cpu_quota), ("cpuset", cpuset)):
@@ -83,10 +85,8 @@ class CgroupV1:
         for controller in ("cpu", "cpuset"):
             d = self.root / controller / "clusterbench"
             if d.is_dir() and not any(p.is_dir() for p in d.iterdir()):
-                try:
+                with contextlib.suppress(OSError):
                     os.rmdir(d)
-                except OSError:
-                    pass
 
     def remove(self, path: Path) -> None:
         try:

@@ -55,7 +55,19 @@ def shape_plan(names: Names, role: str, rate: str) -> list[list[str]]:
     namespace, eth0 inside it shapes traffic leaving it."""
     return [
         ["tc", "qdisc", "replace", "dev", names.veth(role), "root", *tbf_args(rate)],
-        ["ip", "netns", "exec", names.netns(role), "tc", "qdisc", "replace", "dev", "eth0", "root", *tbf_args(rate)],
+        [
+            "ip",
+            "netns",
+            "exec",
+            names.netns(role),
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            "eth0",
+            "root",
+            *tbf_args(rate),
+        ],
     ]
 
 

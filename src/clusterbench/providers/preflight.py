@@ -32,7 +32,8 @@ REQUIRED = {
 def require_root() -> None:
     if os.geteuid() != 0:
         raise PreflightError(
-            "needs root to create network namespaces, bridges and cgroups; run it as root (e.g. sudo clusterbench ...)"
+            "needs root to create network namespaces, bridges and cgroups; "
+            "run it as root (e.g. sudo clusterbench ...)"
         )
 
 
@@ -56,7 +57,9 @@ def leftovers(names: Names, host: LocalHost) -> tuple[list[str], list[str]]:
     ns_out = host.run(["ip", "-j", "netns", "list"], check=False).stdout.strip()
     netns = [e["name"] for e in json.loads(ns_out or "[]") if e.get("name", "").startswith(names.prefix)]
     link_out = host.run(["ip", "-j", "link", "show"], check=False).stdout.strip()
-    links = [e["ifname"] for e in json.loads(link_out or "[]") if e.get("ifname", "").startswith(names.prefix)]
+    links = [
+        e["ifname"] for e in json.loads(link_out or "[]") if e.get("ifname", "").startswith(names.prefix)
+    ]
     return netns, links
 
 
@@ -93,7 +96,9 @@ def check_up(t: Topology, home: Path, host: LocalHost) -> None:
     try:
         pwd.getpwnam("mysql")
     except KeyError:
-        raise PreflightError("system user 'mysql' does not exist; run `make setup` (package mariadb-server)") from None
+        raise PreflightError(
+            "system user 'mysql' does not exist; run `make setup` (package mariadb-server)"
+        ) from None
     names = Names(t.name)
     state = home / "clusters" / t.name / "state.json"
     netns, links = leftovers(names, host)

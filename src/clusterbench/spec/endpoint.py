@@ -28,7 +28,9 @@ class Endpoint(BaseModel):
     password: str
     database: str = "sbtest"
     tls: bool = False
-    tls_dir: Path | None = Field(None, description="directory holding cacert.pem, client-cert.pem, client-key.pem")
+    tls_dir: Path | None = Field(
+        None, description="directory holding cacert.pem, client-cert.pem, client-key.pem"
+    )
     galera: bool = Field(True, description="the target is Galera: force --auto_inc=off")
 
     def masked_password(self) -> str:

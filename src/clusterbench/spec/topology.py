@@ -224,7 +224,11 @@ def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     for p in loc[:-1]:
         if isinstance(p, int):
             continue
-        field = current.model_fields.get(p) if isinstance(current, type) else None
+        field = (
+            current.model_fields.get(p)
+            if isinstance(current, type) and issubclass(current, BaseModel)
+            else None
+        )
         if field is None:
             return []
         ann = field.annotation
@@ -233,7 +237,9 @@ def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
         if current is None:
             return []
-    return sorted(current.model_fields) if isinstance(current, type) else []
+    return (
+        sorted(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else []
+    )
 
 
 def validation_messages(exc: ValidationError, model: type[BaseModel], source: str) -> list[str]:

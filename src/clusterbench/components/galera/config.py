@@ -95,8 +95,13 @@ def render_clustercheck(cfg: NodeConfig) -> str:
     return _env.get_template("clustercheck.sh.j2").render(client=MARIADB_CLIENT, mon_cnf=str(cfg.mon_cnf))
 
 
+def _option_quote(value: str) -> str:
+    """Quote a value for a MariaDB option file, where an unquoted '#' starts a comment."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def render_client_cnf(user: str, password: str, socket: Path) -> str:
-    return f"[client]\nuser={user}\npassword={password}\nsocket={socket}\n"
+    return f"[client]\nuser={user}\npassword={_option_quote(password)}\nsocket={socket}\n"
 
 
 def _value(v: str | int | float | bool) -> str:

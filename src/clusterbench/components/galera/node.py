@@ -31,8 +31,8 @@ from clusterbench.components.galera.status import (
     render_grastate,
 )
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.local import LocalHost
 from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.local import LocalHost
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +65,18 @@ def _sql_quote(s: str) -> str:
 def account_sql(c: Credentials, database: str = "sbtest") -> list[str]:
     """Statements that create the cluster's accounts; one per line (bootstrap mode needs that)."""
     out = [f"CREATE DATABASE IF NOT EXISTS {database};"]
+    accounts = [
+        (c.admin_user, c.admin_password, "ALL PRIVILEGES", " WITH GRANT OPTION"),
+        (c.app_user, c.app_password, "ALL PRIVILEGES", ""),
+        (c.mon_user, c.mon_password, "USAGE, PROCESS, REPLICATION CLIENT", ""),
+    ]
     for host in ("localhost", "%"):
-        out += [
-            f"CREATE USER {_sql_quote(c.admin_user)}@{_sql_quote(host)} IDENTIFIED BY {_sql_quote(c.admin_password)};",
-            f"GRANT ALL PRIVILEGES ON *.* TO {_sql_quote(c.admin_user)}@{_sql_quote(host)} WITH GRANT OPTION;",
-            f"CREATE USER {_sql_quote(c.app_user)}@{_sql_quote(host)} IDENTIFIED BY {_sql_quote(c.app_password)};",
-            f"GRANT ALL PRIVILEGES ON *.* TO {_sql_quote(c.app_user)}@{_sql_quote(host)};",
-            f"CREATE USER {_sql_quote(c.mon_user)}@{_sql_quote(host)} IDENTIFIED BY {_sql_quote(c.mon_password)};",
-            f"GRANT USAGE, PROCESS, REPLICATION CLIENT ON *.* TO {_sql_quote(c.mon_user)}@{_sql_quote(host)};",
-        ]
+        for user, password, privileges, grant_option in accounts:
+            who = f"{_sql_quote(user)}@{_sql_quote(host)}"
+            out += [
+                f"CREATE USER {who} IDENTIFIED BY {_sql_quote(password)};",
+                f"GRANT {privileges} ON *.* TO {who}{grant_option};",
+            ]
     return out
 
 
@@ -192,10 +195,7 @@ class GaleraNode:
         """After a crash, read the last committed position from InnoDB so the restart gets IST
         instead of a full SST (RECIPES §2, G3)."""
         rlog = self.cfg.dir / "recover.log"
-        try:
-            rlog.unlink()
-        except FileNotFoundError:
-            pass
+        rlog.unlink(missing_ok=True)
         self.host.run(
             ["mariadbd", f"--defaults-file={self.cfg.cnf_path}", "--wsrep-recover", f"--log-error={rlog}"],
             timeout=120,

@@ -102,15 +102,15 @@ def parse_recovered_position(log_text: str) -> str | None:
 def classify_join(log_text: str) -> str:
     """'SST' if a full state snapshot was received, 'IST' if only write-sets, 'none' otherwise.
 
-    Galera runs wsrep_sst_<method> for both; an IST logs 'IST received' and the rsync script says
-    'rsync IST completed', while a full transfer logs 'SST received' with a real position and
-    no 'IST received' of more than the cluster-change events.
+    Galera runs wsrep_sst_<method> for both, and logs 'SST received' either way. The SST script's
+    own joiner-side line tells them apart: '<method> SST completed on joiner' for a full transfer,
+    'rsync IST completed on joiner' for write-sets only. Donor-side lines ('... on donor', when the
+    node serves another joiner right after) do not count.
     """
-    if re.search(r"rsync SST completed|mariabackup SST completed|SST completed on joiner", log_text) or (
-        "Proceeding with SST" in log_text
-    ):
+    # wsrep_sst_mariabackup's joiner also says "Proceeding with SST" when a full backup streams in.
+    if re.search(r"SST completed on joiner|Proceeding with SST", log_text):
         return "SST"
-    if "IST received" in log_text:
+    if re.search(r"IST completed on joiner", log_text) or "IST received" in log_text:
         return "IST"
     if "SST received" in log_text:
         return "SST"

@@ -37,7 +37,9 @@ class HAProxy:
             assert self.proc is not None
             return self.proc
         # -db: stay in the foreground (we detach it ourselves and track its PID).
-        self.proc = self.host.spawn(["haproxy", "-db", "-f", str(self.cfg.cfg_path)], log=self.cfg.dir / "haproxy.log")
+        self.proc = self.host.spawn(
+            ["haproxy", "-db", "-f", str(self.cfg.cfg_path)], log=self.cfg.dir / "haproxy.log"
+        )
         deadline = self.clock.now() + 10
         while self.clock.now() < deadline:
             if not self.alive():
