@@ -1,0 +1,52 @@
+"""Three-valued verdicts with evidence (RELIABILITY principle 5): PASS, FAIL or UNKNOWN.
+
+A checker that crashes or cannot tell (no ok operations, a node unreachable) returns UNKNOWN,
+never PASS.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Result(enum.StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    UNKNOWN = "UNKNOWN"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    checker: str
+    result: Result
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    # A FAIL that matches a documented limitation (e.g. lost updates without FOR UPDATE across
+    # nodes) is reported as such, not as a broken promise.
+    documented_limitation: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checker": self.checker,
+            "result": str(self.result),
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "documented_limitation": self.documented_limitation,
+        }
+
+
+def combine(verdicts: list[Verdict]) -> Result:
+    """FAIL if any broken promise failed, else UNKNOWN if any is unknown (or none ran), else PASS.
+    Documented limitations observed do not fail the run."""
+    if any(v.result is Result.FAIL and not v.documented_limitation for v in verdicts):
+        return Result.FAIL
+    if not verdicts or any(v.result is Result.UNKNOWN for v in verdicts):
+        return Result.UNKNOWN
+    return Result.PASS
+
+
+def exit_code(result: Result) -> int:
+    """Jepsen-style: 0 all PASS, 1 some FAIL, 2 UNKNOWN (or error)."""
+    return {Result.PASS: 0, Result.FAIL: 1, Result.UNKNOWN: 2}[result]
