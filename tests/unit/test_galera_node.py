@@ -1,0 +1,500 @@
+"""components/galera/node.py with a FakeHost (records argv, holds files) and a FakeClock (no sleeps)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterbench.components.galera import node as node_mod
+from clusterbench.components.galera.config import NodeConfig
+from clusterbench.components.galera.node import Credentials, GaleraNode, account_sql
+from clusterbench.components.galera.status import GraState, WsrepStatus, render_grastate
+from clusterbench.errors import ComponentError
+from clusterbench.hosts.base import ProcessRef
+from clusterbench.spec.topology import MariaDBSettings
+from tests.unit.fakes import FakeClock, FakeHost
+
+DATA = Path(__file__).parent / "data"
+UUID = "3664e239-e640-11f1-8093-aa394a74bc52"
+CREDS = Credentials("cbadmin", "adm-pw", "bench", "app-pw", "cbmon", "mon-pw")
+
+
+class ScriptedNode(GaleraNode):
+    """A node whose `status()` answers from `script` when one is set (instead of connecting)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.script: Callable[[], WsrepStatus | None] | None = None
+
+    def status(self) -> WsrepStatus | None:
+        return self.script() if self.script is not None else super().status()
+
+
+def make(
+    tmp_path: Path, *, die_on: tuple[int, ...] = (signal.SIGKILL,)
+) -> tuple[ScriptedNode, FakeHost, FakeClock]:
+    cfg = NodeConfig(
+        cluster_name="lab",
+        index=2,
+        address="198.18.0.12",
+        peers=("198.18.0.11", "198.18.0.12", "198.18.0.13"),
+        dir=tmp_path / "n2",
+        settings=MariaDBSettings(),
+    )
+    host = FakeHost("cb-lab-n2", die_on=die_on)
+    clock = FakeClock()
+    return ScriptedNode(cfg, host, CREDS, clock=clock), host, clock
+
+
+def running(n: GaleraNode, host: FakeHost) -> ProcessRef:
+    proc = ProcessRef(5555, 123456)
+    host.live.add(proc.pid)
+    n.proc = proc
+    return proc
+
+
+def wsrep(
+    state: int, comment: str, size: int = 3, status: str = "Primary", ready: bool = True
+) -> WsrepStatus:
+    return WsrepStatus(state, comment, size, status, ready, True, 10, 0.0, UUID, 9)
+
+
+# ---------------------------------------------------------------- accounts
+
+
+def test_account_sql_golden() -> None:
+    assert account_sql(CREDS) == [
+        "CREATE DATABASE IF NOT EXISTS sbtest;",
+        "CREATE USER 'cbadmin'@'localhost' IDENTIFIED BY 'adm-pw';",
+        "GRANT ALL PRIVILEGES ON *.* TO 'cbadmin'@'localhost' WITH GRANT OPTION;",
+        "CREATE USER 'bench'@'localhost' IDENTIFIED BY 'app-pw';",
+        "GRANT ALL PRIVILEGES ON *.* TO 'bench'@'localhost';",
+        "CREATE USER 'cbmon'@'localhost' IDENTIFIED BY 'mon-pw';",
+        "GRANT USAGE, PROCESS, REPLICATION CLIENT ON *.* TO 'cbmon'@'localhost';",
+        "CREATE USER 'cbadmin'@'%' IDENTIFIED BY 'adm-pw';",
+        "GRANT ALL PRIVILEGES ON *.* TO 'cbadmin'@'%' WITH GRANT OPTION;",
+        "CREATE USER 'bench'@'%' IDENTIFIED BY 'app-pw';",
+        "GRANT ALL PRIVILEGES ON *.* TO 'bench'@'%';",
+        "CREATE USER 'cbmon'@'%' IDENTIFIED BY 'mon-pw';",
+        "GRANT USAGE, PROCESS, REPLICATION CLIENT ON *.* TO 'cbmon'@'%';",
+    ]
+
+
+def test_account_sql_quotes_quote_and_backslash() -> None:
+    c = Credentials("adm", "it's\\here", "o'brien", "x", "m", "y")
+    sql = account_sql(c, database="bench")
+    assert sql[0] == "CREATE DATABASE IF NOT EXISTS bench;"
+    assert sql[1] == "CREATE USER 'adm'@'localhost' IDENTIFIED BY 'it''s\\\\here';"
+    assert sql[3] == "CREATE USER 'o''brien'@'localhost' IDENTIFIED BY 'x';"
+    assert sql[4] == "GRANT ALL PRIVILEGES ON *.* TO 'o''brien'@'localhost';"
+    assert all("\n" not in s for s in sql)  # bootstrap mode reads one statement per line
+
+
+def test_credentials_round_trip() -> None:
+    assert Credentials.from_json(CREDS.to_json()) == CREDS
+    assert CREDS.to_json() == {
+        "admin_user": "cbadmin",
+        "admin_password": "adm-pw",
+        "app_user": "bench",
+        "app_password": "app-pw",
+        "mon_user": "cbmon",
+        "mon_password": "mon-pw",
+    }
+
+
+# ---------------------------------------------------------------- start
+
+
+def test_start_plain(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    proc = n.start()
+    assert [s.argv for s in host.spawned] == [["mariadbd", f"--defaults-file={tmp_path}/n2/my.cnf"]]
+    assert host.spawned[0].log == tmp_path / "n2" / "stdout.log"
+    assert n.proc == proc
+    assert n.alive() is True
+
+
+def test_start_bootstrap(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    n.start(bootstrap=True)
+    assert host.spawned[0].argv == [
+        "mariadbd",
+        f"--defaults-file={tmp_path}/n2/my.cnf",
+        "--wsrep-new-cluster",
+    ]
+
+
+def test_start_at_position(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    n.start(start_position=f"{UUID}:4")
+    assert host.spawned[0].argv == [
+        "mariadbd",
+        f"--defaults-file={tmp_path}/n2/my.cnf",
+        f"--wsrep-start-position={UUID}:4",
+    ]
+
+
+def test_start_when_running_does_nothing(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    proc = running(n, host)
+    assert n.start(bootstrap=True) == proc
+    assert host.spawned == []
+
+
+# ---------------------------------------------------------------- stop / kill / pause
+
+
+def test_stop_sigterm_obeyed(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    proc = running(n, host)
+    clock.at(clock.now() + 3, lambda: host.live.discard(proc.pid))  # shuts down after 3 s
+    assert n.stop(timeout=60) == "stopped"
+    assert host.signal_numbers() == [signal.SIGTERM]
+    assert 3 <= clock.elapsed < 3.1
+
+
+def test_stop_sigkill_after_timeout(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)  # ignores SIGTERM, dies on SIGKILL
+    running(n, host)
+    assert n.stop(timeout=60) == "killed after timeout"
+    assert host.signal_numbers() == [signal.SIGTERM, signal.SIGKILL]
+    assert 60 <= clock.elapsed < 60.1
+    assert n.alive() is False
+
+
+def test_stop_not_running(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    assert n.stop() == "not running"
+    n.proc = ProcessRef(1, 1)  # recorded but dead
+    assert n.stop() == "not running"
+    assert host.signals == []
+    assert clock.elapsed == 0
+
+
+def test_kill(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    running(n, host)
+    assert n.kill() == "killed"
+    assert host.signal_numbers() == [signal.SIGKILL]
+    assert n.kill() == "not running"
+
+
+def test_pause_and_resume(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    running(n, host)
+    n.pause()
+    n.resume()
+    assert host.signal_numbers() == [signal.SIGSTOP, signal.SIGCONT]
+
+
+# ---------------------------------------------------------------- one-shot commands
+
+
+def test_install_db_argv(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    n.install_db()
+    assert host.runs == [
+        [
+            "mariadb-install-db",
+            f"--defaults-file={tmp_path}/n2/my.cnf",
+            "--user=mysql",
+            "--skip-test-db",
+            "--auth-root-authentication-method=socket",
+        ]
+    ]
+
+
+def test_bootstrap_sql_argv_and_input(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    n.run_bootstrap_sql(["CREATE DATABASE a;", "CREATE DATABASE b;"])
+    assert host.runs == [
+        ["mariadbd", f"--defaults-file={tmp_path}/n2/my.cnf", "--bootstrap", "--wsrep-on=OFF"]
+    ]
+    assert host.inputs == ["FLUSH PRIVILEGES;\nCREATE DATABASE a;\nCREATE DATABASE b;\n"]
+
+
+def test_recover_position_from_real_log(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    rlog = tmp_path / "n2" / "recover.log"
+    host.files[rlog] = (DATA / "wsrep_recover.log").read_text()
+    assert n.recover_position() == f"{UUID}:4"
+    assert host.runs == [
+        ["mariadbd", f"--defaults-file={tmp_path}/n2/my.cnf", "--wsrep-recover", f"--log-error={rlog}"]
+    ]
+
+
+def test_recover_position_none(tmp_path: Path) -> None:
+    n, _, _ = make(tmp_path)
+    assert n.recover_position() is None
+
+
+def test_grastate_read_and_write(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    assert n.grastate() is None
+    g = GraState(UUID, 6, True)
+    n.set_grastate(g)
+    path = tmp_path / "n2" / "data" / "grastate.dat"
+    assert host.files[path] == render_grastate(g)
+    assert host.modes[path] == 0o660
+    assert n.grastate() == g
+
+
+def test_clustercheck_agent_argv(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    n.start_clustercheck()
+    assert host.spawned[0].argv == [
+        "socat",
+        "TCP-LISTEN:9200,bind=198.18.0.12,fork,reuseaddr",
+        f"EXEC:{tmp_path}/n2/clustercheck.sh",
+    ]
+    assert host.spawned[0].log == tmp_path / "n2" / "clustercheck.log"
+    n.start_clustercheck()
+    assert len(host.spawned) == 1  # already running
+    n.stop_clustercheck()
+    assert host.signal_numbers() == [signal.SIGTERM]
+
+
+def test_admin_cnf(tmp_path: Path) -> None:
+    n, _, _ = make(tmp_path)
+    assert n.admin_cnf == tmp_path / "n2" / "admin.cnf"
+    assert (
+        n.admin_cnf_text() == f'[client]\nuser=cbadmin\npassword="adm-pw"\nsocket={tmp_path}/n2/mysqld.sock\n'
+    )
+
+
+# ---------------------------------------------------------------- error log and joins
+
+SST_FAILURE_LOG = """\
+2026-11-22  6:50:01 0 [Note] WSREP: Running: 'wsrep_sst_rsync --role 'joiner' --address '198.18.0.12:4444'
+WSREP_SST: [INFO] rsync SST started on joiner (20261122 06:50:01.100)
+WSREP_SST: [ERROR] rsync daemon port '4444' has been taken (20261122 06:50:31.200)
+2026-11-22  6:50:31 0 [ERROR] WSREP: Failed to read 'ready <addr>' from: wsrep_sst_rsync --role 'joiner'
+2026-11-22  6:50:31 0 [ERROR] WSREP: SST failed: 1 (Operation not permitted)
+2026-11-22  6:50:31 0 [Note] WSREP: Closing send monitor...
+"""
+
+
+def test_error_log_tail_prefers_error_lines(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    host.files[n.cfg.error_log] = SST_FAILURE_LOG
+    assert n.error_log_tail() == (
+        "WSREP_SST: [ERROR] rsync daemon port '4444' has been taken (20261122 06:50:31.200) | "
+        "2026-11-22  6:50:31 0 [ERROR] WSREP: Failed to read 'ready <addr>' from: "
+        "wsrep_sst_rsync --role 'joiner' | "
+        "2026-11-22  6:50:31 0 [ERROR] WSREP: SST failed: 1 (Operation not permitted)"
+    )
+    assert (
+        n.error_log_tail(1) == "2026-11-22  6:50:31 0 [ERROR] WSREP: SST failed: 1 (Operation not permitted)"
+    )
+
+
+def test_error_log_tail_without_errors_gives_last_lines(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    host.files[n.cfg.error_log] = "a\nb\nc\nd\n"
+    assert n.error_log_tail(2) == "c | d"
+    host.files.clear()
+    assert n.error_log_tail() == ""
+
+
+def test_error_log_since(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    host.files[n.cfg.error_log] = "old line\nnew line\n"
+    assert n.error_log_since(9) == "new line\n"
+    assert n.error_log_since(10_000) == "old line\nnew line\n"  # rotated/truncated: whole log
+    assert n.error_log_size() == 0  # the real file does not exist
+
+
+def test_join_kind_since_on_real_logs(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    ist = (DATA / "join_ist.log").read_text()
+    sst = (DATA / "join_sst.log").read_text()
+    host.files[n.cfg.error_log] = ist + sst
+    assert n.join_kind_since(0) == "SST"
+    assert n.join_kind_since(len(ist)) == "SST"
+    host.files[n.cfg.error_log] = sst + ist
+    assert n.join_kind_since(len(sst)) == "IST"
+
+
+# ---------------------------------------------------------------- waiting
+
+
+def test_wait_synced_raises_with_error_tail_when_process_dies(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    proc = running(n, host)
+    host.files[n.cfg.error_log] = SST_FAILURE_LOG
+    states = iter([wsrep(1, "Joining"), wsrep(1, "Joining")])
+    n.script = lambda: next(states, None)
+    clock.at(clock.now() + 0.1, lambda: host.live.discard(proc.pid))
+    with pytest.raises(ComponentError) as info:
+        n.wait_synced(180)
+    assert str(info.value) == (
+        f"node n2 exited while joining; last errors from {tmp_path}/n2/error.log: "
+        "WSREP_SST: [ERROR] rsync daemon port '4444' has been taken (20261122 06:50:31.200) | "
+        "2026-11-22  6:50:31 0 [ERROR] WSREP: Failed to read 'ready <addr>' from: "
+        "wsrep_sst_rsync --role 'joiner' | "
+        "2026-11-22  6:50:31 0 [ERROR] WSREP: SST failed: 1 (Operation not permitted)"
+    )
+    assert clock.elapsed < 1
+
+
+def test_wait_synced_dead_from_the_start(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    n.proc = ProcessRef(5555, 1)  # recorded, not alive
+    host.files[n.cfg.error_log] = "2026-11-22  6:50:31 0 [ERROR] Aborting\n"
+    with pytest.raises(
+        ComponentError, match=r"^node n2 exited while joining; .*: 2026-11-22  6:50:31 0 \[ERROR\] Aborting$"
+    ):
+        n.wait_synced(60)
+    assert clock.sleeps == []
+
+
+def test_wait_synced_returns_synced_status(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    running(n, host)
+    seq = iter(
+        [None, wsrep(1, "Joining"), wsrep(2, "Joined"), wsrep(4, "Synced", size=2), wsrep(4, "Synced")]
+    )
+    n.script = lambda: next(seq)
+    assert n.wait_synced(60, expect_size=3) == wsrep(4, "Synced")
+    assert clock.sleeps == [0.05] * 4
+
+
+def test_wait_synced_timeout_names_state(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    running(n, host)
+    host.files[n.cfg.error_log] = "one\ntwo\nthree\nfour\n"
+    n.script = lambda: wsrep(2, "Donor/Desynced")
+    with pytest.raises(ComponentError) as info:
+        n.wait_synced(5)
+    assert str(info.value) == (
+        f"node n2 not Synced after 5 s (state Donor/Desynced, size 3); see {tmp_path}/n2/error.log: "
+        "two | three | four"
+    )
+    assert 5 <= clock.elapsed < 5.1
+
+
+def test_wait_synced_timeout_not_answering(tmp_path: Path) -> None:
+    n, host, _ = make(tmp_path)
+    running(n, host)
+    n.script = lambda: None
+    with pytest.raises(ComponentError, match=r"^node n2 not Synced after 2\.5 s \(not answering\); see "):
+        n.wait_synced(2.5)
+
+
+def test_wait_in_view(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    running(n, host)
+    seq = iter(
+        [
+            wsrep(4, "Synced", size=1),
+            wsrep(4, "Synced", size=2, status="non-Primary"),
+            wsrep(4, "Synced", size=2),
+        ]
+    )
+    n.script = lambda: next(seq)
+    n.wait_in_view(2, 10)
+    assert clock.sleeps == [0.05, 0.05]
+    n.script = lambda: wsrep(4, "Synced", size=1)
+    with pytest.raises(ComponentError) as info:
+        n.wait_in_view(3, 10)
+    assert str(info.value) == "node n2 did not see 3 members in 10 s"
+
+
+def test_status_is_none_when_not_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    n, _, _ = make(tmp_path)
+
+    def no_connect(*a: object, **kw: object) -> None:
+        raise AssertionError("must not connect to a node that is not running")
+
+    monkeypatch.setattr(node_mod.pymysql, "connect", no_connect)
+    assert n.status() is None
+
+
+class _Cursor:
+    def __init__(self, log: list[str], rows: list[tuple[str, str]]) -> None:
+        self.log = log
+        self.rows = rows
+
+    def __enter__(self) -> _Cursor:
+        return self
+
+    def __exit__(self, *a: object) -> None:
+        pass
+
+    def execute(self, sql: str) -> None:
+        self.log.append(sql)
+
+    def fetchall(self) -> list[tuple[str, str]]:
+        return self.rows
+
+
+class _Conn:
+    def __init__(self, log: list[str], rows: list[tuple[str, str]]) -> None:
+        self.log = log
+        self.rows = rows
+        self.closed = False
+
+    def cursor(self) -> _Cursor:
+        return _Cursor(self.log, self.rows)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_status_reads_show_status_without_blocking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    n, host, _ = make(tmp_path)
+    running(n, host)
+    rows = [
+        tuple(line.split("\t", 1)) for line in (DATA / "wsrep_status_synced.tsv").read_text().splitlines()
+    ]
+    log: list[str] = []
+    conns: list[_Conn] = []
+    kwargs: list[dict[str, object]] = []
+
+    def connect(**kw: object) -> _Conn:
+        kwargs.append(kw)
+        conns.append(_Conn(log, rows))  # type: ignore[arg-type]
+        return conns[-1]
+
+    monkeypatch.setattr(node_mod.pymysql, "connect", connect)
+    st = n.status()
+    assert st is not None and st.synced and st.cluster_size == 3
+    assert log == ["SET SESSION wsrep_sync_wait=0", "SHOW GLOBAL STATUS LIKE 'wsrep_%'"]
+    assert conns[0].closed is True
+    assert kwargs[0]["unix_socket"] == f"{tmp_path}/n2/mysqld.sock"
+    assert (kwargs[0]["user"], kwargs[0]["password"], kwargs[0]["connect_timeout"]) == (
+        "cbadmin",
+        "adm-pw",
+        1.0,
+    )
+
+
+def test_status_access_denied_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    n, host, _ = make(tmp_path)
+    running(n, host)
+
+    def denied(**kw: object) -> None:
+        raise node_mod.pymysql.err.OperationalError(1045, "Access denied for user 'cbadmin'@'localhost'")
+
+    monkeypatch.setattr(node_mod.pymysql, "connect", denied)
+    with pytest.raises(ComponentError) as info:
+        n.status()
+    assert str(info.value) == (
+        "node n2 refuses the admin account (Access denied for user 'cbadmin'@'localhost'); the cluster's "
+        "credentials do not match its data: recreate it with `clusterbench down` and `clusterbench up`"
+    )
+
+
+def test_status_connection_refused_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    n, host, _ = make(tmp_path)
+    running(n, host)
+
+    def refused(**kw: object) -> None:
+        raise node_mod.pymysql.err.OperationalError(2002, "Can't connect to local server through socket")
+
+    monkeypatch.setattr(node_mod.pymysql, "connect", refused)
+    assert n.status() is None
