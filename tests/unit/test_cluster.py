@@ -1,0 +1,286 @@
+"""cluster.py: endpoints, node configs, host plans, persisted state and the rejoin path, without root.
+
+Nothing here starts a process: nodes that would run get a FakeHost; paths live under tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from clusterbench.cluster import Cluster, known_clusters
+from clusterbench.components.galera.node import Credentials, GaleraNode
+from clusterbench.components.galera.status import WsrepStatus
+from clusterbench.errors import ClusterStateError
+from clusterbench.hosts.base import ProcessRef
+from clusterbench.providers.network import HostPlan
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.spec.topology import Topology
+from tests.unit.fakes import FakeClock, FakeHost
+
+DATA = Path(__file__).parent / "data"
+UUID = "3664e239-e640-11f1-8093-aa394a74bc52"
+CREDS = Credentials("cbadmin", "adm-pw", "bench", "app-pw", "cbmon", "mon-pw")
+
+
+def cluster(
+    tmp_path: Path, data: dict[str, object] | None = None, creds: Credentials | None = CREDS
+) -> Cluster:
+    c = Cluster(Topology.model_validate(data or {}), home=tmp_path, clock=FakeClock())
+    c.creds = creds
+    return c
+
+
+# ---------------------------------------------------------------- endpoints
+
+
+def test_endpoint_balancer(tmp_path: Path) -> None:
+    assert cluster(tmp_path).endpoint() == Endpoint(
+        name="balancer",
+        addresses=(Address(host="198.18.0.2", port=3306),),
+        user="bench",
+        password="app-pw",
+        database="sbtest",
+    )
+
+
+def test_endpoint_balancer_port_and_database(tmp_path: Path) -> None:
+    c = cluster(tmp_path, {"balancer": {"port": 6033}, "cluster": {"subnet": "10.9.0.0/24"}})
+    ep = c.endpoint("balancer", database="ledger")
+    assert ep.addresses == (Address(host="10.9.0.2", port=6033),)
+    assert ep.database == "ledger"
+
+
+def test_endpoint_node(tmp_path: Path) -> None:
+    ep = cluster(tmp_path).endpoint("node:2")
+    assert ep.name == "node:2"
+    assert ep.addresses == (Address(host="198.18.0.12", port=3306),)
+    assert (ep.user, ep.password) == ("bench", "app-pw")
+
+
+def test_endpoint_all_nodes(tmp_path: Path) -> None:
+    ep = cluster(tmp_path, {"cluster": {"nodes": 5}}).endpoint("all-nodes")
+    assert ep.name == "all-nodes"
+    assert ep.addresses == tuple(Address(host=f"198.18.0.{10 + i}", port=3306) for i in range(1, 6))
+
+
+@pytest.mark.parametrize("target", ["node:4", "node:0", "node:10"])
+def test_endpoint_node_out_of_range(tmp_path: Path, target: str) -> None:
+    with pytest.raises(ClusterStateError) as info:
+        cluster(tmp_path).endpoint(target)
+    assert str(info.value) == f"node {target[5:]} does not exist; cluster 'lab' has nodes 1-3"
+
+
+@pytest.mark.parametrize("target", ["node:x", "node:", "node:-1", "nodes", "n1", "", "Balancer", "all"])
+def test_endpoint_bad_target(tmp_path: Path, target: str) -> None:
+    with pytest.raises(ClusterStateError) as info:
+        cluster(tmp_path).endpoint(target)
+    assert str(info.value) == f"unknown target '{target}'; use balancer, node:N or all-nodes"
+
+
+def test_endpoint_no_balancer(tmp_path: Path) -> None:
+    c = cluster(tmp_path, {"balancer": {"kind": "none"}})
+    with pytest.raises(ClusterStateError) as info:
+        c.endpoint("balancer")
+    assert str(info.value) == "this cluster has no balancer; use --target node:N or all-nodes"
+    assert c.endpoint("node:1").addresses == (Address(host="198.18.0.11"),)
+
+
+def test_endpoint_without_credentials(tmp_path: Path) -> None:
+    with pytest.raises(ClusterStateError) as info:
+        cluster(tmp_path, creds=None).endpoint()
+    assert str(info.value) == "credentials of cluster 'lab' are missing; recreate it"
+
+
+# ---------------------------------------------------------------- configs and plans
+
+
+def test_node_config(tmp_path: Path) -> None:
+    c = cluster(tmp_path, {"cluster": {"name": "east", "subnet": "198.18.5.0/24"}})
+    cfg = c.node_config(2)
+    assert cfg.cluster_name == "east"
+    assert cfg.index == 2
+    assert cfg.address == "198.18.5.12"
+    assert cfg.peers == ("198.18.5.11", "198.18.5.12", "198.18.5.13")
+    assert cfg.dir == tmp_path / "clusters" / "east" / "n2"
+    assert cfg.settings == c.topology.mariadb
+
+
+def test_node_objects_live_in_their_namespaces(tmp_path: Path) -> None:
+    c = cluster(tmp_path)
+    nodes = c.nodes()
+    assert [n.index for n in nodes] == [1, 2, 3]
+    assert [n.host.name for n in nodes] == ["cb-lab-n1", "cb-lab-n2", "cb-lab-n3"]
+    assert all(n.proc is None for n in nodes)
+
+
+def test_node_restores_recorded_processes(tmp_path: Path) -> None:
+    c = cluster(tmp_path)
+    c.state = {
+        "nodes": {"2": {"proc": {"pid": 10, "start_ticks": 20}, "check": {"pid": 11, "start_ticks": 21}}}
+    }
+    n = c.node(2)
+    assert n.proc == ProcessRef(10, 20)
+    assert n.check_proc == ProcessRef(11, 21)
+    assert c.node(1).proc is None
+
+
+def test_host_plans(tmp_path: Path) -> None:
+    c = cluster(
+        tmp_path, {"resources": {"bandwidth": "10mbit"}, "node": [{"index": 3, "bandwidth": "1gbit"}]}
+    )
+    assert c._host_plans() == [
+        HostPlan("n1", "198.18.0.11", "10mbit"),
+        HostPlan("n2", "198.18.0.12", "10mbit"),
+        HostPlan("n3", "198.18.0.13", "1gbit"),
+        HostPlan("lb1", "198.18.0.2"),
+    ]
+
+
+def test_host_plans_without_balancer(tmp_path: Path) -> None:
+    c = cluster(tmp_path, {"balancer": {"kind": "none"}, "cluster": {"nodes": 1}})
+    assert c._host_plans() == [HostPlan("n1", "198.18.0.11", None)]
+    assert c.haproxy() is None
+
+
+def test_haproxy_config(tmp_path: Path) -> None:
+    h = cluster(tmp_path).haproxy()
+    assert h is not None
+    assert h.cfg.servers == (("n1", "198.18.0.11"), ("n2", "198.18.0.12"), ("n3", "198.18.0.13"))
+    assert h.cfg.address == "198.18.0.2"
+    assert h.cfg.dir == tmp_path / "clusters" / "lab" / "lb1"
+    assert h.host.name == "cb-lab-lb1"
+
+
+# ---------------------------------------------------------------- persisted state
+
+
+def test_load_not_up(tmp_path: Path) -> None:
+    with pytest.raises(ClusterStateError) as info:
+        Cluster.load("lab", home=tmp_path)
+    assert str(info.value) == "cluster 'lab' is not up; start it with `clusterbench up`"
+
+
+def test_load_unreadable_state(tmp_path: Path) -> None:
+    p = tmp_path / "clusters" / "lab" / "state.json"
+    p.parent.mkdir(parents=True)
+    p.write_text("{not json")
+    with pytest.raises(ClusterStateError) as info:
+        Cluster.load("lab", home=tmp_path)
+    assert str(info.value).startswith(f"{p} is unreadable (")
+    assert str(info.value).endswith("); run `clusterbench down -n lab`")
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    c = cluster(tmp_path, {"cluster": {"name": "ut", "nodes": 5}})
+    c.state = {"name": "ut", "topology": c.topology.model_dump(mode="json"), "nodes": {}}
+    c.save()
+    c.secrets_path.write_text(json.dumps(CREDS.to_json()))
+    loaded = Cluster.load("ut", home=tmp_path)
+    assert loaded.topology == c.topology
+    assert loaded.creds == CREDS
+    assert loaded.state == c.state
+    assert known_clusters(tmp_path) == ["ut"]
+
+
+def test_load_without_secrets(tmp_path: Path) -> None:
+    c = cluster(tmp_path)
+    c.state = {"topology": c.topology.model_dump(mode="json")}
+    c.save()
+    assert Cluster.load("lab", home=tmp_path).creds is None
+
+
+def test_known_clusters(tmp_path: Path) -> None:
+    assert known_clusters(tmp_path) == []
+    for name in ("b", "a"):
+        (tmp_path / "clusters" / name).mkdir(parents=True)
+        (tmp_path / "clusters" / name / "state.json").write_text("{}")
+    (tmp_path / "clusters" / "gone").mkdir()  # no state: not up
+    assert known_clusters(tmp_path) == ["a", "b"]
+
+
+# ---------------------------------------------------------------- node start / rejoin
+
+
+def _synced(size: int = 3) -> WsrepStatus:
+    return WsrepStatus(4, "Synced", size, "Primary", True, True, 10, 0.0, UUID, 9)
+
+
+class SyncedNode(GaleraNode):
+    """Answers Synced instead of connecting to a server."""
+
+    def status(self) -> WsrepStatus | None:
+        return _synced()
+
+
+def _fake_node(c: Cluster, index: int) -> tuple[GaleraNode, FakeHost]:
+    host = FakeHost(f"cb-lab-n{index}", die_on=(signal.SIGTERM, signal.SIGKILL))
+    return SyncedNode(c.node_config(index), host, CREDS, clock=c.clock), host
+
+
+def test_rejoin_after_crash_uses_recovered_position_never_new_cluster(tmp_path: Path) -> None:
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 2)
+    host.files[n.cfg.datadir / "grastate.dat"] = (DATA / "grastate_crashed.dat").read_text()
+    host.files[n.cfg.dir / "recover.log"] = (DATA / "wsrep_recover.log").read_text()
+    host.files[n.cfg.error_log] = (DATA / "join_ist.log").read_text()
+    msg = c._rejoin(n, timeout=60)
+    assert re.fullmatch(rf"n2 rejoined by IST after recovering {UUID}:4 in \d+\.\d s", msg)
+    assert host.runs == [
+        [
+            "mariadbd",
+            f"--defaults-file={n.cfg.cnf_path}",
+            "--wsrep-recover",
+            f"--log-error={n.cfg.dir / 'recover.log'}",
+        ]
+    ]
+    assert [s.argv for s in host.spawned] == [
+        ["mariadbd", f"--defaults-file={n.cfg.cnf_path}", f"--wsrep-start-position={UUID}:4"],
+        ["socat", "TCP-LISTEN:9200,bind=198.18.0.12,fork,reuseaddr", f"EXEC:{n.cfg.clustercheck_path}"],
+    ]
+    assert all("--wsrep-new-cluster" not in s.argv for s in host.spawned)
+    state = json.loads(c.state_path.read_text())
+    assert state["nodes"]["2"]["proc"] == host.spawned[0].proc.to_json()
+    assert state["nodes"]["2"]["check"] == host.spawned[1].proc.to_json()
+
+
+def test_rejoin_after_clean_stop_needs_no_recovery(tmp_path: Path) -> None:
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 3)
+    host.files[n.cfg.datadir / "grastate.dat"] = (DATA / "grastate_clean.dat").read_text()
+    host.files[n.cfg.error_log] = (DATA / "join_ist.log").read_text()
+    msg = c._rejoin(n, timeout=60)
+    assert re.fullmatch(r"n3 rejoined by IST in \d+\.\d s", msg)
+    assert host.runs == []
+    assert host.spawned[0].argv == ["mariadbd", f"--defaults-file={n.cfg.cnf_path}"]
+
+
+def test_rejoin_with_empty_datadir_reports_sst(tmp_path: Path) -> None:
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 2)
+    host.files[n.cfg.error_log] = (DATA / "join_sst.log").read_text()
+    msg = c._rejoin(n, timeout=60)
+    assert re.fullmatch(r"n2 rejoined by SST in \d+\.\d s", msg)
+    assert host.spawned[0].argv == ["mariadbd", f"--defaults-file={n.cfg.cnf_path}"]
+
+
+def test_node_start_refuses_unsafe_bootstrap(tmp_path: Path) -> None:
+    c = cluster(tmp_path)  # no node has a process recorded, and no grastate.dat exists
+    with pytest.raises(ClusterStateError) as info:
+        c.node_start(2)
+    assert str(info.value) == (
+        "no node of 'lab' is running and n2 is not safe to bootstrap; "
+        "run `clusterbench start` to cold-start from the most advanced node"
+    )
+
+
+def test_node_operations_validate_the_index(tmp_path: Path) -> None:
+    c = cluster(tmp_path)
+    for op in (c.node_start, c.node_stop, c.node_kill):
+        with pytest.raises(ClusterStateError) as info:
+            op(0)
+        assert str(info.value) == "node 0 does not exist; cluster 'lab' has nodes 1-3"
