@@ -104,6 +104,57 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE UNIQUE INDEX provenance_key ON provenance (run_id, COALESCE(trial_id, -1), key);
     """,
+    # 2: verification histories (ops, written as the run goes), checker verdicts, monitor samples
+    """
+    CREATE TABLE ops (
+        id          INTEGER PRIMARY KEY,
+        trial_id    INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        workload    TEXT NOT NULL,
+        client      INTEGER NOT NULL,
+        process     TEXT NOT NULL,
+        address     TEXT NOT NULL DEFAULT '',
+        kind        TEXT NOT NULL,
+        key         TEXT,
+        value       TEXT,
+        wall_start  REAL NOT NULL,
+        wall_end    REAL NOT NULL,
+        t_start     REAL NOT NULL,
+        t_end       REAL NOT NULL,
+        outcome     TEXT NOT NULL CHECK (outcome IN ('ok', 'fail', 'unknown')),
+        error_code  INTEGER,
+        error       TEXT
+    );
+    CREATE INDEX ops_trial ON ops (trial_id, workload, t_start);
+    CREATE TABLE verdicts (
+        id                    INTEGER PRIMARY KEY,
+        run_id                INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        trial_id              INTEGER REFERENCES trials(id) ON DELETE CASCADE,
+        at                    TEXT NOT NULL,
+        checker               TEXT NOT NULL,
+        result                TEXT NOT NULL CHECK (result IN ('PASS', 'FAIL', 'UNKNOWN')),
+        summary               TEXT NOT NULL,
+        evidence              TEXT NOT NULL DEFAULT '{}',
+        documented_limitation INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX verdicts_run ON verdicts (run_id, trial_id);
+    CREATE TABLE monitor_samples (
+        id             INTEGER PRIMARY KEY,
+        trial_id       INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        t              REAL NOT NULL,
+        wall           REAL NOT NULL,
+        node           TEXT NOT NULL,
+        answered       INTEGER NOT NULL,
+        cluster_status TEXT NOT NULL DEFAULT '',
+        size           INTEGER NOT NULL DEFAULT 0,
+        conf_id        INTEGER NOT NULL DEFAULT -1,
+        state_uuid     TEXT NOT NULL DEFAULT '',
+        local_state    TEXT NOT NULL DEFAULT '',
+        ready          INTEGER NOT NULL DEFAULT 0,
+        last_committed INTEGER NOT NULL DEFAULT -1,
+        members        TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX monitor_samples_trial ON monitor_samples (trial_id, t);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -33,10 +33,10 @@ def parsed(name: str, warmup: float = 0) -> object:
 
 
 def test_schema_version_and_wal(store: Store) -> None:
-    assert store.version == SCHEMA_VERSION == 1
+    assert store.version == SCHEMA_VERSION == 2
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.migrate()  # idempotent
-    assert store.version == 1
+    assert store.version == 2
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

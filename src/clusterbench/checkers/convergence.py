@@ -1,0 +1,132 @@
+"""C2 convergence checker, Codership's way: after the load stops, wsrep_last_committed must be
+equal and stable on every node, a causal read must succeed on each, every node must be
+Synced/Primary/ready in one view of N members (same cluster_state_uuid and conf_id), and every
+table of the given schemas must have the same row count and CHECKSUM TABLE on every node.
+
+The snapshot is collected by verify.convergence.collect_convergence; this module is pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.checkers.verdict import Result, Verdict
+
+NAME = "convergence"
+
+
+@dataclass(frozen=True)
+class NodeState:
+    node: str
+    answered: bool
+    error: str | None = None  # status read failed, or the causal read / table reads failed
+    local_state: str = ""
+    cluster_status: str = ""
+    ready: bool = False
+    size: int = 0
+    conf_id: int = -1
+    state_uuid: str = ""
+    last_committed: int = -1
+    # "schema.table" -> (row count, CHECKSUM TABLE value or None when the engine gives none)
+    tables: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConvergenceSnapshot:
+    nodes: list[NodeState]
+    stable: bool  # wsrep_last_committed was equal on all nodes for >= 2 consecutive polls
+    polls: int = 0
+    attempts: int = 1
+    waited: float = 0.0
+    note: str = ""
+
+
+def _node_json(n: NodeState) -> dict[str, Any]:
+    return {
+        "answered": n.answered,
+        "error": n.error,
+        "state": n.local_state,
+        "status": n.cluster_status,
+        "ready": n.ready,
+        "size": n.size,
+        "conf_id": n.conf_id,
+        "state_uuid": n.state_uuid,
+        "last_committed": n.last_committed,
+        "tables": {t: {"rows": c, "checksum": s} for t, (c, s) in sorted(n.tables.items())},
+    }
+
+
+def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
+    nodes: Sequence[NodeState] = snap.nodes
+    evidence: dict[str, Any] = {
+        "stable": snap.stable,
+        "polls": snap.polls,
+        "attempts": snap.attempts,
+        "waited_s": round(snap.waited, 2),
+        "nodes": {n.node: _node_json(n) for n in nodes},
+    }
+    if snap.note:
+        evidence["note"] = snap.note
+    if not nodes:
+        return Verdict(NAME, Result.UNKNOWN, "no node state collected", evidence)
+    problems: list[str] = []
+    answered = [n for n in nodes if n.answered]
+    for n in answered:
+        bad = []
+        if n.local_state != "Synced":
+            bad.append(f"state {n.local_state or '?'}")
+        if n.cluster_status != "Primary":
+            bad.append(f"status {n.cluster_status or '?'}")
+        if not n.ready:
+            bad.append("not ready")
+        if n.size != expected_size:
+            bad.append(f"size {n.size} != {expected_size}")
+        if bad:
+            problems.append(f"{n.node}: {', '.join(bad)}")
+    for attr, label in (("state_uuid", "cluster_state_uuid"), ("conf_id", "cluster_conf_id")):
+        values = {getattr(n, attr) for n in answered}
+        if len(values) > 1:
+            problems.append(
+                f"{label} differs: " + ", ".join(f"{n.node}={getattr(n, attr)}" for n in answered)
+            )
+    unreadable = [n for n in nodes if not n.answered or n.error]
+    readable = [n for n in nodes if n.answered and not n.error]
+    mismatched: dict[str, dict[str, Any]] = {}
+    if snap.stable and len(readable) > 1:
+        names = sorted(set().union(*(n.tables for n in readable)))
+        for t in names:
+            per = {n.node: n.tables.get(t) for n in readable}
+            if len({v for v in per.values()}) > 1:
+                mismatched[t] = {
+                    node: (None if v is None else {"rows": v[0], "checksum": v[1]}) for node, v in per.items()
+                }
+        if mismatched:
+            problems.append(f"tables differ between nodes: {', '.join(mismatched)}")
+        lc = {n.last_committed for n in readable}
+        if len(lc) > 1:
+            problems.append(
+                "wsrep_last_committed differs: " + ", ".join(f"{n.node}={n.last_committed}" for n in readable)
+            )
+    evidence["mismatched_tables"] = mismatched
+    if problems:
+        return Verdict(NAME, Result.FAIL, "; ".join(problems), evidence)
+    if unreadable:
+        return Verdict(
+            NAME,
+            Result.UNKNOWN,
+            "could not read " + ", ".join(f"{n.node} ({n.error or 'no answer'})" for n in unreadable),
+            evidence,
+        )
+    if not snap.stable:
+        return Verdict(
+            NAME, Result.UNKNOWN, f"wsrep_last_committed did not settle in {snap.waited:.1f} s", evidence
+        )
+    tables = len(readable[0].tables)
+    return Verdict(
+        NAME,
+        Result.PASS,
+        f"{len(readable)} nodes Synced/Primary in one view of {expected_size}, last_committed "
+        f"{readable[0].last_committed}, {tables} tables identical",
+        evidence,
+    )
