@@ -30,6 +30,7 @@ from clusterbench.workloads import (
     group_tests,
     needed_schemas,
 )
+from clusterbench.workloads.runner import causal_reads
 from clusterbench.workloads.sysbench import check_known_tests, expected_tables, prepare_group, use_tls
 
 log = logging.getLogger(__name__)
@@ -218,6 +219,8 @@ class BenchRunner:
         conn = self._admin_connect(endpoint)
         try:
             with conn.cursor() as cur:
+                if endpoint.galera:
+                    causal_reads(cur)
                 cur.execute(
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
                     "AND table_name REGEXP '^sbtest[0-9]+$'",

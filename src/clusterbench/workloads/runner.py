@@ -119,6 +119,20 @@ class RunResult:
         return f"sysbench {self.test} exited with {self.exit_code} and no summary"
 
 
+def causal_reads(cur: Any) -> None:
+    """Make this session's reads wait until the node has applied every write the cluster committed.
+
+    Through a balancer, the DDL of a prepare or cleanup may have run on another Galera node, which
+    returns before this node applies it (TOI), so without this a table list can be stale. A server
+    without wsrep_sync_wait (MySQL, or MariaDB without Galera) is left as it is.
+    """
+    try:
+        cur.execute("SET SESSION wsrep_sync_wait = 1")
+    except pymysql.err.MySQLError as e:
+        if not e.args or e.args[0] != 1193:  # ER_UNKNOWN_SYSTEM_VARIABLE
+            raise
+
+
 def _endpoint_label(endpoint: Endpoint, database: str) -> str:
     addrs = ",".join(f"{a.host}:{a.port}" for a in endpoint.addresses)
     return f"{endpoint.user}@{addrs}/{database}"
@@ -198,6 +212,8 @@ class SysbenchRunner:
         conn = self._connect(endpoint, addr.host, addr.port, database, tls)
         try:
             with conn.cursor() as cur:
+                if endpoint.galera:
+                    causal_reads(cur)
                 cur.execute(
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (database,)
                 )

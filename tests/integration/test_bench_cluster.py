@@ -1,0 +1,270 @@
+"""`clusterbench run / suite / report / results` against the session's real 3-node cluster 'cbit'.
+
+Every command runs as a real `clusterbench` process (CLUSTERBENCH_HOME is the session's temp home),
+and every check reads the results store it wrote. The node-kill test heals the cluster (all 3
+Synced, HAProxy sees every backend UP) before it returns.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterbench.cluster import Cluster
+from clusterbench.store import Store
+from clusterbench.workloads import KNOWN_TESTS
+
+pytestmark = pytest.mark.integration
+
+SUITE_TIME = 3
+SMALL = ["--tables", "1", "--table-size", "2000"]
+
+
+def cb(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "160"}
+    return subprocess.run(
+        ["clusterbench", *args], capture_output=True, text=True, timeout=timeout, env=env, check=False
+    )
+
+
+def sysbench_on(subnet_prefix: str) -> list[str]:
+    """Live sysbench processes that talk to the given subnet (only this file's commands do)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if cmd.startswith("sysbench") and f"--mysql-host={subnet_prefix}" in cmd:
+            found.append(f"{pid} {cmd[:80]}")
+    return found
+
+
+def prefix(cluster: Cluster) -> str:
+    return cluster.topology.balancer_address().rsplit(".", 1)[0] + "."
+
+
+def check_samples(samples: list[dict[str, Any]], seconds: int, extra: int = 0) -> None:
+    # about one sample per second; the report due at the very end races sysbench's exit
+    assert seconds - 1 <= len(samples) <= seconds + extra, samples
+    assert [round(s["t"]) for s in samples] == list(range(1, len(samples) + 1))
+    for s in samples:
+        assert s["tps"] > 0, s
+        assert s["lat_min"] is not None and s["lat_avg"] is not None and s["lat_max"] is not None
+        assert s["lat_min"] <= s["lat_avg"] <= s["lat_max"], s
+
+
+@pytest.fixture(scope="module")
+def suite_store(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("suite") / "results.db"
+    res = cb("suite", "-n", cluster.topology.name, "--time", str(SUITE_TIME), "--threads", "2", *SMALL,
+             "--results", str(path))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "select_random_ranges" in res.stdout and "reconnects" in res.stdout
+    return path
+
+
+def test_all_eleven_tests_through_the_balancer(suite_store: Path) -> None:
+    with Store.open(suite_store) as store:
+        [run] = store.list_runs()
+        assert (run.kind, run.status) == ("suite", "completed")
+        trials = store.trials(run.id)
+        assert [t.workload for t in trials] == list(KNOWN_TESTS)
+        for t in trials:
+            assert t.status == "completed", t
+            assert t.params["endpoint"] == "balancer" and t.params["threads"] == 2
+            # bulk_insert sends its last buffered INSERT after --time: one more report may come
+            check_samples(store.samples(t.id), SUITE_TIME, extra=1 if t.workload == "bulk_insert" else 0)
+            s = store.summary(t.id)
+            assert s is not None and s["tps"] > 0 and s["events"] > 0
+            assert s["lat_min"] <= s["lat_avg"] <= s["lat_max"]
+            if t.workload != "bulk_insert":  # bulk_insert's events are buffered rows, latency ~0
+                assert s["p95"] is not None and s["lat_min"] <= s["p95"] <= s["lat_max"]
+            prov = store.provenance(run.id, t.id)
+            assert set(prov["wsrep_status@start"]) == {"n1", "n2", "n3"}
+            assert prov["server_variables@end"]["n1"]["wsrep_on"] == "ON"
+        prov = store.provenance(run.id)
+        assert set(prov["versions"]) >= {"mariadb", "galera", "haproxy", "sysbench"}
+        assert prov["versions"]["sysbench"].startswith("sysbench 1.0")
+        assert prov["kernel"] and prov["cpu"] and prov["memory"]
+        assert prov["topology"]["cluster"]["name"] == "cbit"
+        # each prepare group was prepared once and cleaned up
+        kinds = [e["kind"] for e in store.events(run.id)]
+        assert kinds == ["prepare", "cleanup", "prepare", "cleanup"]
+
+
+def wait_healthy(cluster: Cluster, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        st = cluster.status()
+        synced = [n.wsrep is not None and n.wsrep.synced and n.wsrep.cluster_size == 3 for n in st.nodes]
+        up = [b.up for b in st.backends]
+        if all(synced) and len(synced) == 3 and all(up) and len(up) == 3:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"cluster not healthy: {st}")
+        time.sleep(0.5)
+
+
+def test_run_survives_a_node_kill_with_reconnects(cluster: Cluster, tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    seconds = 12
+    killed: list[str] = []
+
+    def kill_later() -> None:
+        # kill once the run is measuring: the store then holds a sample
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists():
+                with Store.open(path) as s:
+                    if s.conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0] >= 3:
+                        break
+            time.sleep(0.2)
+        killed.append(cluster.node_kill(3))
+
+    t = threading.Thread(target=kill_later)
+    t.start()
+    try:
+        res = cb("run", "-n", cluster.topology.name, "-w", "oltp_read_write", "--threads", "4",
+                 "--time", str(seconds), *SMALL, "--results", str(path))  # fmt: skip
+    finally:
+        t.join()
+        cluster.node_start(3)
+        wait_healthy(cluster)
+    assert killed and "n3" in killed[0]
+    assert res.returncode == 0, res.stderr
+    with Store.open(path) as store:
+        [run] = store.list_runs()
+        assert run.status == "completed"
+        [trial] = store.trials(run.id)
+        samples = store.samples(trial.id)
+        assert seconds - 1 <= len(samples) <= seconds
+        assert sum(s["reconnects"] for s in samples) > 0
+        s = store.summary(trial.id)
+        assert s is not None and s["reconnects"] > 0 and s["tps"] > 0
+        # n3 was dead when the trial ended: recorded, not fatal
+        assert "n3" in store.provenance(run.id, trial.id)["server_errors@end"]
+    assert sysbench_on(prefix(cluster)) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_run_keeps_its_samples(cluster: Cluster, tmp_path: Path, sig: signal.Signals) -> None:
+    path = tmp_path / "results.db"
+    proc = subprocess.Popen(
+        ["clusterbench", "run", "-n", cluster.topology.name, "-w", "oltp_point_select", "--time", "60",
+         *SMALL, "--results", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if path.exists():
+                with Store.open(path) as s:
+                    if s.conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0] >= 3:
+                        break
+            time.sleep(0.2)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "marked interrupted and keeps its" in lines[0], err
+    with Store.open(path) as store:
+        [run] = store.list_runs()
+        assert run.status == "interrupted" and run.ended_at is not None
+        [trial] = store.trials(run.id)
+        assert trial.status == "interrupted"
+        assert len(store.samples(trial.id)) >= 3
+    assert sysbench_on(prefix(cluster)) == []
+
+
+def chromium(*args: str, user_dir: Path) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("chromium is missing; run `make setup-test`")
+    argv = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={user_dir}", *args]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    res = cb("report", "last", "--out", str(out), "--results", str(suite_store))
+    assert res.returncode == 0, res.stderr
+    md, page = out / "report-1.md", out / "report-1.html"
+    assert res.stdout.splitlines() == [f"markdown: {md}", f"html:     {page}"]
+    text = md.read_text()
+    assert all(f"| {t} |" in text for t in KNOWN_TESTS)
+
+    png = tmp_path / "shot.png"
+    shot = chromium("--enable-logging=stderr", "--v=0", f"--screenshot={png}", "--window-size=1200,2000",
+                    f"file://{page}", user_dir=tmp_path / "profile1")  # fmt: skip
+    assert png.exists() and png.stat().st_size > 10_000, shot.stderr[-2000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = [ln for ln in shot.stderr.splitlines() if "Uncaught" in ln or "ERROR:CONSOLE" in ln]
+    assert bad == []
+
+    dom = chromium("--dump-dom", f"file://{page}", user_dir=tmp_path / "profile2")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "<table>" in dom.stdout and "select_random_points" in dom.stdout
+    # one plot per trial, drawn by plotly (the SVG exists only when the script ran)
+    # plotly adds "js-plotly-plot" to the div's class once it has drawn into it
+    assert dom.stdout.count('class="plotly-graph-div js-plotly-plot"') == len(KNOWN_TESTS)
+    assert dom.stdout.count('class="main-svg"') >= len(KNOWN_TESTS)
+
+
+def test_results_export_and_show(suite_store: Path) -> None:
+    res = cb("results", "export", "last", "--format", "csv", "--results", str(suite_store))
+    assert res.returncode == 0, res.stderr
+    rows = res.stdout.splitlines()
+    assert rows[0].startswith("run_id,trial_seq,workload")
+    assert len(rows) - 1 >= len(KNOWN_TESTS) * (SUITE_TIME - 1)
+    res = cb("results", "show", "last", "--results", str(suite_store))
+    assert res.returncode == 0 and "galera" in res.stdout
+
+
+def test_bad_endpoint_fails_fast_in_one_line(cluster: Cluster, tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    lb = cluster.topology.balancer_address()
+    t0 = time.monotonic()
+    res = cb("run", "-w", "oltp_read_write", "--host", lb, "--port", "3399", "--time", "5",
+             "--results", str(path))  # fmt: skip
+    assert res.returncode == 2
+    [line] = res.stderr.strip().splitlines()
+    assert (
+        line.startswith(f"error: cannot connect to sbtest@{lb}:3399: Can't connect")
+        and "(error 2003)" in line
+    )
+
+    env_var = "CB_IT_WRONG_PASSWORD"
+    os.environ[env_var] = "not-the-password"
+    try:
+        res = cb("run", "-w", "oltp_read_write", "--host", lb, "--user", cluster.credentials().app_user,
+                 "--password-env", env_var, "--time", "5", "--results", str(path))  # fmt: skip
+    finally:
+        del os.environ[env_var]
+    assert res.returncode == 2
+    [line] = res.stderr.strip().splitlines()
+    assert "Access denied for user 'bench'" in line and "(error 1045)" in line
+    assert time.monotonic() - t0 < 30
+    # nothing was stored, nothing runs
+    with Store.open(path) as store:
+        assert store.list_runs() == []
+    assert sysbench_on(prefix(cluster)) == []
+
+    res = cb("run", "-w", "oltp_read_write", "-n", cluster.topology.name, "--threads", "-1")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1

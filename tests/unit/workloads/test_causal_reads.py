@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import pymysql  # type: ignore[import-untyped, unused-ignore]
+import pytest
+
+from clusterbench.workloads.runner import causal_reads
+
+
+class Cursor:
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+        self.sql: list[str] = []
+
+    def execute(self, sql: str) -> None:
+        self.sql.append(sql)
+        if self.error is not None:
+            raise self.error
+
+
+def test_sets_sync_wait() -> None:
+    cur = Cursor()
+    causal_reads(cur)
+    assert cur.sql == ["SET SESSION wsrep_sync_wait = 1"]
+
+
+def test_server_without_the_variable_is_left_alone() -> None:
+    causal_reads(Cursor(pymysql.err.OperationalError(1193, "Unknown system variable 'wsrep_sync_wait'")))
+
+
+def test_other_errors_are_raised() -> None:
+    with pytest.raises(pymysql.err.OperationalError):
+        causal_reads(Cursor(pymysql.err.OperationalError(1045, "Access denied")))
