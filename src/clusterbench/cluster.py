@@ -27,6 +27,8 @@ from clusterbench.components.galera.status import GraState, WsrepStatus
 from clusterbench.components.haproxy.component import HAProxy
 from clusterbench.components.haproxy.config import HAProxyConfig
 from clusterbench.components.haproxy.status import BackendServer
+from clusterbench.components.keepalived.component import Keepalived
+from clusterbench.components.keepalived.config import KeepalivedConfig
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import ProcessRef
 from clusterbench.hosts.local import LocalHost, NetnsHost
@@ -42,6 +44,11 @@ log = logging.getLogger(__name__)
 DEFAULT_HOME = Path("/var/lib/clusterbench")
 BALANCER_ROLE = "lb1"
 JOIN_TIMEOUT = 180.0
+BACKENDS_TIMEOUT = 30.0
+
+
+def balancer_role(index: int) -> str:
+    return f"lb{index}"
 
 
 def home_dir() -> Path:
@@ -82,12 +89,27 @@ class NodeView:
 
 
 @dataclass
+class BalancerView:
+    index: int
+    role: str
+    address: str  # "ip:port" of this HAProxy itself
+    alive: bool
+    backends: list[BackendServer] = field(default_factory=list)
+    keepalived_alive: bool | None = None  # None: no keepalived (a single HAProxy)
+    holds_vip: bool = False
+
+
+@dataclass
 class ClusterStatus:
     name: str
     nodes: list[NodeView]
+    # lb1, as before balancer pairs existed; `balancers` has every HAProxy.
     balancer_address: str | None
     balancer_alive: bool
     backends: list[BackendServer] = field(default_factory=list)
+    balancers: list[BalancerView] = field(default_factory=list)
+    vip: str | None = None  # "ip:port" of a keepalived pair
+    vip_holders: list[str] = field(default_factory=list)  # roles; exactly one when healthy
 
 
 Report = Callable[[str], None]
@@ -192,35 +214,113 @@ class Cluster:
         entry["check"] = n.check_proc.to_json() if n.check_proc else None
         self.save()
 
-    def haproxy(self) -> HAProxy | None:
-        if self.topology.balancer.kind != "haproxy":
-            return None
+    def _check_balancer_index(self, index: int) -> None:
         t = self.topology
+        if index not in t.balancer_indexes():
+            have = f"lb1-lb{t.balancer.count}" if t.balancer.count > 1 else "lb1 only"
+            raise ClusterStateError(
+                f"balancer {index} does not exist; cluster '{t.name}' has "
+                + (have if t.balancer.kind == "haproxy" else "no balancer")
+            )
+
+    def _balancer_state(self, role: str) -> dict[str, Any]:
+        st = self.state.get("balancers", {}).get(role)
+        if st is None and role == BALANCER_ROLE:
+            st = self.state.get("balancer")  # state written before balancer pairs existed
+        return st or {}
+
+    def haproxy(self, index: int = 1) -> HAProxy | None:
+        """HAProxy `index` (lb1 by default); None when the cluster has no balancer."""
+        t = self.topology
+        if t.balancer.kind != "haproxy":
+            return None
+        self._check_balancer_index(index)
+        role = balancer_role(index)
         cfg = HAProxyConfig(
             cluster_name=t.name,
-            address=t.balancer_address(),
-            dir=self.dir / BALANCER_ROLE,
+            address=t.balancer_address(index),
+            dir=self.dir / role,
             settings=t.balancer,
             servers=tuple((f"n{i}", t.node_address(i)) for i in t.node_indexes()),
+            vip=t.vip_address(),
         )
-        st = self.state.get("balancer", {})
+        st = self._balancer_state(role)
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
-        return HAProxy(cfg, NetnsHost(self.names.netns(BALANCER_ROLE)), proc=proc, clock=self.clock)
+        return HAProxy(cfg, NetnsHost(self.names.netns(role)), proc=proc, clock=self.clock)
+
+    def haproxies(self) -> list[HAProxy]:
+        """Every HAProxy: [lb1] or [lb1, lb2]; [] without a balancer."""
+        out = []
+        for k in self.topology.balancer_indexes():
+            h = self.haproxy(k)
+            assert h is not None
+            out.append(h)
+        return out
+
+    def keepalived(self, index: int) -> Keepalived | None:
+        """keepalived on balancer `index` of a pair; None when there is no VIP."""
+        t = self.topology
+        vip = t.vip_address()
+        if vip is None:
+            return None
+        self._check_balancer_index(index)
+        role = balancer_role(index)
+        peer = 2 if index == 1 else 1
+        cfg = KeepalivedConfig(
+            cluster_name=t.name,
+            index=index,
+            dir=self.dir / role,
+            src_ip=t.balancer_address(index),
+            peer_ip=t.balancer_address(peer),
+            vip=vip,
+            prefixlen=t.network.prefixlen,
+            haproxy_socket=self.dir / role / "stats.sock",
+            advert_int=t.balancer.advert_int,
+        )
+        st = self._balancer_state(role)
+        proc = ProcessRef.from_json(st["keepalived"]) if st.get("keepalived") else None
+        return Keepalived(cfg, NetnsHost(self.names.netns(role)), proc=proc, clock=self.clock)
+
+    def keepaliveds(self) -> list[Keepalived]:
+        out = []
+        for k in self.topology.balancer_indexes():
+            ka = self.keepalived(k)
+            if ka is not None:
+                out.append(ka)
+        return out
 
     def _record_balancer(self, h: HAProxy) -> None:
-        self.state["balancer"] = {"proc": h.proc.to_json() if h.proc else None}
+        role = h.cfg.dir.name
+        self.state.pop("balancer", None)
+        entry = self.state.setdefault("balancers", {}).setdefault(role, {})
+        entry["proc"] = h.proc.to_json() if h.proc else None
+        self.save()
+
+    def _record_keepalived(self, ka: Keepalived) -> None:
+        entry = self.state.setdefault("balancers", {}).setdefault(ka.cfg.role, {})
+        entry["keepalived"] = ka.proc.to_json() if ka.proc else None
         self.save()
 
     # ------------------------------------------------------------------ endpoints
 
     def endpoint(self, target: str = "balancer", database: str = "sbtest") -> Endpoint:
-        """'balancer', 'node:N' or 'all-nodes' → an Endpoint with the app credentials."""
+        """'balancer', 'vip', 'node:N' or 'all-nodes' → an Endpoint with the app credentials.
+
+        'balancer' is the VIP of a keepalived pair, else lb1's address; 'vip' needs a pair."""
         c = self.credentials()
         t = self.topology
+        client = t.client_address()
         if target == "balancer":
-            if t.balancer.kind == "none":
+            if client is None:
                 raise ClusterStateError("this cluster has no balancer; use --target node:N or all-nodes")
-            addrs: tuple[Address, ...] = (Address(host=t.balancer_address(), port=t.balancer.port),)
+            addrs: tuple[Address, ...] = (Address(host=client, port=t.balancer.port),)
+        elif target == "vip":
+            vip = t.vip_address()
+            if vip is None:
+                raise ClusterStateError(
+                    "this cluster has no VIP (it needs [balancer] count = 2); use --target balancer"
+                )
+            addrs = (Address(host=vip, port=t.balancer.port),)
         elif target == "all-nodes":
             addrs = tuple(Address(host=t.node_address(i)) for i in t.node_indexes())
         elif target.startswith("node:") and target[5:].isdigit():
@@ -228,7 +328,8 @@ class Cluster:
             self.node(i)  # validates the index
             addrs = (Address(host=t.node_address(i)),)
         else:
-            raise ClusterStateError(f"unknown target '{target}'; use balancer, node:N or all-nodes")
+            vip = "vip, " if t.vip_address() else ""
+            raise ClusterStateError(f"unknown target '{target}'; use balancer, {vip}node:N or all-nodes")
         return Endpoint(
             name=target, addresses=addrs, user=c.app_user, password=c.app_password, database=database
         )
@@ -241,8 +342,8 @@ class Cluster:
             HostPlan(self.names.node_role(i), t.node_address(i), t.node_resources(i).bandwidth)
             for i in t.node_indexes()
         ]
-        if t.balancer.kind == "haproxy":
-            plans.append(HostPlan(BALANCER_ROLE, t.balancer_address()))
+        for k in t.balancer_indexes():
+            plans.append(HostPlan(balancer_role(k), t.balancer_address(k)))
         return plans
 
     def up(self, report: Report = _quiet) -> dict[str, float]:
@@ -361,27 +462,110 @@ class Cluster:
             n.start_clustercheck()
             self._record_node(n)
 
+    def _backend_names(self) -> list[str]:
+        return [f"n{i}" for i in self.topology.node_indexes()]
+
     def _up_balancer(self, report: Report) -> None:
-        h = self.haproxy()
+        t = self.topology
+        port = t.balancer.port
+        hs = self.haproxies()
+        for h in hs:
+            h.write_files()
+            h.validate()
+            h.start()
+            self._record_balancer(h)
+        # keepalived after HAProxy: its track script would otherwise fail and hold it in FAULT.
+        kas = self.keepaliveds()
+        for ka in kas:
+            ka.write_files()
+            ka.validate()
+        for ka in kas:
+            ka.start()
+            self._record_keepalived(ka)
+        for h in hs:
+            h.wait_all_up(self._backend_names(), timeout=BACKENDS_TIMEOUT)
+            report(f"haproxy {h.cfg.dir.name} UP on {h.cfg.address}:{port}")
+        if kas:
+            holder = self.wait_vip(timeout=3 * t.balancer.advert_int + 10)
+            report(f"keepalived: VIP {t.vip_address()}:{port} on {holder}")
+
+    # ------------------------------------------------------------------ balancers
+
+    def vip_holders(self) -> list[str]:
+        """Roles of the balancers that have the VIP on their interface now (['lb1'], say)."""
+        return [ka.cfg.role for ka in self.keepaliveds() if ka.holds_vip()]
+
+    def vip_holder(self) -> str | None:
+        """The one balancer holding the VIP ('lb1' or 'lb2'); None when none or both hold it
+        (no VIP, a takeover in progress, or a split brain: see vip_holders())."""
+        holders = self.vip_holders()
+        return holders[0] if len(holders) == 1 else None
+
+    def wait_vip(self, timeout: float, *, not_on: str | None = None, poll: float = 0.05) -> str:
+        """Wait until exactly one balancer (other than `not_on`) holds the VIP; return its role."""
+        if self.topology.vip_address() is None:
+            raise ClusterStateError(f"cluster '{self.topology.name}' has no VIP")
+        deadline = self.clock.now() + timeout
+        holders: list[str] = []
+        while True:
+            holders = self.vip_holders()
+            if len(holders) == 1 and holders[0] != not_on:
+                return holders[0]
+            if self.clock.now() >= deadline:
+                break
+            self.clock.sleep(poll)
+        seen = ", ".join(holders) if holders else "no balancer"
+        logs = ", ".join(str(ka.cfg.log_path) for ka in self.keepaliveds())
+        raise ComponentError(
+            f"the VIP {self.topology.vip_address()} is not on exactly one balancer"
+            + (f" other than {not_on}" if not_on else "")
+            + f" after {timeout:g} s ({seen} holds it); see {logs}"
+        )
+
+    def balancer_kill(self, index: int = 1) -> str:
+        """kill -9 HAProxy on balancer `index` (a crash). With a pair, keepalived's track script
+        notices within about a second and the peer takes the VIP."""
+        h = self.haproxy(index)
         if h is None:
-            return
-        h.write_files()
-        h.validate()
+            raise ClusterStateError("this cluster has no balancer")
+        held = self.topology.vip_address() is not None and balancer_role(index) in self.vip_holders()
+        what = h.kill()
+        self._record_balancer(h)
+        return f"haproxy {balancer_role(index)} {what}" + (" (it held the VIP)" if held else "")
+
+    def balancer_start(self, index: int = 1, timeout: float = BACKENDS_TIMEOUT) -> str:
+        """Start HAProxy on balancer `index` again and wait until it sees every node UP. With a
+        pair the VIP stays where it is (nopreempt); this balancer becomes the backup again."""
+        h = self.haproxy(index)
+        if h is None:
+            raise ClusterStateError("this cluster has no balancer")
+        role = balancer_role(index)
+        if h.alive():
+            return f"haproxy {role} already running"
+        t0 = time.monotonic()
         h.start()
         self._record_balancer(h)
-        h.wait_all_up([f"n{i}" for i in self.topology.node_indexes()], timeout=30)
-        report(f"haproxy UP on {self.topology.balancer_address()}:{self.topology.balancer.port}")
+        h.wait_all_up(self._backend_names(), timeout=timeout)
+        ka = self.keepalived(index)
+        if ka is not None and not ka.alive():
+            ka.start()
+            self._record_keepalived(ka)
+        return f"haproxy {role} UP in {time.monotonic() - t0:.1f} s"
 
     # ------------------------------------------------------------------ down
 
     def down(self, report: Report = _quiet, keep_files: bool = False) -> list[str]:
         """Stop everything we started and remove namespaces, links and cgroups. Idempotent."""
         done: list[str] = []
-        h = self.haproxy() if self.state else None
-        if h is not None:
-            what = h.stop()
-            if what != "not running":
-                done.append(f"haproxy {what}")
+        if self.state:
+            for ka in self.keepaliveds():
+                what = ka.stop()
+                if what != "not running":
+                    done.append(f"keepalived {ka.cfg.role} {what}")
+            for h in self.haproxies():
+                what = h.stop()
+                if what != "not running":
+                    done.append(f"haproxy {h.cfg.dir.name} {what}")
         nodes = self.nodes() if self.state and self.creds is not None else []
         for n in nodes:
             n.stop_clustercheck()
@@ -436,13 +620,32 @@ class Cluster:
         views = []
         for n in self.nodes():
             views.append(NodeView(n.index, n.cfg.address, n.alive(), n.status()))
-        h = self.haproxy()
+        balancers: list[BalancerView] = []
+        for h in self.haproxies():
+            k = int(h.cfg.dir.name[2:])
+            ka = self.keepalived(k)
+            balancers.append(
+                BalancerView(
+                    index=k,
+                    role=h.cfg.dir.name,
+                    address=f"{h.cfg.address}:{t.balancer.port}",
+                    alive=h.alive(),
+                    backends=h.servers(),
+                    keepalived_alive=ka.alive() if ka else None,
+                    holds_vip=bool(ka and ka.holds_vip()),
+                )
+            )
+        lb1 = balancers[0] if balancers else None
+        vip = t.vip_address()
         return ClusterStatus(
             name=t.name,
             nodes=views,
-            balancer_address=f"{t.balancer_address()}:{t.balancer.port}" if h else None,
-            balancer_alive=bool(h and h.alive()),
-            backends=h.servers() if h else [],
+            balancer_address=lb1.address if lb1 else None,
+            balancer_alive=bool(lb1 and lb1.alive),
+            backends=lb1.backends if lb1 else [],
+            balancers=balancers,
+            vip=f"{vip}:{t.balancer.port}" if vip else None,
+            vip_holders=[b.role for b in balancers if b.holds_vip],
         )
 
     # ------------------------------------------------------------------ node operations
@@ -538,10 +741,14 @@ class Cluster:
             if n.index != chosen:
                 out.append(self._rejoin(self.node(n.index), JOIN_TIMEOUT))
                 report(out[-1])
-        h = self.haproxy()
-        if h is not None and not h.alive():
-            h.start()
-            self._record_balancer(h)
+        for h in self.haproxies():
+            if not h.alive():
+                h.start()
+                self._record_balancer(h)
+        for ka in self.keepaliveds():
+            if not ka.alive():
+                ka.start()
+                self._record_keepalived(ka)
         return out
 
     def stop_all(self) -> list[str]:

@@ -41,6 +41,8 @@ def missing_binaries(t: Topology) -> list[str]:
     need = dict(REQUIRED)
     if t.balancer.kind == "haproxy":
         need["haproxy"] = "haproxy"
+    if t.vip_address() is not None:
+        need["keepalived"] = "keepalived"
     if t.mariadb.sst_method == "mariabackup":
         need["mariabackup"] = "mariadb-backup"
     out = [f"{b} (Debian package {pkg})" for b, pkg in need.items() if shutil.which(b, path=_PATH) is None]

@@ -12,7 +12,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clusterbench.errors import InputError
 
@@ -22,10 +29,16 @@ SIZE_RE = re.compile(r"^[0-9]+[KMG]?$")
 RATE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit|bit)$")
 CPUSET_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
 
-# Host offsets inside the subnet. Fixed so addresses are predictable in docs and reports.
+# Host offsets inside the subnet. Fixed so addresses are predictable in docs and reports:
+# bridge .1, lb1 .2, the keepalived VIP .3, lb2 .4, node N .10+N. lb1 and the nodes keep the
+# addresses they had before balancer pairs existed; the VIP sits next to lb1 so `.3` reads as
+# "the balancer" in a pair the way `.2` does with one HAProxy.
 BRIDGE_OFFSET = 1
-BALANCER_OFFSET = 2
+BALANCER_OFFSETS = (2, 4)  # lb1, lb2
+BALANCER_OFFSET = BALANCER_OFFSETS[0]
+VIP_OFFSET = 3
 NODE_OFFSET = 10
+MAX_BALANCERS = len(BALANCER_OFFSETS)
 
 
 class _Strict(BaseModel):
@@ -116,6 +129,38 @@ class BalancerSettings(_Strict):
     fall: int = Field(2, ge=1, le=10)
     rise: int = Field(2, ge=1, le=10)
     maxconn: int = Field(4096, ge=16, le=100000)
+    # Two HAProxies (lb1, lb2) share a virtual IP through keepalived (unicast VRRP). `vip` is
+    # unset/true for the default address (subnet host .3) or an address in the subnet; a pair
+    # always has one, a single HAProxy never does (there is nothing to fail over to).
+    count: int = Field(1, ge=1, le=MAX_BALANCERS)
+    vip: bool | str | None = None
+    # VRRP advertisement interval in seconds. The backup takes over ~3 x advert_int after the
+    # master goes silent; a whole number uses VRRPv2, a fraction (down to 0.1) VRRPv3.
+    advert_int: float = Field(1.0, ge=0.1, le=40)
+
+    @field_validator("vip", mode="before")
+    @classmethod
+    def _vip(cls, v: object) -> object:
+        if v is not None and not isinstance(v, bool | str):
+            raise ValueError("must be true, false or an address like 198.18.0.3")
+        if isinstance(v, str):
+            try:
+                ipaddress.IPv4Address(v)
+            except ValueError:
+                raise ValueError(f"'{v}' is not an IPv4 address like 198.18.0.3 (or use true)") from None
+        return v
+
+    @field_validator("advert_int")
+    @classmethod
+    def _advert_int(cls, v: float) -> float:
+        # VRRPv3 counts in centiseconds; keepalived would silently round anything finer.
+        if abs(v * 100 - round(v * 100)) > 1e-9:
+            raise ValueError(f"{v:g} has more than two decimals; keepalived counts in 1/100 s")
+        return v
+
+    @property
+    def paired(self) -> bool:
+        return self.kind == "haproxy" and self.count == 2
 
 
 class ClusterSettings(_Strict):
@@ -163,6 +208,29 @@ class Topology(_Strict):
             seen.add(o.index)
         return self
 
+    @model_validator(mode="after")
+    def _balancer_pair(self) -> Topology:
+        b = self.balancer
+        if b.kind == "none" and (b.count != 1 or b.vip not in (None, False)):
+            raise ValueError("balancer.count and balancer.vip need balancer.kind = 'haproxy'")
+        if b.count == 1 and b.vip not in (None, False):
+            raise ValueError(
+                "balancer.vip needs balancer.count = 2 (keepalived moves the VIP between two HAProxies)"
+            )
+        if b.count == 2 and b.vip is False:
+            raise ValueError("balancer.count = 2 needs a VIP; remove vip = false or set vip = true")
+        if isinstance(b.vip, str):
+            vip = ipaddress.IPv4Address(b.vip)
+            net = self.network
+            if vip not in net or vip in (net.network_address, net.broadcast_address):
+                raise ValueError(f"balancer.vip {vip} is not a host address in cluster.subnet {net}")
+            taken = {self.bridge_address(): "the bridge"}
+            taken.update({self.balancer_address(k): f"lb{k}" for k in self.balancer_indexes()})
+            taken.update({self.node_address(i): f"node {i}" for i in self.node_indexes()})
+            if str(vip) in taken:
+                raise ValueError(f"balancer.vip {vip} is already the address of {taken[str(vip)]}")
+        return self
+
     # --- derived values (pure) ---
 
     @property
@@ -176,8 +244,30 @@ class Topology(_Strict):
     def bridge_address(self) -> str:
         return str(self.network[BRIDGE_OFFSET])
 
-    def balancer_address(self) -> str:
-        return str(self.network[BALANCER_OFFSET])
+    def balancer_indexes(self) -> list[int]:
+        """1 (lb1) or 1 and 2 (lb1, lb2); empty without a balancer."""
+        if self.balancer.kind == "none":
+            return []
+        return list(range(1, self.balancer.count + 1))
+
+    def balancer_address(self, index: int = 1) -> str:
+        """The own address of HAProxy `index` (lb1 .2, lb2 .4)."""
+        return str(self.network[BALANCER_OFFSETS[index - 1]])
+
+    def vip_address(self) -> str | None:
+        """The keepalived virtual IP of a balancer pair, or None with one (or no) HAProxy."""
+        b = self.balancer
+        if not b.paired:
+            return None
+        if isinstance(b.vip, str):
+            return b.vip
+        return str(self.network[VIP_OFFSET])
+
+    def client_address(self) -> str | None:
+        """Where clients reach 'the balancer': the VIP of a pair, else lb1; None without one."""
+        if self.balancer.kind == "none":
+            return None
+        return self.vip_address() or self.balancer_address()
 
     def node_address(self, index: int) -> str:
         return str(self.network[NODE_OFFSET + index])

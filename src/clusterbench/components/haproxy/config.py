@@ -25,6 +25,7 @@ class HAProxyConfig:
     settings: BalancerSettings
     servers: tuple[tuple[str, str], ...]  # (name, address)
     check_port: int = 9200
+    vip: str | None = None  # set on each HAProxy of a keepalived pair
 
     @property
     def cfg_path(self) -> Path:
@@ -47,4 +48,5 @@ def render_haproxy_cfg(cfg: HAProxyConfig) -> str:
         b=cfg.settings,
         servers=list(cfg.servers),
         check_port=cfg.check_port,
+        vip=cfg.vip,
     )

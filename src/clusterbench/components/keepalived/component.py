@@ -1,0 +1,112 @@
+"""keepalived as a real process inside a balancer's namespace, and who holds the VIP."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+from clusterbench.clock import Clock, SystemClock
+from clusterbench.components.keepalived.config import KeepalivedConfig, render_keepalived_conf
+from clusterbench.errors import ComponentError
+from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.local import LocalHost
+
+
+def addresses(ip_addr_json: str, ifname: str | None = None) -> set[str]:
+    """IPv4 addresses in `ip -j addr` output (optionally of one interface)."""
+    out: set[str] = set()
+    for link in json.loads(ip_addr_json or "[]"):
+        if ifname is not None and link.get("ifname") != ifname:
+            continue
+        for a in link.get("addr_info", []):
+            if a.get("family") == "inet" and "local" in a:
+                out.add(a["local"])
+    return out
+
+
+class Keepalived:
+    def __init__(
+        self,
+        cfg: KeepalivedConfig,
+        host: LocalHost,
+        proc: ProcessRef | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.host = host
+        self.proc = proc
+        self.clock = clock or SystemClock()
+
+    def write_files(self) -> None:
+        self.cfg.dir.mkdir(parents=True, exist_ok=True)
+        # keepalived refuses nothing here, but the file is root's: it names a script run as root.
+        self.host.put_file(self.cfg.cfg_path, render_keepalived_conf(self.cfg), mode=0o644)
+
+    def validate(self) -> None:
+        res = self.host.run(["keepalived", "-t", "-f", str(self.cfg.cfg_path)], check=False)
+        if not res.ok:
+            raise ComponentError(f"keepalived rejects {self.cfg.cfg_path}: {res.tail()}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.host.alive(self.proc)
+
+    def start(self, timeout: float = 10.0) -> ProcessRef:
+        if self.alive():
+            assert self.proc is not None
+            return self.proc
+        c = self.cfg
+        for p in (c.pid_path, c.vrrp_pid_path, c.checkers_pid_path):
+            p.unlink(missing_ok=True)
+        # -n: stay in the foreground (we detach it and track its PID); -l -D: detailed log to the
+        # console, i.e. our log file (there is no syslog here); own PID files, since the defaults
+        # in /run would collide with the other balancer's keepalived.
+        self.proc = self.host.spawn(
+            [
+                "keepalived",
+                "-n",
+                "-l",
+                "-D",
+                "-f",
+                str(c.cfg_path),
+                "-p",
+                str(c.pid_path),
+                "-r",
+                str(c.vrrp_pid_path),
+                "-c",
+                str(c.checkers_pid_path),
+            ],
+            log=c.log_path,
+        )
+        deadline = self.clock.now() + timeout
+        while self.clock.now() < deadline:
+            if not self.alive():
+                text = self.host.read_file(c.log_path) or ""
+                raise ComponentError(
+                    f"keepalived on {c.role} exited at start: {' | '.join(text.strip().splitlines()[-3:])}"
+                )
+            # The VRRP child writes its PID file once it runs.
+            if c.vrrp_pid_path.exists():
+                return self.proc
+            self.clock.sleep(0.05)
+        raise ComponentError(f"keepalived on {c.role} did not start its VRRP process in {timeout:g} s")
+
+    def stop(self, timeout: float = 10.0) -> str:
+        """SIGTERM to the parent: it stops its children, which drop the VIP and send a priority-0
+        advert, so the peer takes over at once."""
+        if not self.alive():
+            return "not running"
+        assert self.proc is not None
+        self.host.signal(self.proc, signal.SIGTERM)
+        deadline = self.clock.now() + timeout
+        while self.clock.now() < deadline:
+            if not self.alive():
+                return "stopped"
+            self.clock.sleep(0.05)
+        self.host.signal(self.proc, signal.SIGKILL)
+        return "killed after timeout"
+
+    def holds_vip(self) -> bool:
+        res = self.host.run(["ip", "-j", "-4", "addr", "show", "dev", self.cfg.interface], check=False)
+        if not res.ok:
+            return False
+        return self.cfg.vip in addresses(res.stdout, self.cfg.interface)
