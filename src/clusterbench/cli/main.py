@@ -17,7 +17,7 @@ from rich.table import Table
 
 from clusterbench import __version__
 from clusterbench.cli import console
-from clusterbench.cluster import Cluster, ClusterStatus, home_dir, known_clusters
+from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError
 from clusterbench.providers import preflight
 from clusterbench.spec.topology import Topology, load_topology
@@ -96,10 +96,20 @@ def _print_endpoints(cluster: Cluster) -> None:
     table = Table(title=f"cluster {t.name} endpoints", title_justify="left")
     table.add_column("target")
     table.add_column("address")
-    if t.balancer.kind == "haproxy":
-        table.add_row("balancer", f"{t.balancer_address()}:{t.balancer.port}")
+    table.add_column("via")
+    port = t.balancer.port
+    vip = t.vip_address()
+    if vip is not None:
+        holder = cluster.vip_holder()
+        via = f"keepalived VIP, now on {holder}" if holder else "keepalived VIP, [red]on no balancer[/]"
+        table.add_row("balancer", f"{vip}:{port}", via)
+        table.add_row("vip", f"{vip}:{port}", via)
+        for k in t.balancer_indexes():
+            table.add_row("", f"{t.balancer_address(k)}:{port}", f"lb{k} itself")
+    elif t.balancer.kind == "haproxy":
+        table.add_row("balancer", f"{t.balancer_address()}:{port}", "HAProxy lb1")
     for i in t.node_indexes():
-        table.add_row(f"node:{i}", f"{t.node_address(i)}:3306")
+        table.add_row(f"node:{i}", f"{t.node_address(i)}:3306", f"n{i} directly")
     console.out.print(table)
     masked = c.app_password[:2] + "*" * (len(c.app_password) - 2)
     console.out.print(
@@ -168,14 +178,25 @@ def _print_status(st: ClusterStatus) -> None:
             str(w.last_committed),
         )
     console.out.print(table)
-    if st.balancer_address is not None:
-        bt = Table(
-            title=f"haproxy {st.balancer_address} ({'alive' if st.balancer_alive else 'DOWN'})",
-            title_justify="left",
-        )
+    if st.vip is not None:
+        if len(st.vip_holders) == 1:
+            console.out.print(f"VIP {st.vip} held by [bold]{st.vip_holders[0]}[/]")
+        elif st.vip_holders:
+            console.out.print(f"[red]VIP {st.vip} held by {' and '.join(st.vip_holders)} at once[/]")
+        else:
+            console.out.print(f"[red]VIP {st.vip} held by no balancer[/]")
+    lbs = st.balancers
+    if not lbs and st.balancer_address is not None:  # a status built by hand with lb1 only
+        lbs = [BalancerView(1, "lb1", st.balancer_address, st.balancer_alive, st.backends)]
+    for lb in lbs:
+        parts = ["alive" if lb.alive else "[red]DOWN[/]"]
+        if lb.keepalived_alive is not None:
+            parts.append("keepalived " + ("alive" if lb.keepalived_alive else "[red]DOWN[/]"))
+            parts.append("[bold]holds the VIP[/]" if lb.holds_vip else "backup")
+        bt = Table(title=f"haproxy {lb.role} {lb.address} ({', '.join(parts)})", title_justify="left")
         for col in ("backend", "status", "sessions", "total", "check"):
             bt.add_column(col)
-        for b in st.backends:
+        for b in lb.backends:
             bt.add_row(
                 b.name,
                 b.status if b.up else f"[red]{b.status}[/]",
