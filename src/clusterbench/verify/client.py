@@ -125,9 +125,9 @@ class Pacer:
     def delay(self) -> float:
         """Seconds to wait before the next operation; advances the schedule."""
         t = self.now()
-        wait = max(0.0, self.next - t)
-        self.next = max(self.next + self.period, t)
-        return wait
+        at = max(self.next, t)
+        self.next = at + self.period
+        return at - t
 
 
 class ClientPool:
