@@ -169,10 +169,7 @@ def test_ledger_negative_controls_lost_phantom_fail_but_present(vcluster: Cluste
         c.node(1).query("DELETE FROM sbtest.cb_ledger WHERE client = 999")
 
         # N5: a deliberately misclassified outcome (an ok insert recorded as fail) is caught.
-        mis = [
-            Op(**{**o.__dict__, "outcome": Outcome.FAIL}) if o.key == ok[0].key else o  # type: ignore[arg-type]
-            for o in ops
-        ]
+        mis = [Op(**{**o.__dict__, "outcome": Outcome.FAIL}) if o.key == ok[0].key else o for o in ops]
         fbp = check_ledger(mis, led.read_all(c.nodes()))
         assert fbp.result is Result.FAIL
         assert fbp.evidence["fail_but_present"] == {"count": 1, "examples": [ok[0].key]}

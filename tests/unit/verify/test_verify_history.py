@@ -215,3 +215,32 @@ def test_history_writes_through_its_writer_on_stop(tmp_path: Path) -> None:
     h.add(op("1:1", Outcome.OK))
     h.stop()  # final flush
     assert [o.key for o in load_ops(store, trial)] == ["1:1"]
+
+
+class _Node:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_monitor_polls_every_node_and_writes_samples() -> None:
+    from clusterbench.verify.monitor import SplitBrainMonitor
+
+    written: list[MonitorSample] = []
+
+    def poll(n: object, tb: Timebase) -> MonitorSample:
+        wall, t = tb.stamp()
+        return MonitorSample(
+            t, wall, str(getattr(n, "name", "")), True, "Primary", 3, 5, "u-1", "Synced", True
+        )
+
+    mon = SplitBrainMonitor(
+        [_Node("n1"), _Node("n2")],  # type: ignore[list-item]
+        Timebase(StepClock(0.0, 0.0), wall=lambda: 7.0),
+        interval=60.0,  # one poll per node before stop() wakes the threads
+        sink=written.extend,
+        poll=poll,
+    )
+    mon.start()
+    mon.stop()
+    assert [(s.node, s.t, s.wall) for s in mon.samples()] == [("n1", 0.0, 7.0), ("n2", 0.0, 7.0)]
+    assert sorted(s.node for s in written) == ["n1", "n2"]
