@@ -27,7 +27,7 @@ def ep(*addrs: tuple[str, int], **kw: object) -> Endpoint:
         addresses=tuple(Address(host=h, port=p) for h, p in addrs),
         user="sb",
         password="pw",
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
