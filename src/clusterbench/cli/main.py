@@ -193,7 +193,9 @@ def _print_status(st: ClusterStatus) -> None:
         if lb.keepalived_alive is not None:
             parts.append("keepalived " + ("alive" if lb.keepalived_alive else "[red]DOWN[/]"))
             parts.append("[bold]holds the VIP[/]" if lb.holds_vip else "backup")
-        bt = Table(title=f"haproxy {lb.role} {lb.address} ({', '.join(parts)})", title_justify="left")
+        # A line of its own: a table title wraps at the (narrow) table width.
+        console.out.print(f"haproxy {lb.role} {lb.address} ({', '.join(parts)})", soft_wrap=True)
+        bt = Table()
         for col in ("backend", "status", "sessions", "total", "check"):
             bt.add_column(col)
         for b in lb.backends:

@@ -1,0 +1,190 @@
+"""A keepalived pair in front of a real cluster: two HAProxies share a VIP with unicast VRRP and a
+track script on HAProxy, so killing the active HAProxy moves the VIP (RELIABILITY F15).
+
+Its own cluster (cbvip, 198.18.205.0/24), brought up once for the module and always torn down."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymysql
+import pytest
+from rich.console import Console
+
+from clusterbench.cli import console
+from clusterbench.cli.main import main
+from clusterbench.cluster import Cluster
+
+from .conftest import leftovers, make_topology
+
+pytestmark = pytest.mark.integration
+
+NAME = "cbvip"
+SUBNET = "198.18.205.0/24"
+VIP = "198.18.205.3"
+ADVERT_INT = 1.0
+# RELIABILITY F15: ≈ 3 x advert_int + skew when the master goes silent; with the track script the
+# master gives the VIP up itself (FAULT, priority-0 advert), which is faster. A generous bound.
+FAILOVER_BOUND = 10.0
+
+
+def _connect(host: str, port: int, c: Cluster) -> pymysql.connections.Connection:
+    ep = c.endpoint("vip")
+    return pymysql.connect(
+        host=host,
+        port=port,
+        user=ep.user,
+        password=ep.password,
+        database="sbtest",
+        autocommit=True,
+        connect_timeout=3,
+        read_timeout=10,
+        write_timeout=10,
+    )
+
+
+def _vip_conn(c: Cluster) -> pymysql.connections.Connection:
+    a = c.endpoint("vip").addresses[0]
+    return _connect(a.host, a.port, c)
+
+
+def _insert_and_count(c: Cluster, value: str) -> int:
+    conn = _vip_conn(c)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO vipcheck (v) VALUES (%s)", (value,))
+            cur.execute("SELECT COUNT(*) FROM vipcheck")
+            row = cur.fetchone()
+            assert row is not None
+            return int(row[0])
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def vip_cluster(cb_home: Path) -> Iterator[Cluster]:
+    if shutil.which("keepalived", path="/usr/sbin:/usr/bin:/sbin:/bin") is None:
+        pytest.skip("keepalived is not installed; run `make setup`")
+    topo = make_topology(NAME, SUBNET, balancer={"count": 2, "advert_int": ADVERT_INT})
+    c = Cluster(topo, home=cb_home)
+    try:
+        t0 = time.monotonic()
+        c.up()
+        print(f"\ncbvip up with a keepalived pair in {time.monotonic() - t0:.1f} s")
+        yield c
+    finally:
+        c.down()
+    assert leftovers(NAME) == []
+
+
+def _failover(c: Cluster) -> tuple[str, str, float]:
+    """kill -9 the HAProxy that holds the VIP; wait until the other one holds it."""
+    old = c.vip_holder()
+    assert old in ("lb1", "lb2")
+    t0 = time.monotonic()
+    assert c.balancer_kill(int(old[2:])) == f"haproxy {old} killed (it held the VIP)"
+    new = c.wait_vip(FAILOVER_BOUND + 5, not_on=old, poll=0.02)
+    took = time.monotonic() - t0
+    print(f"\nVIP failover {old} -> {new} after kill -9 of haproxy: {took:.2f} s")
+    return old, new, took
+
+
+def test_vip_on_exactly_one_balancer(vip_cluster: Cluster) -> None:
+    c = vip_cluster
+    assert c.topology.vip_address() == VIP
+    assert c.endpoint("balancer") == c.endpoint("vip").model_copy(update={"name": "balancer"})
+    assert c.vip_holders() == ["lb1"]  # the higher priority wins the first election
+    assert c.vip_holder() == "lb1"
+    st = c.status()
+    assert st.vip == f"{VIP}:3306"
+    assert st.vip_holders == ["lb1"]
+    assert [(b.role, b.address, b.alive, b.keepalived_alive, b.holds_vip) for b in st.balancers] == [
+        ("lb1", "198.18.205.2:3306", True, True, True),
+        ("lb2", "198.18.205.4:3306", True, True, False),
+    ]
+    for b in st.balancers:
+        assert [(s.name, s.status) for s in b.backends] == [("n1", "UP"), ("n2", "UP"), ("n3", "UP")]
+    for ka in c.keepaliveds():
+        log = ka.cfg.log_path.read_text()
+        # The track script really runs (script security would disable it and leave the VIP
+        # pinned to a dead HAProxy).
+        assert "VRRP_Script(chk_haproxy) succeeded" in log
+        assert "SECURITY VIOLATION" not in log and "Disabling track script" not in log
+
+
+def test_client_through_the_vip(vip_cluster: Cluster) -> None:
+    c = vip_cluster
+    conn = _vip_conn(c)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS vipcheck (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20))")
+        cur.execute("SHOW STATUS LIKE 'wsrep_cluster_size'")
+        assert cur.fetchone() == ("wsrep_cluster_size", "3")
+    conn.close()
+    assert _insert_and_count(c, "first") == 1
+    # Each HAProxy also answers on its own address.
+    for k in (1, 2):
+        own = _connect(c.topology.balancer_address(k), 3306, c)
+        own.close()
+
+
+def test_status_command_shows_the_pair(vip_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    buf = io.StringIO()
+    monkeypatch.setattr(console, "out", Console(file=buf, width=200, highlight=False))
+    assert main(["status", "-n", NAME]) == 0
+    text = buf.getvalue()
+    print(text)
+    assert f"VIP {VIP}:3306 held by lb1" in text
+    assert "haproxy lb1 198.18.205.2:3306 (alive, keepalived alive, holds the VIP)" in text
+    assert "haproxy lb2 198.18.205.4:3306 (alive, keepalived alive, backup)" in text
+
+
+def test_kill_active_haproxy_moves_the_vip(vip_cluster: Cluster) -> None:
+    c = vip_cluster
+    before = _vip_conn(c)  # through lb1, which is about to die
+    old, new, took = _failover(c)
+    assert (old, new) == ("lb1", "lb2")
+    assert took < FAILOVER_BOUND
+    # The session through the killed HAProxy is gone: its outcome is unknown to the client.
+    with pytest.raises(pymysql.err.MySQLError), before.cursor() as cur:
+        cur.execute("SELECT 1")
+    before.close()
+    # A new connection through the VIP reaches lb2 and works.
+    assert _insert_and_count(c, "after-failover") == 2
+    st = c.status()
+    assert [(b.role, b.alive, b.holds_vip) for b in st.balancers] == [
+        ("lb1", False, False),
+        ("lb2", True, True),
+    ]
+
+
+def test_restarted_haproxy_comes_back_as_backup(vip_cluster: Cluster) -> None:
+    c = vip_cluster
+    assert c.balancer_start(1).startswith("haproxy lb1 UP in ")
+    h = c.haproxy(1)
+    assert h is not None and h.alive()
+    assert all(s.up for s in h.servers())
+    # nopreempt: lb1 has the higher priority, but it does not take the VIP back (a second
+    # outage for clients on lb2). Wait past a full master-down interval to be sure.
+    time.sleep(3 * ADVERT_INT + 1)
+    assert c.vip_holders() == ["lb2"]
+    assert _insert_and_count(c, "lb1-back") == 3
+
+
+def test_failover_back_and_forth(vip_cluster: Cluster) -> None:
+    """lb1 is a healthy backup again: killing lb2's HAProxy moves the VIP back; once more the
+    other way, for a few measurements."""
+    c = vip_cluster
+    times = []
+    for expect in (("lb2", "lb1"), ("lb1", "lb2")):
+        old, new, took = _failover(c)
+        assert (old, new) == expect
+        assert took < FAILOVER_BOUND
+        times.append(took)
+        assert _insert_and_count(c, f"to-{new}") >= 4
+        c.balancer_start(int(old[2:]))
+    print(f"\nVIP failover times: {', '.join(f'{t:.2f}' for t in times)} s")
+    assert c.vip_holders() == ["lb2"]
