@@ -126,3 +126,22 @@ def test_report_writes_both_files(stored: Path, tmp_path: Path, capsys: pytest.C
     ]
     assert "| oltp_point_select |" in (out_dir / "report-1.md").read_text()
     assert "plotly" in (out_dir / "report-1.html").read_text()
+
+
+def test_live_view_adds_up_clients_per_second(capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    from clusterbench.cli.bench import LiveView, sample_line
+
+    p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), warmup=0, threads=2)
+    first = p.samples[0]
+    other = dataclasses.replace(first, client=1)
+    view = LiveView(clients=2, per_sample_lines=True)
+    with view:
+        view.sample(1, first)
+        assert capsys.readouterr().out == ""  # waits for the second client of that second
+        view.sample(1, other)
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("[   1 s] tps")
+    assert f"tps {2 * first.tps:>9.2f}" in line
+    assert sample_line(first).startswith(f"tps {first.tps:>9.2f}  p95 ")
