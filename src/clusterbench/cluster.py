@@ -223,11 +223,17 @@ class Cluster:
                 + (have if t.balancer.kind == "haproxy" else "no balancer")
             )
 
+    def _balancers_state(self) -> dict[str, Any]:
+        """state["balancers"][role] = {"proc": HAProxy, "keepalived": keepalived}."""
+        legacy = self.state.pop("balancer", None)  # lb1, as written before balancer pairs existed
+        out: dict[str, Any] = self.state.setdefault("balancers", {})
+        if legacy and BALANCER_ROLE not in out:
+            out[BALANCER_ROLE] = legacy
+        return out
+
     def _balancer_state(self, role: str) -> dict[str, Any]:
-        st = self.state.get("balancers", {}).get(role)
-        if st is None and role == BALANCER_ROLE:
-            st = self.state.get("balancer")  # state written before balancer pairs existed
-        return st or {}
+        st: dict[str, Any] = self._balancers_state().get(role, {})
+        return st
 
     def haproxy(self, index: int = 1) -> HAProxy | None:
         """HAProxy `index` (lb1 by default); None when the cluster has no balancer."""
@@ -290,14 +296,12 @@ class Cluster:
         return out
 
     def _record_balancer(self, h: HAProxy) -> None:
-        role = h.cfg.dir.name
-        self.state.pop("balancer", None)
-        entry = self.state.setdefault("balancers", {}).setdefault(role, {})
+        entry = self._balancers_state().setdefault(h.cfg.dir.name, {})
         entry["proc"] = h.proc.to_json() if h.proc else None
         self.save()
 
     def _record_keepalived(self, ka: Keepalived) -> None:
-        entry = self.state.setdefault("balancers", {}).setdefault(ka.cfg.role, {})
+        entry = self._balancers_state().setdefault(ka.cfg.role, {})
         entry["keepalived"] = ka.proc.to_json() if ka.proc else None
         self.save()
 
