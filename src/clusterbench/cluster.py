@@ -224,7 +224,7 @@ class Cluster:
             )
 
     def _balancers_state(self) -> dict[str, Any]:
-        """state["balancers"][role] = {"proc": HAProxy, "keepalived": keepalived}."""
+        """For writing: state["balancers"][role] = {"proc": HAProxy, "keepalived": keepalived}."""
         legacy = self.state.pop("balancer", None)  # lb1, as written before balancer pairs existed
         out: dict[str, Any] = self.state.setdefault("balancers", {})
         if legacy and BALANCER_ROLE not in out:
@@ -232,8 +232,10 @@ class Cluster:
         return out
 
     def _balancer_state(self, role: str) -> dict[str, Any]:
-        st: dict[str, Any] = self._balancers_state().get(role, {})
-        return st
+        st = self.state.get("balancers", {}).get(role)
+        if st is None and role == BALANCER_ROLE:
+            st = self.state.get("balancer")
+        return st or {}
 
     def haproxy(self, index: int = 1) -> HAProxy | None:
         """HAProxy `index` (lb1 by default); None when the cluster has no balancer."""
@@ -280,7 +282,7 @@ class Cluster:
             peer_ip=t.balancer_address(peer),
             vip=vip,
             prefixlen=t.network.prefixlen,
-            haproxy_socket=self.dir / role / "stats.sock",
+            haproxy_socket=HAProxyConfig.stats_socket_in(self.dir / role),
             advert_int=t.balancer.advert_int,
         )
         st = self._balancer_state(role)

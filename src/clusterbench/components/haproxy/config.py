@@ -33,7 +33,11 @@ class HAProxyConfig:
 
     @property
     def stats_socket(self) -> Path:
-        return self.dir / "stats.sock"
+        return self.stats_socket_in(self.dir)
+
+    @staticmethod
+    def stats_socket_in(dir: Path) -> Path:
+        return dir / "stats.sock"
 
     @property
     def pid_path(self) -> Path:
