@@ -35,7 +35,7 @@ from clusterbench.workloads.sysbench import check_known_tests, expected_tables, 
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["run", "suite"]
+Kind = Literal["run", "suite", "scenario"]
 
 
 class BenchInterrupted(ClusterbenchError):

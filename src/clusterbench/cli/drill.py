@@ -1,0 +1,240 @@
+"""`clusterbench fault` and `clusterbench scenario`: fail the cluster on purpose under load, measure
+the outage, check that nothing acknowledged was lost. Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN/error."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from clusterbench.checkers.verdict import Result, Verdict, exit_code
+from clusterbench.cli import console
+from clusterbench.cli.bench import LiveView, _sysbench_runner, open_store, results_path
+from clusterbench.cluster import Cluster, home_dir, known_clusters
+from clusterbench.errors import ClusterStateError, InputError
+from clusterbench.faults.spec import KINDS, FaultSpec
+from clusterbench.scenario.engine import ScenarioEngine, ScenarioListener, ScenarioOutcome
+from clusterbench.scenario.spec import LoadSpec, ScenarioSpec, VerifySpec, load_scenario
+from clusterbench.scenario.verification import companions, run_checkers
+from clusterbench.spec.topology import load_topology
+
+
+class DrillView(LiveView, ScenarioListener):
+    def fault_event(self, t: float, detail: dict[str, Any]) -> None:
+        phase = detail.get("phase")
+        extra = {k: v for k, v in detail.items() if k not in ("fault", "index", "phase")}
+        text = f"[{t:6.1f} s] fault {detail.get('fault')}: {phase}"
+        if extra:
+            text += " " + "; ".join(f"{k}={v}" for k, v in extra.items())
+        self.phase(text)
+
+    def verdict(self, v: Verdict) -> None:
+        pass
+
+
+def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -> tuple[Cluster, bool]:
+    """The cluster to run on, and whether we brought it up (and so take it down)."""
+    if topo_path is not None:
+        topo = load_topology(topo_path)
+        if topo.name in known_clusters(home_dir()):
+            return Cluster.load(topo.name), False
+        console.out.print(f"bringing up cluster [bold]{topo.name}[/] from {topo_path}")
+        c = Cluster(topo)
+        c.up(report=console.step)
+        return c, True
+    if name is None:
+        known = known_clusters(home_dir())
+        if len(known) != 1:
+            raise ClusterStateError(
+                "no cluster is up; start one with `clusterbench up`"
+                if not known
+                else f"several clusters are up ({', '.join(known)}); choose one with --name"
+            )
+        name = known[0]
+    return Cluster.load(name), False
+
+
+def _print_outcome(out: ScenarioOutcome) -> None:
+    if out.heal_details:
+        t = Table(title="faults", title_justify="left")
+        for col in ("fault", "start s", "end s", "what happened"):
+            t.add_column(col)
+        windows = {w[0]: w for w in out.windows}
+        for d in out.heal_details:
+            w = windows.get(d["fault"])
+            what = "; ".join(f"{k}: {v}" for part in (d["apply"], d["heal"]) for k, v in part.items()) + (
+                f" [red]{d['error']}[/]" if d.get("error") else ""
+            )
+            t.add_row(d["fault"], f"{w[1]:.1f}" if w else "-", f"{w[2]:.1f}" if w else "-", what)
+        console.out.print(t)
+    if out.availability:
+        t = Table(
+            title="availability (per entry point, fresh connection + write every 100 ms)",
+            title_justify="left",
+        )
+        for col in (
+            "fault",
+            "path",
+            "first error after s",
+            "unavailable s",
+            "errors",
+            "by code",
+            "max latency s",
+            "tps back to 95 % after s",
+        ):
+            t.add_column(col)
+        for f in out.availability:
+            for p in f["paths"]:
+                t.add_row(
+                    f["fault"]["name"],
+                    p["process"],
+                    _s(p["first_error_after"]),
+                    _s(p["unavailable"]),
+                    f"{p['errors']}/{p['ops']}",
+                    ", ".join(f"{k}:{v}" for k, v in p["errors_by_code"].items()) or "-",
+                    _s(p["max_latency"]),
+                    _s(f.get("tps_recovered_after")),
+                )
+        console.out.print(t)
+    t = Table(title="verdicts", title_justify="left")
+    for col in ("checker", "result", "summary"):
+        t.add_column(col)
+    colors = {Result.PASS: "green", Result.FAIL: "red", Result.UNKNOWN: "yellow"}
+    for v in out.verdicts:
+        res = f"[{colors[v.result]}]{v.result}[/]" + (
+            " (documented limitation)" if v.documented_limitation else ""
+        )
+        t.add_row(v.checker, res, console.escape(v.summary))
+    console.out.print(t)
+    for note in out.notes:
+        console.step(note)
+    console.out.print(
+        f"overall: [{colors[out.result]}]{out.result}[/]   run {out.run_id} "
+        f"(`clusterbench report {out.run_id}` for plots)"
+    )
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _execute(
+    spec: ScenarioSpec, topo_path: Path | None, name: str | None, results: Path | None, keep_up: bool
+) -> int:
+    store = open_store(results)  # fails early on a bad path
+    store.close()
+    cluster, brought_up = _cluster_for(spec, topo_path, name)
+    try:
+        faults = spec.planned(
+            cluster.topology.cluster.nodes,
+            1 if cluster.topology.balancer.kind == "haproxy" else 0,
+            "scenario",
+        )
+        engine = ScenarioEngine(
+            cluster, spec, faults, results_path(results), _sysbench_runner(), companions=companions
+        )
+        console.out.print(
+            f"scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
+            f"{spec.load.workload} x{spec.load.threads} for {spec.load.time} s via {spec.load.target}; "
+            + (
+                "; ".join(
+                    f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "")
+                    for f in faults
+                )
+                or "no faults"
+            )
+        )
+        with DrillView(clients=1, per_sample_lines=False) as view:
+            out = engine.run(shlex.join(sys.argv), checkers=run_checkers) if view else None
+        assert out is not None
+        _print_outcome(out)
+        return exit_code(out.result)
+    finally:
+        if brought_up and not keep_up:
+            cluster.down(report=console.step)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def scenario(
+        file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
+        name: Annotated[
+            str | None,
+            typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
+        ] = None,
+        results: Annotated[
+            Path | None, typer.Option(help="Results store (default <home>/results.db).")
+        ] = None,
+        keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
+    ) -> None:
+        """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
+        Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
+        spec, topo = load_scenario(file)
+        raise typer.Exit(_execute(spec, topo, name, results, keep_up))
+
+    @app.command()
+    def fault(
+        kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
+        node: Annotated[
+            int | None, typer.Option(help="Target node (same as --target node:N).", min=1, max=9)
+        ] = None,
+        target: Annotated[
+            str, typer.Option(help="node:N, random, one, majority, minority, all, balancer.")
+        ] = "random",
+        at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
+        duration: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
+        rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
+        cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
+        groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
+        workload: Annotated[
+            str, typer.Option("--workload", "-w", help="sysbench test for the load.")
+        ] = "oltp_read_write",
+        threads: Annotated[int, typer.Option(help="sysbench threads.", min=1)] = 4,
+        time: Annotated[int, typer.Option("--time", help="Seconds of load.", min=1)] = 40,
+        load_target: Annotated[
+            str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
+        ] = "balancer",
+        ledger_clients: Annotated[int, typer.Option(help="Ledger clients (0: off).", min=0)] = 2,
+        bank: Annotated[bool, typer.Option(help="Also run the bank workload.")] = False,
+        name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
+        results: Annotated[
+            Path | None, typer.Option(help="Results store (default <home>/results.db).")
+        ] = None,
+    ) -> None:
+        """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`."""
+        if kind not in KINDS:
+            raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
+        fields: dict[str, Any] = {"kind": kind, "target": f"node:{node}" if node else target, "at": at}
+        if kind == "kill-balancer" and node is None and target == "random":
+            fields["target"] = "balancer"
+        if kind != "rolling-restart":
+            fields["for"] = duration
+        if rate:
+            fields["rate"] = rate
+        if cpu_quota:
+            fields["cpu_quota"] = cpu_quota
+        if groups:
+            try:
+                fields["groups"] = [[int(x) for x in g.split(",")] for g in groups.split("|")]
+            except ValueError:
+                raise InputError(f"--groups '{groups}' must look like '1|2,3'") from None
+        try:
+            spec = ScenarioSpec(
+                name=f"fault {kind}",
+                load=LoadSpec(workload=workload, threads=threads, time=time, target=load_target),
+                verify=VerifySpec(ledger_clients=ledger_clients, bank=bank),
+                fault=[FaultSpec.model_validate(fields)],
+            )
+        except Exception as exc:  # pydantic ValidationError → one line per problem
+            from pydantic import ValidationError
+
+            from clusterbench.spec.topology import validation_messages
+
+            if isinstance(exc, ValidationError):
+                raise InputError("\n".join(validation_messages(exc, ScenarioSpec, "fault"))) from None
+            raise
+        raise typer.Exit(_execute(spec, None, name, results, False))

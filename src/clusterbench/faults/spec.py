@@ -1,0 +1,221 @@
+"""Fault specifications and schedules: pure data, validated up front, every problem listed.
+
+A fault has a kind, a target, a start time `at` (seconds after the trial starts) and a duration
+`for` after which it is healed. Targets are resolved to concrete nodes with a seeded RNG, so a
+schedule is reproducible and printable before anything runs.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from clusterbench.spec.topology import RATE_RE
+
+FaultKind = Literal[
+    "kill-node",
+    "stop-node",
+    "pause-node",
+    "isolate-node",
+    "partition",
+    "throttle-link",
+    "throttle-cpu",
+    "desync-node",
+    "rolling-restart",
+    "kill-balancer",
+]
+
+KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
+
+# Kinds that act on a set of nodes chosen by `target`.
+NODE_KINDS = {
+    "kill-node",
+    "stop-node",
+    "pause-node",
+    "isolate-node",
+    "throttle-link",
+    "throttle-cpu",
+    "desync-node",
+}
+TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|balancer|lb:[12])$")
+
+
+class FaultSpec(BaseModel):
+    """One fault as written in a scenario file or given on the command line."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    kind: FaultKind
+    target: str = "random"
+    at: float = Field(ge=0, description="seconds after the trial starts")
+    duration: float | None = Field(None, alias="for", gt=0, description="seconds until it is healed")
+    # kind-specific
+    rate: str | None = None  # throttle-link, e.g. "1mbit"
+    cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
+    groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
+    cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: str) -> str:
+        if not TARGET_RE.match(v):
+            raise ValueError(
+                f"'{v}' is not a target; use node:N (or node:1,2), random, one, majority, minority, all, "
+                "balancer or lb:N"
+            )
+        return v
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, v: str | None) -> str | None:
+        if v is not None and not RATE_RE.match(v):
+            raise ValueError(f"'{v}' is not a rate like '1mbit' or '512kbit'")
+        return v
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """A fault with its targets resolved to node numbers and its heal time fixed."""
+
+    index: int
+    kind: str
+    nodes: tuple[int, ...]
+    balancer: int | None
+    at: float
+    until: float | None  # None: the fault ends by itself (rolling restart)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def label(self) -> str:
+        where = f"lb{self.balancer}" if self.balancer else ",".join(f"n{i}" for i in self.nodes) or "cluster"
+        return f"{self.kind} {where}"
+
+
+def _pairs_from(spec: FaultSpec, n: int) -> tuple[list[tuple[int, int]], list[str]]:
+    errors: list[str] = []
+    pairs: set[tuple[int, int]] = set()
+    if spec.groups and spec.cuts:
+        errors.append("give either groups or cuts, not both")
+    if spec.groups:
+        seen: set[int] = set()
+        for g in spec.groups:
+            for i in g:
+                if not 1 <= i <= n:
+                    errors.append(f"groups: node {i} does not exist (nodes 1-{n})")
+                if i in seen:
+                    errors.append(f"groups: node {i} is in two groups")
+                seen.add(i)
+        for a_i, a in enumerate(spec.groups):
+            for b in spec.groups[a_i + 1 :]:
+                pairs |= {(min(x, y), max(x, y)) for x in a for y in b}
+    elif spec.cuts:
+        for c in spec.cuts:
+            if len(c) != 2 or c[0] == c[1]:
+                errors.append(f"cuts: {c} must be two different nodes")
+                continue
+            for i in c:
+                if not 1 <= i <= n:
+                    errors.append(f"cuts: node {i} does not exist (nodes 1-{n})")
+            pairs.add((min(c), max(c)))
+    else:
+        errors.append("partition needs groups = [[...], [...]] or cuts = [[a, b], ...]")
+    return sorted(pairs), errors
+
+
+def resolve_nodes(target: str, n: int, rng: random.Random) -> tuple[tuple[int, ...], str | None]:
+    nodes = list(range(1, n + 1))
+    if target.startswith("node:"):
+        chosen = tuple(int(x) for x in target[5:].split(","))
+        bad = [i for i in chosen if i > n]
+        if bad:
+            return (), f"target {target}: node {bad[0]} does not exist (nodes 1-{n})"
+        return chosen, None
+    if target in ("random", "one"):
+        return (rng.choice(nodes),), None
+    if target == "majority":
+        return tuple(sorted(rng.sample(nodes, n // 2 + 1))), None
+    if target == "minority":
+        k = (n - 1) // 2
+        if k == 0:
+            return (), f"target minority: a {n}-node cluster has no minority to fail"
+        return tuple(sorted(rng.sample(nodes, k))), None
+    if target == "all":
+        return tuple(nodes), None
+    return (), f"target {target} is for balancer faults, not for nodes"
+
+
+def plan(
+    specs: list[FaultSpec], nodes: int, balancers: int, trial_time: float, seed: int = 0
+) -> list[PlannedFault]:
+    """Resolve targets and check the schedule. Raises ValueError listing every problem."""
+    rng = random.Random(seed)
+    out: list[PlannedFault] = []
+    errors: list[str] = []
+    for k, s in enumerate(specs, start=1):
+        where = f"fault {k} ({s.kind})"
+        until = None if s.duration is None else s.at + s.duration
+        if s.kind != "rolling-restart" and s.duration is None:
+            errors.append(f"{where}: `for` (duration in seconds) is required")
+        if s.at >= trial_time:
+            errors.append(f"{where}: at={s.at:g} is not before the end of the load ({trial_time:g} s)")
+        if until is not None and until > trial_time:
+            errors.append(f"{where}: it would heal at {until:g} s, after the load ends ({trial_time:g} s)")
+        params: dict[str, Any] = {}
+        node_ids: tuple[int, ...] = ()
+        lb: int | None = None
+        if s.kind == "kill-balancer":
+            if s.target not in ("balancer", "lb:1", "lb:2"):
+                errors.append(f"{where}: target must be balancer or lb:N")
+            lb = int(s.target[3:]) if s.target.startswith("lb:") else 1
+            if balancers == 0:
+                errors.append(f"{where}: this cluster has no balancer")
+            elif lb > balancers:
+                errors.append(f"{where}: lb:{lb} does not exist (this cluster has {balancers})")
+        elif s.kind == "partition":
+            pairs, errs = _pairs_from(s, nodes)
+            errors += [f"{where}: {e}" for e in errs]
+            params["pairs"] = pairs
+            node_ids = tuple(sorted({i for p in pairs for i in p}))
+        elif s.kind == "rolling-restart":
+            node_ids = tuple(range(1, nodes + 1))
+        else:
+            node_ids, err = resolve_nodes(s.target, nodes, rng)
+            if err:
+                errors.append(f"{where}: {err}")
+        if s.kind == "throttle-link":
+            if s.rate is None:
+                errors.append(f'{where}: rate is required, e.g. rate = "1mbit"')
+            params["rate"] = s.rate
+        if s.kind == "throttle-cpu":
+            if s.cpu_quota is None:
+                errors.append(f"{where}: cpu_quota is required (CPUs, e.g. 0.1)")
+            params["cpu_quota"] = s.cpu_quota
+        if s.kind != "throttle-link" and s.rate is not None:
+            errors.append(f"{where}: rate only applies to throttle-link")
+        if s.kind != "throttle-cpu" and s.cpu_quota is not None:
+            errors.append(f"{where}: cpu_quota only applies to throttle-cpu")
+        if s.kind != "partition" and (s.groups or s.cuts):
+            errors.append(f"{where}: groups/cuts only apply to partition")
+        out.append(PlannedFault(k, s.kind, node_ids, lb, s.at, until, params))
+    # Two faults on the same node at overlapping times would heal each other's state: refuse.
+    for i, a in enumerate(out):
+        for b in out[i + 1 :]:
+            if set(a.nodes) & set(b.nodes) and _overlap(a, b):
+                errors.append(
+                    f"fault {a.index} and fault {b.index} act on the same node at overlapping times"
+                )
+    if errors:
+        raise ValueError("\n".join(errors))
+    return sorted(out, key=lambda f: (f.at, f.index))
+
+
+def _overlap(a: PlannedFault, b: PlannedFault) -> bool:
+    a_end = a.until if a.until is not None else float("inf")
+    b_end = b.until if b.until is not None else float("inf")
+    return a.at < b_end and b.at < a_end
+
+
+__all__ = ["KINDS", "FaultSpec", "PlannedFault", "plan", "resolve_nodes"]

@@ -1,0 +1,241 @@
+"""Runs a scenario: sysbench load + verification workloads + a fault schedule, then heals, waits
+for the cluster to settle and runs the checkers. Everything is stored as it happens."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterbench.checkers.verdict import Result, Verdict, combine
+from clusterbench.cluster import Cluster
+from clusterbench.faults.nemesis import Nemesis
+from clusterbench.faults.spec import PlannedFault
+from clusterbench.runner.bench import BenchListener, BenchPlan, BenchRunner, make_options
+from clusterbench.runner.provenance import ClusterProbe
+from clusterbench.scenario.spec import ScenarioSpec
+from clusterbench.store import Store
+from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
+
+log = logging.getLogger(__name__)
+
+SETTLE_TIMEOUT = 240.0
+
+
+class ThreadStores:
+    """One Store connection per thread (sqlite3 connections are not shared across threads)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._all: list[Store] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> Store:
+        s = getattr(self._local, "store", None)
+        if s is None:
+            s = Store.open(self.path)
+            self._local.store = s
+            with self._lock:
+                self._all.append(s)
+        return s
+
+
+class ScenarioListener(BenchListener):
+    def fault_event(self, t: float, detail: dict[str, Any]) -> None:
+        """A fault started, was applied or ended (t: seconds after the load started)."""
+
+    def verdict(self, v: Verdict) -> None:
+        """A checker finished."""
+
+
+@dataclass
+class ScenarioOutcome:
+    run_id: int
+    trial_id: int | None
+    status: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    windows: list[tuple[str, float, float]] = field(default_factory=list)
+    heal_details: list[dict[str, Any]] = field(default_factory=list)
+    availability: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def result(self) -> Result:
+        return combine(self.verdicts)
+
+
+class Companion:
+    """Something that runs beside the load: started when the load starts, stopped after it."""
+
+    name = "companion"
+
+    def start(self, trial_id: int, t0: float) -> None:  # pragma: no cover - interface default
+        pass
+
+    def stop(self) -> None:  # pragma: no cover - interface default
+        pass
+
+
+CompanionFactory = Callable[[Cluster, ScenarioSpec, ThreadStores], list[Companion]]
+
+
+class _Hooks(BenchListener):
+    """Starts the nemesis and the companions exactly when sysbench's load starts."""
+
+    def __init__(self, engine: ScenarioEngine, outer: ScenarioListener) -> None:
+        self.e = engine
+        self.outer = outer
+
+    def run_created(self, run_id: int) -> None:
+        self.e.run_id = run_id
+        self.outer.run_created(run_id)
+
+    def phase(self, message: str) -> None:
+        self.outer.phase(message)
+
+    def trial_started(self, seq: int, test: str, options: SysbenchOptions) -> None:
+        store = self.e.stores.get()
+        assert self.e.run_id is not None
+        self.e.trial_id = store.trials(self.e.run_id)[-1].id
+        self.e.t0 = time.monotonic()
+        for c in self.e.companions:
+            c.start(self.e.trial_id, self.e.t0)
+        self.e.nemesis.start(self.e.t0)
+        self.outer.trial_started(seq, test, options)
+
+    def sample(self, seq: int, sample: Sample) -> None:
+        self.e.samples.append(sample)
+        self.outer.sample(seq, sample)
+
+    def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
+        self.e.stop_all()
+        self.outer.trial_finished(seq, test, result, status)
+
+
+class ScenarioEngine:
+    def __init__(
+        self,
+        cluster: Cluster,
+        spec: ScenarioSpec,
+        faults: list[PlannedFault],
+        store_path: Path,
+        sysbench: SysbenchRunner,
+        companions: CompanionFactory | None = None,
+        listener: ScenarioListener | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.spec = spec
+        self.faults = faults
+        self.stores = ThreadStores(store_path)
+        self.sysbench = sysbench
+        self.listener = listener or ScenarioListener()
+        self.run_id: int | None = None
+        self.trial_id: int | None = None
+        self.t0 = 0.0
+        self.samples: list[Sample] = []
+        self.availability: list[dict[str, Any]] = []
+        self.nemesis = Nemesis(cluster, faults, self._fault_sink)
+        self.companions: list[Companion] = companions(cluster, spec, self.stores) if companions else []
+        self._stopped = False
+
+    def _fault_sink(self, kind: str, detail: dict[str, Any], t: float) -> None:
+        # Called from the nemesis thread: it writes through its own connection.
+        if self.run_id is not None:
+            self.stores.get().add_event(self.run_id, kind, detail, trial_id=self.trial_id, t=round(t, 3))
+        self.listener.fault_event(t, detail)
+
+    def stop_all(self) -> None:
+        """Heal every fault and stop every companion. Idempotent; safe on Ctrl-C."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self.nemesis.heal_all()
+        finally:
+            for c in self.companions:
+                try:
+                    c.stop()
+                except Exception:  # noqa: BLE001 - the others must still stop
+                    log.exception("stopping %s", c.name)
+
+    def bench_plan(self, command_line: str) -> BenchPlan:
+        load = self.spec.load
+        opts = make_options(
+            test=load.workload,
+            threads=load.threads,
+            time=load.time,
+            tables=load.tables,
+            table_size=load.table_size,
+            rate=load.rate,
+        )
+        return BenchPlan(
+            kind="scenario",
+            tests=(load.workload,),
+            options=opts,
+            endpoint=self.cluster.endpoint(load.target),
+            name=self.spec.name,
+            command_line=command_line,
+            topology=self.cluster.topology.model_dump(mode="json"),
+        )
+
+    def settle(self, timeout: float = SETTLE_TIMEOUT) -> list[str]:
+        """After heal: every node Synced and Primary in one component of full size."""
+        size = self.cluster.topology.cluster.nodes
+        notes = []
+        t0 = time.monotonic()
+        for n in self.cluster.nodes():
+            if not n.alive():
+                notes.append(f"n{n.index} was not running after heal; starting it")
+                notes.append(self.cluster.node_start(n.index))
+        for n in self.cluster.nodes():
+            n.wait_synced(max(1.0, timeout - (time.monotonic() - t0)), expect_size=size)
+        notes.append(f"all {size} nodes Synced and Primary {time.monotonic() - t0:.1f} s after heal")
+        return notes
+
+    def run(
+        self, command_line: str = "", checkers: Callable[[ScenarioEngine], list[Verdict]] | None = None
+    ) -> ScenarioOutcome:
+        plan = self.bench_plan(command_line)
+        bench = BenchRunner(self.sysbench, ClusterProbe(self.cluster))
+        bench.check(plan)
+        store = self.stores.get()
+        try:
+            bench_out = bench.execute(plan, store, _Hooks(self, self.listener))
+        finally:
+            self.stop_all()
+        assert self.run_id is not None
+        out = ScenarioOutcome(self.run_id, self.trial_id, bench_out.status, samples=list(self.samples))
+        out.windows = self.nemesis.windows()
+        out.heal_details = [
+            {"fault": r.fault.label(), "apply": r.apply_detail, "heal": r.heal_detail, "error": r.error}
+            for r in self.nemesis.records
+        ]
+        for err in self.nemesis.errors():
+            out.notes.append(err)
+        try:
+            out.notes += self.settle()
+        except Exception as exc:  # noqa: BLE001 - recorded; verdicts that need a settled cluster say UNKNOWN
+            out.notes.append(f"cluster did not settle after heal: {exc}")
+        for note in out.notes:
+            store.add_event(self.run_id, "scenario", {"note": note}, trial_id=self.trial_id)
+        if checkers is not None:
+            out.verdicts = checkers(self)
+            out.availability = self.availability
+        if self.nemesis.errors():
+            out.verdicts.append(
+                Verdict(
+                    "faults",
+                    Result.UNKNOWN,
+                    "a fault could not be applied or healed; see notes",
+                    {"errors": self.nemesis.errors()},
+                )
+            )
+        for v in out.verdicts:
+            self.listener.verdict(v)
+        return out

@@ -1,0 +1,86 @@
+"""Scenario files: a load, verification workloads, and a schedule of faults (TOML, validated)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from clusterbench.errors import InputError
+from clusterbench.faults.spec import FaultSpec, PlannedFault, plan
+from clusterbench.spec.topology import parse_toml, validation_messages
+from clusterbench.workloads import KNOWN_TESTS
+
+TARGET_HELP = "balancer, node:N or all-nodes"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoadSpec(_Strict):
+    """The sysbench load that runs for the whole trial; faults happen inside it."""
+
+    workload: str = "oltp_read_write"
+    threads: int = Field(4, ge=1, le=1024)
+    time: int = Field(60, ge=1, le=86400, description="seconds of load; every fault must heal before it ends")
+    target: str = "balancer"
+    tables: int = Field(4, ge=1, le=1000)
+    table_size: int = Field(10000, ge=1)
+    rate: int = Field(0, ge=0)
+
+    @field_validator("workload")
+    @classmethod
+    def _workload(cls, v: str) -> str:
+        if v not in KNOWN_TESTS:
+            raise ValueError(f"unknown workload '{v}'; known: {', '.join(KNOWN_TESTS)}")
+        return v
+
+
+class VerifySpec(_Strict):
+    """Verification workloads that run beside the load and the checkers that read them."""
+
+    ledger_clients: int = Field(2, ge=0, le=64, description="ledger clients per entry point (0: off)")
+    ledger_rate: float = Field(20.0, gt=0, le=1000, description="inserts per second per client")
+    ledger_targets: list[str] = Field(default_factory=lambda: ["balancer"])
+    bank: bool = False
+    bank_for_update: bool = True
+    prober: bool = True
+    prober_targets: list[str] = Field(default_factory=lambda: ["balancer"])
+    monitor: bool = True
+    convergence: bool = True
+
+
+class ScenarioSpec(_Strict):
+    name: str = "scenario"
+    description: str = ""
+    topology: str | None = Field(None, description="topology file (relative to the scenario) to bring up")
+    seed: int = 0
+    load: LoadSpec = Field(default_factory=LoadSpec)
+    verify: VerifySpec = Field(default_factory=VerifySpec)
+    fault: list[FaultSpec] = Field(default_factory=list)
+    on_error: Literal["heal"] = "heal"
+
+    def planned(self, nodes: int, balancers: int, source: str) -> list[PlannedFault]:
+        try:
+            return plan(self.fault, nodes, balancers, float(self.load.time), seed=self.seed)
+        except ValueError as exc:
+            raise InputError("\n".join(f"{source}: {line}" for line in str(exc).splitlines())) from None
+
+
+def load_scenario(path: Path) -> tuple[ScenarioSpec, Path | None]:
+    """The scenario and the absolute path of its topology file, if it names one."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such scenario file; see examples/scenarios/") from None
+    data = parse_toml(text, str(path))
+    try:
+        spec = ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError("\n".join(validation_messages(exc, ScenarioSpec, str(path)))) from None
+    topo = (path.parent / spec.topology).resolve() if spec.topology else None
+    if topo is not None and not topo.exists():
+        raise InputError(f"{path}: topology = {spec.topology!r}: no such file ({topo})")
+    return spec, topo
