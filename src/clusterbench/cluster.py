@@ -541,7 +541,8 @@ class Cluster:
 
     def balancer_start(self, index: int = 1, timeout: float = BACKENDS_TIMEOUT) -> str:
         """Start HAProxy on balancer `index` again and wait until it sees every node UP. With a
-        pair the VIP stays where it is (nopreempt); this balancer becomes the backup again."""
+        pair the VIP stays where it is (nopreempt); this also waits until keepalived there is
+        out of FAULT, i.e. a ready backup again (~2 s: its check's `rise`)."""
         h = self.haproxy(index)
         if h is None:
             raise ClusterStateError("this cluster has no balancer")
@@ -553,9 +554,14 @@ class Cluster:
         self._record_balancer(h)
         h.wait_all_up(self._backend_names(), timeout=timeout)
         ka = self.keepalived(index)
-        if ka is not None and not ka.alive():
-            ka.start()
-            self._record_keepalived(ka)
+        if ka is not None:
+            if not ka.alive():
+                ka.start()
+                self._record_keepalived(ka)
+            # Out of FAULT once its check passes `rise` times: only then can it take the VIP
+            # over, so a fault right after this one sees a ready backup.
+            c = ka.cfg
+            ka.wait_ready(c.check_rise * c.check_interval + 3 * c.advert_int + 5)
         return f"haproxy {role} UP in {time.monotonic() - t0:.1f} s"
 
     # ------------------------------------------------------------------ down

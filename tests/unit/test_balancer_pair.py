@@ -364,6 +364,13 @@ def test_balancer_kill_and_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(HAProxy, "start", lambda self: setattr(self, "proc", ProcessRef(99, 9)))
     monkeypatch.setattr(HAProxy, "wait_all_up", lambda self, names, timeout: None)
     monkeypatch.setattr(Keepalived, "alive", lambda self: True)
+    waited: list[tuple[str, float]] = []
+
+    def wait_ready(self: Keepalived, timeout: float) -> str:
+        waited.append((self.cfg.role, timeout))
+        return "BACKUP"
+
+    monkeypatch.setattr(Keepalived, "wait_ready", wait_ready)
     _holders(monkeypatch, {"lb1": False, "lb2": True})
     host.live.add(50)
     c.state = {"balancers": {"lb2": {"proc": {"pid": 50, "start_ticks": 5}}}}
@@ -372,6 +379,7 @@ def test_balancer_kill_and_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert c.balancer_kill(2) == "haproxy lb2 not running (it held the VIP)"
     assert c.balancer_start(2).startswith("haproxy lb2 UP in ")
     assert c.state["balancers"]["lb2"]["proc"] == {"pid": 99, "start_ticks": 9}
+    assert waited == [("lb2", 2 * 1 + 3 * 1.0 + 5)]  # rise x interval + a master-down interval
     host.live.add(99)
     assert c.balancer_start(2) == "haproxy lb2 already running"
     assert c.balancer_kill(1) == "haproxy lb1 not running"

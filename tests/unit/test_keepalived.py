@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clusterbench.components.haproxy.config import HAProxyConfig, render_haproxy_cfg
-from clusterbench.components.keepalived.component import Keepalived, addresses
+from clusterbench.components.keepalived.component import Keepalived, addresses, last_vrrp_state
 from clusterbench.components.keepalived.config import (
     KeepalivedConfig,
     render_keepalived_conf,
@@ -297,3 +297,61 @@ def test_write_files_and_validate(tmp_path: Path) -> None:
     with pytest.raises(ComponentError) as info:
         ka.validate()
     assert str(info.value) == f"keepalived rejects {c.cfg_path}: Unknown keyword 'bogus'"
+
+
+# ---------------------------------------------------------------- VRRP state from the log
+
+# From a real run (tests/integration/test_keepalived.py): lb1's HAProxy killed and restarted.
+LOG = """\
+Sun Nov 22 07:01:55 2026: (VI_kavip) Entering BACKUP STATE (init)
+Sun Nov 22 07:01:58 2026: (VI_kavip) Receive advertisement timeout
+Sun Nov 22 07:01:58 2026: (VI_kavip) Entering MASTER STATE
+Sun Nov 22 07:02:00 2026: Script `chk_haproxy` now returning 1
+Sun Nov 22 07:02:00 2026: VRRP_Script(chk_haproxy) failed (exited with status 1)
+Sun Nov 22 07:02:00 2026: (VI_kavip) Entering FAULT STATE
+Sun Nov 22 07:02:00 2026: (VI_kavip) sent 0 priority
+Sun Nov 22 07:02:00 2026: (VI_kavip) removing VIPs.
+Sun Nov 22 07:02:01 2026: Script `chk_haproxy` now returning 0
+Sun Nov 22 07:02:02 2026: VRRP_Script(chk_haproxy) succeeded
+Sun Nov 22 07:02:02 2026: (VI_kavip) Entering BACKUP STATE
+"""
+
+
+def test_last_vrrp_state() -> None:
+    lines = LOG.splitlines(keepends=True)
+    assert last_vrrp_state(LOG) == "BACKUP"
+    assert last_vrrp_state("".join(lines[:8])) == "FAULT"
+    assert last_vrrp_state("".join(lines[:3])) == "MASTER"
+    assert last_vrrp_state(lines[0]) == "BACKUP"
+    assert last_vrrp_state("Starting Keepalived v2.2.7\n") is None
+    assert last_vrrp_state("") is None
+
+
+def test_wait_ready_leaves_fault(tmp_path: Path) -> None:
+    host = FakeHost()
+    clock = FakeClock()
+    c = cfg(1, d=tmp_path)
+    host.live.add(7)
+    ka = Keepalived(c, host, proc=ProcessRef(7, 1), clock=clock)
+    lines = LOG.splitlines(keepends=True)
+    host.files[c.log_path] = "".join(lines[:8])
+    assert ka.vrrp_state() == "FAULT"
+    clock.at(clock.now() + 2, lambda: host.files.update({c.log_path: LOG}))
+    assert ka.wait_ready(5) == "BACKUP"
+    assert 2 <= clock.elapsed < 2.2
+
+
+def test_wait_ready_times_out_in_fault(tmp_path: Path) -> None:
+    host = FakeHost()
+    clock = FakeClock()
+    c = cfg(2, d=tmp_path)
+    host.live.add(7)
+    ka = Keepalived(c, host, proc=ProcessRef(7, 1), clock=clock)
+    host.files[c.log_path] = "(VI_lab) Entering FAULT STATE\n"
+    with pytest.raises(ComponentError) as info:
+        ka.wait_ready(3)
+    assert str(info.value) == (
+        f"keepalived on lb2 is FAULT after 3 s, not MASTER or BACKUP; see {c.log_path}"
+    )
+    host.live.clear()
+    assert ka.vrrp_state() is None

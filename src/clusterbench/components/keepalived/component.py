@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 from clusterbench.clock import Clock, SystemClock
@@ -10,6 +11,14 @@ from clusterbench.components.keepalived.config import KeepalivedConfig, render_k
 from clusterbench.errors import ComponentError
 from clusterbench.hosts.base import ProcessRef
 from clusterbench.hosts.local import LocalHost
+
+_STATE_RE = re.compile(r"\) Entering (MASTER|BACKUP|FAULT|STOP) STATE")
+
+
+def last_vrrp_state(log_text: str) -> str | None:
+    """The VRRP instance's latest state in keepalived's log (MASTER, BACKUP, FAULT, STOP)."""
+    found = _STATE_RE.findall(log_text)
+    return found[-1] if found else None
 
 
 def addresses(ip_addr_json: str, ifname: str | None = None) -> set[str]:
@@ -39,7 +48,7 @@ class Keepalived:
 
     def write_files(self) -> None:
         self.cfg.dir.mkdir(parents=True, exist_ok=True)
-        # keepalived refuses nothing here, but the file is root's: it names a script run as root.
+        # Root's and not writable by others: it names a script that runs as root.
         self.host.put_file(self.cfg.cfg_path, render_keepalived_conf(self.cfg), mode=0o644)
 
     def validate(self) -> None:
@@ -104,6 +113,27 @@ class Keepalived:
             self.clock.sleep(0.05)
         self.host.signal(self.proc, signal.SIGKILL)
         return "killed after timeout"
+
+    def vrrp_state(self) -> str | None:
+        """MASTER, BACKUP, FAULT (its HAProxy check fails) or STOP, from the log; None before
+        the first transition or when not running."""
+        if not self.alive():
+            return None
+        return last_vrrp_state(self.host.read_file(self.cfg.log_path) or "")
+
+    def wait_ready(self, timeout: float) -> str:
+        """Wait until the instance is MASTER or BACKUP: out of FAULT, so it can take the VIP over."""
+        deadline = self.clock.now() + timeout
+        state = self.vrrp_state()
+        while state not in ("MASTER", "BACKUP"):
+            if self.clock.now() >= deadline:
+                raise ComponentError(
+                    f"keepalived on {self.cfg.role} is {state or 'not running'} after {timeout:g} s, "
+                    f"not MASTER or BACKUP; see {self.cfg.log_path}"
+                )
+            self.clock.sleep(0.1)
+            state = self.vrrp_state()
+        return state
 
     def holds_vip(self) -> bool:
         res = self.host.run(["ip", "-j", "-4", "addr", "show", "dev", self.cfg.interface], check=False)
