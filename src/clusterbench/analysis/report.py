@@ -166,6 +166,97 @@ def trial_series(store: Store, trial_id: int) -> list[SeriesPoint]:
     return out
 
 
+def fault_windows(store: Store, run_id: int, trial_id: int) -> list[tuple[str, float, float]]:
+    """(label, start, end) of every fault of a trial, from its start/end events (seconds since the
+    load started). A fault without an end event (a killed run) ends at its last event."""
+    starts: dict[int, tuple[str, float]] = {}
+    ends: dict[int, float] = {}
+    for e in store.events(run_id):
+        if e["kind"] != "fault" or e["trial_id"] != trial_id or e["t"] is None:
+            continue
+        d = e["detail"]
+        idx = int(d.get("index", 0))
+        if d.get("phase") == "start":
+            starts[idx] = (str(d.get("fault")), float(e["t"]))
+        elif d.get("phase") in ("end", "applied"):
+            ends[idx] = max(ends.get(idx, 0.0), float(e["t"]))
+    return [(label, t0, ends.get(i, t0)) for i, (label, t0) in sorted(starts.items())]
+
+
+def fault_rows(store: Store, run_id: int) -> list[list[str]]:
+    """One row per fault event after the start: what was done and how it healed."""
+    rows = []
+    for e in store.events(run_id):
+        d = e["detail"]
+        if e["kind"] != "fault" or d.get("phase") == "start":
+            continue
+        what = "; ".join(f"{k}: {v}" for k, v in d.items() if k not in ("fault", "index", "phase"))
+        rows.append(
+            [f"{e['t']:.1f}" if e["t"] is not None else "-", str(d.get("fault")), str(d.get("phase")), what]
+        )
+    return rows
+
+
+def verdict_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
+    out = []
+    for v in store.verdicts(run_id):
+        ev = v["evidence"]
+        out.append({**v, "evidence": json.loads(ev) if isinstance(ev, str) else ev})
+    return out
+
+
+def availability_rows(verdicts: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Per fault and entry point, from the availability checker's evidence."""
+
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{float(x):.2f}"
+
+    rows = []
+    for v in verdicts:
+        if v["checker"] != "availability":
+            continue
+        for fault in v["evidence"].get("faults", []):
+            for p in fault.get("paths", []):
+                rows.append(
+                    [
+                        str(fault["fault"]["name"]),
+                        str(p["process"]),
+                        f(p["first_error_after"]),
+                        f(p["unavailable"]),
+                        f"{p['errors']}/{p['ops']}",
+                        ", ".join(f"{k}:{n}" for k, n in p.get("errors_by_code", {}).items()) or "-",
+                        f(p["max_latency"]),
+                        f(fault.get("tps_recovered_after")),
+                    ]
+                )
+    return rows
+
+
+AVAILABILITY_HEADER = [
+    "fault",
+    "entry point",
+    "first error after s",
+    "unavailable s",
+    "errors/ops",
+    "errors by code",
+    "max latency s",
+    "tps back to 95 % after s",
+]
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows
+    ]
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
+    out = f"<table class='{cls}'><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    out += "</tr></thead><tbody>"
+    out += "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return out + "</tbody></table>"
+
+
 def render_markdown(store: Store, run_id: int) -> str:
     run = store.get_run(run_id)
     header, cells = table_cells(summary_rows(store, run_id))
@@ -185,6 +276,34 @@ def render_markdown(store: Store, run_id: int) -> str:
         "Latency in ms. p95 from the merged latency histogram of all clients; tps and qps per second of",
         "measured time (warm-up excluded).",
     ]
+    verdicts = verdict_rows(store, run_id)
+    if verdicts:
+        lines += ["", "## Verdicts", ""]
+        lines += _md_table(
+            ["checker", "result", "summary"],
+            [
+                [
+                    v["checker"],
+                    v["result"] + (" (documented limitation)" if v["documented_limitation"] else ""),
+                    v["summary"],
+                ]
+                for v in verdicts
+            ],
+        )
+    avail = availability_rows(verdicts)
+    if avail:
+        lines += [
+            "",
+            "## Availability",
+            "",
+            "Per entry point: a fresh connection and a small write every 100 ms.",
+            "",
+        ]
+        lines += _md_table(AVAILABILITY_HEADER, avail)
+    faults = fault_rows(store, run_id)
+    if faults:
+        lines += ["", "## Faults", ""]
+        lines += _md_table(["t s", "fault", "phase", "detail"], faults)
     prov = store.provenance(run_id)
     if prov:
         lines += ["", "## Provenance", ""]
@@ -198,7 +317,9 @@ def render_markdown(store: Store, run_id: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def trial_figure(store: Store, trial_id: int, title: str) -> go.Figure:
+def trial_figure(
+    store: Store, trial_id: int, title: str, windows: Sequence[tuple[str, float, float]] = ()
+) -> go.Figure:
     pts = trial_series(store, trial_id)
     ts = [p.t for p in pts]
     fig = make_subplots(
@@ -208,6 +329,19 @@ def trial_figure(store: Store, trial_id: int, title: str) -> go.Figure:
     fig.add_trace(go.Scatter(x=ts, y=[p.lat_avg for p in pts], name="avg", mode="lines"), row=2, col=1)
     fig.add_trace(go.Scatter(x=ts, y=[p.p95 for p in pts], name="p95", mode="lines"), row=2, col=1)
     fig.add_trace(go.Scatter(x=ts, y=[p.p99 for p in pts], name="p99", mode="lines"), row=2, col=1)
+    for label, start, end in windows:
+        # Shade each fault window on both panels so the dip lines up with its cause.
+        fig.add_vrect(
+            x0=start,
+            x1=max(end, start + 0.2),
+            fillcolor="red",
+            opacity=0.15,
+            line_width=0,
+            annotation_text=label,
+            annotation_position="top left",
+            row="all",
+            col=1,
+        )
     fig.update_xaxes(title_text="seconds since start", row=2, col=1)
     fig.update_layout(title=title, height=520, margin={"l": 60, "r": 20, "t": 60, "b": 40})
     return fig
@@ -225,9 +359,35 @@ def render_html(store: Store, run_id: int) -> str:
     plots = []
     first = True
     for tr in store.trials(run_id):
-        fig = trial_figure(store, tr.id, f"trial {tr.seq}: {tr.workload}")
+        fig = trial_figure(
+            store, tr.id, f"trial {tr.seq}: {tr.workload}", fault_windows(store, run_id, tr.id)
+        )
         plots.append(pio.to_html(fig, include_plotlyjs=first, full_html=False, config={"displaylogo": False}))
         first = False
+    verdicts = verdict_rows(store, run_id)
+    extra = ""
+    if verdicts:
+        colors = {"PASS": "#2a2", "FAIL": "#c22", "UNKNOWN": "#b80"}
+        extra += "<h2>Verdicts</h2><table class='verdicts'><thead><tr><th>checker</th><th>result</th>"
+        extra += "<th>summary</th></tr></thead><tbody>"
+        for v in verdicts:
+            res = v["result"] + (" (documented limitation)" if v["documented_limitation"] else "")
+            color = colors.get(v["result"], "#000")
+            extra += (
+                f"<tr><td>{html.escape(v['checker'])}</td>"
+                f"<td style='color:{color}'><b>{html.escape(res)}</b></td>"
+                f"<td style='text-align:left'>{html.escape(v['summary'])}</td></tr>"
+            )
+        extra += "</tbody></table>"
+    avail = availability_rows(verdicts)
+    if avail:
+        extra += (
+            "<h2>Availability</h2><p>Per entry point: a fresh connection and a small write every 100 ms.</p>"
+        )
+        extra += _html_table(AVAILABILITY_HEADER, avail, "availability")
+    faults = fault_rows(store, run_id)
+    if faults:
+        extra += "<h2>Faults</h2>" + _html_table(["t s", "fault", "phase", "detail"], faults, "faults")
     title = html.escape(f"Run {run.id}: {run.name or run.kind}")
     style = (
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
@@ -236,7 +396,7 @@ def render_html(store: Store, run_id: int) -> str:
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style>"
         f"</head><body><h1>{title}</h1><p>status {html.escape(run.status)}, started "
-        f"{html.escape(run.started_at)}</p><h2>Summary</h2>{table}<h2>Per-second series</h2>"
+        f"{html.escape(run.started_at)}</p><h2>Summary</h2>{table}{extra}<h2>Per-second series</h2>"
         + "".join(plots)
         + "</body></html>"
     )

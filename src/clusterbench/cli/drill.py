@@ -16,6 +16,7 @@ from clusterbench.cli import console
 from clusterbench.cli.bench import LiveView, _sysbench_runner, open_store, results_path
 from clusterbench.cluster import Cluster, home_dir, known_clusters
 from clusterbench.errors import ClusterStateError, InputError
+from clusterbench.faults import leftovers
 from clusterbench.faults.spec import KINDS, FaultSpec
 from clusterbench.scenario.engine import ScenarioEngine, ScenarioListener, ScenarioOutcome
 from clusterbench.scenario.spec import LoadSpec, ScenarioSpec, VerifySpec, load_scenario
@@ -129,6 +130,13 @@ def _execute(
     store.close()
     cluster, brought_up = _cluster_for(spec, topo_path, name)
     try:
+        left = leftovers.find(cluster)
+        if left:
+            raise ClusterStateError(
+                f"faults left by an earlier run on cluster '{cluster.topology.name}': "
+                + "; ".join(lo.describe() for lo in left)
+                + f"; heal them with `clusterbench heal -n {cluster.topology.name}`"
+            )
         faults = spec.planned(
             cluster.topology.cluster.nodes,
             1 if cluster.topology.balancer.kind == "haproxy" else 0,
@@ -175,6 +183,22 @@ def register(app: typer.Typer) -> None:
         Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
         spec, topo = load_scenario(file)
         raise typer.Exit(_execute(spec, topo, name, results, keep_up))
+
+    @app.command()
+    def heal(
+        name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster name.")] = None,
+    ) -> None:
+        """Find and heal faults left in place by a run that was killed (link down, shaping, iptables
+        partition, paused node, CPU quota, desync)."""
+        from clusterbench.cli.main import _load
+
+        cluster = _load(name)
+        left = leftovers.find(cluster)
+        if not left:
+            console.out.print(f"cluster [bold]{cluster.topology.name}[/]: no fault left in place")
+            return
+        for line in leftovers.heal(cluster, left):
+            console.step(line)
 
     @app.command()
     def fault(

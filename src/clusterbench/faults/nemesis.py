@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.cluster import Cluster
-from clusterbench.faults.actions import make_action
+from clusterbench.faults.actions import Action, make_action
 from clusterbench.faults.spec import PlannedFault
 
 log = logging.getLogger(__name__)
@@ -30,12 +30,18 @@ class FaultRecord:
 
 
 class Nemesis:
-    def __init__(self, cluster: Cluster, faults: list[PlannedFault], sink: EventSink) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        faults: list[PlannedFault],
+        sink: EventSink,
+        action_factory: Callable[[Cluster, PlannedFault], Action] = make_action,
+    ) -> None:
         self.cluster = cluster
         self.faults = faults
         self.sink = sink
         self.records = [FaultRecord(f) for f in faults]
-        self._actions = [make_action(cluster, f) for f in faults]
+        self._actions = [action_factory(cluster, f) for f in faults]
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None

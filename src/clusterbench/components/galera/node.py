@@ -208,6 +208,8 @@ class GaleraNode:
         if not self.alive():
             return "not running"
         assert self.proc is not None
+        # A paused (SIGSTOPped) mariadbd would not act on SIGTERM until continued.
+        self.host.signal(self.proc, signal.SIGCONT)
         self.host.signal(self.proc, signal.SIGTERM)
         if self._wait_dead(timeout):
             return "stopped"

@@ -1,0 +1,103 @@
+"""Faults left in place by a run that was SIGKILLed (it could not heal): find them, heal them."""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import dataclass
+
+from clusterbench.cluster import Cluster
+from clusterbench.faults.actions import CHAIN, unpartition_plan
+from clusterbench.hosts import process
+from clusterbench.providers.cgroups import CFS_PERIOD_US
+from clusterbench.providers.network import shape_plan
+
+
+@dataclass(frozen=True)
+class Leftover:
+    node: int
+    what: str  # link-down, shaping, partition, paused, cpu-quota, desync
+
+    def describe(self) -> str:
+        return {
+            "link-down": f"n{self.node}: link is down (isolate-node)",
+            "shaping": f"n{self.node}: tbf shaping not in the topology (throttle-link)",
+            "partition": f"n{self.node}: iptables chain {CHAIN} present (partition)",
+            "paused": f"n{self.node}: mariadbd is stopped with SIGSTOP (pause-node)",
+            "cpu-quota": f"n{self.node}: CPU quota differs from the topology (throttle-cpu)",
+            "desync": f"n{self.node}: wsrep_desync=ON (desync-node)",
+        }[self.what]
+
+
+def find(cluster: Cluster) -> list[Leftover]:
+    out: list[Leftover] = []
+    names = cluster.names
+    t = cluster.topology
+    links = json.loads(cluster.local.run(["ip", "-j", "link", "show"], check=False).stdout or "[]")
+    by_name = {e.get("ifname"): e for e in links}
+    for n in cluster.nodes():
+        i = n.index
+        role = names.node_role(i)
+        link = by_name.get(names.veth(role))
+        if link is not None and "UP" not in link.get("flags", []):
+            out.append(Leftover(i, "link-down"))
+        qd = json.loads(
+            cluster.local.run(["tc", "-j", "qdisc", "show", "dev", names.veth(role)], check=False).stdout
+            or "[]"
+        )
+        if any(q.get("kind") == "tbf" for q in qd) and not t.node_resources(i).bandwidth:
+            out.append(Leftover(i, "shaping"))
+        chain = cluster.local.run(
+            ["ip", "netns", "exec", names.netns(role), "iptables", "-w", "-S", CHAIN], check=False
+        )
+        if chain.ok:
+            out.append(Leftover(i, "partition"))
+        if n.proc is not None and n.alive() and process.state(n.proc.pid) == "T":
+            out.append(Leftover(i, "paused"))
+        quota_file = cluster.cgroups.root / "cpu" / names.cgroup(role) / "cpu.cfs_quota_us"
+        if quota_file.exists():
+            want = t.node_resources(i).cpu_quota
+            want_us = int(want * CFS_PERIOD_US) if want else -1
+            if int(quota_file.read_text().strip()) != want_us:
+                out.append(Leftover(i, "cpu-quota"))
+        if n.alive() and not any(x.node == i and x.what == "paused" for x in out):
+            try:
+                rows = n.query("SHOW GLOBAL VARIABLES LIKE 'wsrep_desync'", timeout=1.0)
+                if rows and str(rows[0][1]).upper() == "ON":
+                    out.append(Leftover(i, "desync"))
+            except Exception:  # noqa: BLE001 - a node that does not answer is not a desync leftover
+                pass
+    return out
+
+
+def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
+    names = cluster.names
+    done = []
+    for lo in leftovers:
+        role = names.node_role(lo.node)
+        n = cluster.node(lo.node)
+        if lo.what == "link-down":
+            cluster.local.run(["ip", "link", "set", names.veth(role), "up"])
+        elif lo.what == "shaping":
+            cluster.local.run(["tc", "qdisc", "del", "dev", names.veth(role), "root"], check=False)
+            cluster.local.run(
+                ["ip", "netns", "exec", names.netns(role), "tc", "qdisc", "del", "dev", "eth0", "root"],
+                check=False,
+            )
+            configured = cluster.topology.node_resources(lo.node).bandwidth
+            if configured:
+                for argv in shape_plan(names, role, configured):
+                    cluster.local.run(argv)
+        elif lo.what == "partition":
+            for argv in unpartition_plan({lo.node: names.netns(role)}, [lo.node]):
+                cluster.local.run(argv, check=False)
+        elif lo.what == "paused" and n.proc is not None:
+            n.host.signal(n.proc, signal.SIGCONT)
+        elif lo.what == "cpu-quota":
+            want = cluster.topology.node_resources(lo.node).cpu_quota
+            path = cluster.cgroups.root / "cpu" / names.cgroup(role) / "cpu.cfs_quota_us"
+            path.write_text(str(int(want * CFS_PERIOD_US)) if want else "-1")
+        elif lo.what == "desync":
+            n.query("SET GLOBAL wsrep_desync=OFF")
+        done.append(f"healed {lo.describe()}")
+    return done

@@ -1,0 +1,28 @@
+"""Every shipped example must load and plan: the docs point users at them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterbench.scenario.spec import load_scenario
+from clusterbench.spec.topology import load_topology
+
+ROOT = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "topologies").glob("*.toml")), ids=lambda p: p.name)
+def test_topology_examples_load(path: Path) -> None:
+    t = load_topology(path)
+    assert 1 <= t.cluster.nodes <= 9
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.toml")), ids=lambda p: p.name)
+def test_scenario_examples_load_and_plan(path: Path) -> None:
+    spec, topo = load_scenario(path)
+    assert topo is not None and topo.exists()
+    t = load_topology(topo)
+    faults = spec.planned(t.cluster.nodes, t.balancer.count if hasattr(t.balancer, "count") else 1, str(path))
+    assert faults, "a drill without a fault"
+    assert all(f.until is None or f.until <= spec.load.time for f in faults)
