@@ -85,15 +85,20 @@ def leftovers(name: str) -> list[str]:
 @pytest.fixture(scope="session")
 def cluster(cb_home: Path) -> Iterator[Cluster]:
     """A 3-node cluster + HAProxy shared by the session's tests. Tests that break it must heal it."""
+    # CB_TEST_CLUSTER / CB_TEST_SUBNET let two test sessions run side by side on one machine.
+    name = os.environ.get("CB_TEST_CLUSTER", "cbit")
+    subnet = os.environ.get("CB_TEST_SUBNET", "198.18.201.0/24")
     topo = make_topology(
-        "cbit",
-        "198.18.201.0/24",
+        name,
+        subnet,
         mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5},
     )
     c = Cluster(topo, home=cb_home)
+    # up() removes what it started when it fails, and touches nothing when preflight refuses (e.g. a
+    # cluster of that name is already up): only a cluster we brought up is ours to take down.
+    c.up()
     try:
-        c.up()
         yield c
     finally:
         c.down()
-    assert leftovers("cbit") == []
+    assert leftovers(name) == []

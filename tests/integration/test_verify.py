@@ -62,8 +62,8 @@ def vcluster(cb_home: Path) -> Iterator[Cluster]:
         mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5},
     )
     c = Cluster(topo, home=cb_home)
+    c.up()  # cleans up after itself on failure; a refused up must not take down someone else's cluster
     try:
-        c.up()
         yield c
     finally:
         c.down()
