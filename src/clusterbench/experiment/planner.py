@@ -1,0 +1,332 @@
+"""The plan is data: an experiment expanded into trials, ordered, with an estimated wall time. Pure.
+
+Ordering keeps rebuilds rare:
+
+* Trials are grouped by the factors that need a new cluster (cpu_quota, cpuset, bandwidth). A
+  group's cluster is built once, for the largest node count any of its trials needs.
+* Inside a group, the node count is changed on the running cluster: extra nodes are stopped (a
+  graceful leave) and started again (they rejoin by IST). Trials run in ascending node count so
+  each node starts once per group.
+* Server variables (wsrep_slave_threads, innodb_flush_log_at_trx_commit) are set with SET GLOBAL;
+  threads, clients, rate, TLS, compression, target and the test are per-trial client options.
+* Repetitions of one point run back to back; trials whose rate depends on an earlier maximum
+  (`rate_of_max`) run last in their group.
+
+The design is a full grid per part; `DESIGNS` maps a design name to its expansion, so other
+designs (e.g. one factor at a time, fractional) can be added without touching the ordering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level, Workload
+from clusterbench.spec.topology import Topology
+from clusterbench.workloads.sysbench import BULK_GROUP
+
+
+def label(point: Iterable[tuple[str, Level]]) -> str:
+    return " ".join(f"{k}={_fmt(v)}" for k, v in point) or "(base)"
+
+
+def _fmt(v: Level) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    return str(v)
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial: a design point of a part, one repetition, everything needed to run it."""
+
+    part: str
+    point: tuple[tuple[str, Level], ...]
+    rep: int
+    topology: Topology  # the cluster to build (its node count is the group's capacity)
+    nodes: int  # nodes running during this trial (1..capacity)
+    server: tuple[tuple[str, int], ...]  # SET GLOBAL name = value on every running node
+    test: str
+    threads: int
+    clients: int
+    separate_schemas: bool
+    rate: int
+    rate_of_max: float | None
+    rand_type: str
+    target: str
+    tls: bool
+    compression: bool
+    tables: int
+    table_size: int
+    duration: int
+    warmup: int
+    cooldown: float
+    group: int = 0
+    index: int = 0  # 1-based position in the run order
+
+    @property
+    def point_label(self) -> str:
+        return label(self.point)
+
+    @property
+    def point_key(self) -> str:
+        return f"{self.part}|{self.point_label}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.point_key}|rep{self.rep}"
+
+    def databases(self) -> list[str]:
+        if self.separate_schemas:
+            return [f"sbtest{i}" for i in range(1, self.clients + 1)]
+        return ["sbtest"]
+
+    def dataset(self) -> tuple[int, int] | None:
+        """(tables, rows) of the shared oltp tables; None for bulk_insert (prepared per trial)."""
+        return None if self.test == BULK_GROUP else (self.tables, self.table_size)
+
+    def rate_text(self) -> str:
+        if self.rate_of_max is not None:
+            return f"{self.rate_of_max:.0%} of max"
+        return str(self.rate) if self.rate else "max"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "part": self.part,
+            "point": {k: v for k, v in self.point},
+            "rep": self.rep,
+            "nodes": self.nodes,
+            "server": dict(self.server),
+            "test": self.test,
+            "threads": self.threads,
+            "clients": self.clients,
+            "separate_schemas": self.separate_schemas,
+            "rate": self.rate,
+            "rate_of_max": self.rate_of_max,
+            "rand_type": self.rand_type,
+            "target": self.target,
+            "tls": self.tls,
+            "compression": self.compression,
+            "tables": self.tables,
+            "table_size": self.table_size,
+            "duration": self.duration,
+            "warmup": self.warmup,
+            "cooldown": self.cooldown,
+        }
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds, measured on the 2-core machine (see docs/experiments.md); only used for estimates."""
+
+    up_base: float = 4.0
+    up_per_node: float = 4.5
+    down_base: float = 1.0
+    down_per_node: float = 0.3
+    node_start: float = 2.0  # each joiner, by IST
+    node_stop: float = 0.3
+    balancer_settle: float = 2.5  # HAProxy marks a node UP/DOWN after rise/fall checks
+    prepare_base: float = 1.0  # per schema
+    prepare_rows_per_s: float = 40000.0
+    trial_overhead: float = 1.5  # sysbench start/stop, provenance, SET GLOBAL
+
+
+@dataclass
+class Estimate:
+    total: float = 0.0
+    measuring: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def add(self, phase: str, seconds: float, *, measuring: bool = False) -> None:
+        self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+        self.total += seconds
+        if measuring:
+            self.measuring += seconds
+
+    @property
+    def not_measuring_share(self) -> float:
+        return 0.0 if self.total <= 0 else 1.0 - self.measuring / self.total
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiment: Experiment
+    trials: tuple[TrialSpec, ...]
+
+    @property
+    def id(self) -> str:
+        """Identifies the trial list (not its order): a resumed run must have the same trials."""
+        keys = sorted(t.key for t in self.trials)
+        blob = json.dumps([self.experiment.name, self.experiment.profile, keys])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def groups(self) -> list[list[TrialSpec]]:
+        out: dict[int, list[TrialSpec]] = {}
+        for t in self.trials:
+            out.setdefault(t.group, []).append(t)
+        return [out[g] for g in sorted(out)]
+
+    def points(self) -> list[str]:
+        return list(dict.fromkeys(t.point_key for t in self.trials))
+
+    def estimate(self, cost: CostModel | None = None, skip: set[str] | None = None) -> Estimate:
+        return estimate(self, cost or CostModel(), skip or set())
+
+
+# ---- expansion ----------------------------------------------------------------------------------
+
+
+def full_grid(levels: dict[str, list[Level]]) -> list[tuple[tuple[str, Level], ...]]:
+    names = list(levels)
+    return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*(levels[n] for n in names))]
+
+
+DESIGNS: dict[str, Callable[[dict[str, list[Level]]], list[tuple[tuple[str, Level], ...]]]] = {
+    "full-grid": full_grid,
+}
+
+
+def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str, Any] | None) -> Topology:
+    data = base.model_dump(mode="json")
+    res = dict(data.get("resources") or {})
+    for k in ("cpu_quota", "cpuset", "bandwidth"):
+        if k in point:
+            res[k] = point[k]
+    data["resources"] = res
+    if tls_server:
+        data["mariadb"]["extra"] = {**data["mariadb"].get("extra", {}), **tls_server}
+    return Topology.model_validate(data)
+
+
+def _group_key(t: Topology) -> str:
+    data = t.model_dump(mode="json")
+    data["cluster"]["nodes"] = 0
+    return json.dumps(data, sort_keys=True)
+
+
+def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
+    """Every trial of the experiment, in run order.
+
+    `tls_server` ([mysqld] settings with the certificates) is added to every cluster when any
+    trial uses TLS, so TLS on/off stays a client option and never splits a group."""
+    design = DESIGNS[exp.settings.design]
+    any_tls = any(wl.tls or any(bool(x) for x in lv.get("tls", [])) for wl, lv in exp.parts.values())
+    server_used = [
+        k for k in SERVER_FACTORS if any(k in lv for _, lv in exp.parts.values())
+    ]  # set on every trial, so a point without the factor runs with the base value
+    raw: list[TrialSpec] = []
+    for part, (wl, levels) in exp.parts.items():
+        lv = dict(levels)
+        if "workload" not in lv and len(wl.tests) > 1:
+            lv = {"workload": list(wl.tests), **lv}
+        for point in design(lv):
+            p = dict(point)
+            topo = _topology_for(exp.topology, p, tls_server if any_tls else None)
+            nodes = int(p.get("nodes", exp.topology.cluster.nodes))
+            server = tuple((k, int(p.get(k, getattr(exp.topology.mariadb, k)))) for k in server_used)
+            for rep in range(1, exp.settings.repetitions + 1):
+                raw.append(_trial(part, point, rep, topo, nodes, server, wl, p))
+    return Plan(exp, tuple(order(raw)))
+
+
+def _trial(
+    part: str,
+    point: tuple[tuple[str, Level], ...],
+    rep: int,
+    topo: Topology,
+    nodes: int,
+    server: tuple[tuple[str, int], ...],
+    wl: Workload,
+    p: dict[str, Level],
+) -> TrialSpec:
+    def get(name: str, default: Any) -> Any:
+        return p.get(name, default)
+
+    return TrialSpec(
+        part=part,
+        point=point,
+        rep=rep,
+        topology=topo,
+        nodes=nodes,
+        server=server,
+        test=str(get("workload", wl.tests[0])),
+        threads=int(get("threads", wl.threads)),
+        clients=int(get("clients", wl.clients)),
+        separate_schemas=bool(get("separate_schemas", wl.separate_schemas)),
+        rate=int(get("rate", wl.rate)),
+        rate_of_max=None if "rate" in p else wl.rate_of_max,
+        rand_type=str(get("rand_type", wl.rand_type)),
+        target=str(get("target", wl.target)),
+        tls=bool(get("tls", wl.tls)),
+        compression=bool(get("compression", wl.compression)),
+        tables=wl.tables,
+        table_size=wl.table_size,
+        duration=wl.duration,
+        warmup=wl.warmup,
+        cooldown=wl.cooldown,
+    )
+
+
+def order(trials: list[TrialSpec]) -> list[TrialSpec]:
+    """Group by cluster (first appearance), size each group's cluster for its largest node count,
+    then order inside a group: rate_of_max last, ascending nodes, server variables, grid order."""
+    groups: dict[str, list[tuple[int, TrialSpec]]] = {}
+    for i, t in enumerate(trials):
+        groups.setdefault(_group_key(t.topology), []).append((i, t))
+    out: list[TrialSpec] = []
+    for g, members in enumerate(groups.values(), start=1):
+        capacity = max(t.nodes for _, t in members)
+        topo = members[0][1].topology
+        data = topo.model_dump(mode="json")
+        data["cluster"]["nodes"] = capacity
+        sized = Topology.model_validate(data)
+        members.sort(key=lambda it: (it[1].rate_of_max is not None, it[1].nodes, it[1].server, it[0]))
+        for _, t in members:
+            out.append(_replace(t, topology=sized, group=g, index=len(out) + 1))
+    return out
+
+
+def _replace(t: TrialSpec, **kw: Any) -> TrialSpec:
+    from dataclasses import replace
+
+    return replace(t, **kw)
+
+
+# ---- estimate -----------------------------------------------------------------------------------
+
+
+def estimate(plan: Plan, cost: CostModel, skip: set[str]) -> Estimate:
+    """What the runner will do, step by step, in seconds. Trials in `skip` (keys) are done."""
+    est = Estimate()
+    for members in plan.groups():
+        todo = [t for t in members if t.key not in skip]
+        if not todo:
+            continue
+        cap = members[0].topology.cluster.nodes
+        est.add("bring-up", cost.up_base + cost.up_per_node * cap)
+        running = cap
+        prepared: set[tuple[str, tuple[int, int]]] = set()
+        for t in todo:
+            if t.nodes > running:
+                est.add("node changes", cost.node_start * (t.nodes - running) + cost.balancer_settle)
+            elif t.nodes < running:
+                est.add("node changes", cost.node_stop * (running - t.nodes) + cost.balancer_settle)
+            running = t.nodes
+            ds = t.dataset()
+            for db in t.databases():
+                if ds is None:
+                    rows = t.threads  # bulk_insert: empty tables, one per thread
+                    est.add("prepare", cost.prepare_base + rows / cost.prepare_rows_per_s)
+                elif (db, ds) not in prepared:
+                    prepared.add((db, ds))
+                    est.add("prepare", cost.prepare_base + ds[0] * ds[1] / cost.prepare_rows_per_s)
+            est.add("trial overhead", cost.trial_overhead)
+            est.add("warm-up", t.warmup)
+            est.add("measuring", t.duration, measuring=True)
+            est.add("cool-down", t.cooldown)
+        est.add("teardown", cost.down_base + cost.down_per_node * cap)
+    return est

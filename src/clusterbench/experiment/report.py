@@ -1,0 +1,244 @@
+"""The experiment report: one self-contained HTML page (plotly.js embedded) and CSV files.
+
+* tps and p95 against each factor, one line per level of the other factors, CI as error bars;
+* relative change of median tps against a baseline point (experiment.baseline, else the first
+  level of the part's first factor);
+* the per-second series (tps, p95) of any trial, picked from a list;
+* a table per point: n, median tps with its CI and real coverage, CV (flagged when high), p95 from
+  the pooled histograms of the repetitions, errors.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
+import plotly.io as pio  # type: ignore[import-untyped, unused-ignore]
+from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
+
+from clusterbench.analysis.report import trial_series
+from clusterbench.experiment.planner import label
+from clusterbench.experiment.results import (
+    POINT_CSV,
+    PointStats,
+    experiment_info,
+    point_csv_rows,
+    point_stats,
+)
+from clusterbench.experiment.runner import trial_rows
+from clusterbench.store import Store
+
+
+def varying(points: Sequence[PointStats]) -> list[str]:
+    names: list[str] = []
+    for p in points:
+        for k in p.point:
+            if k not in names:
+                names.append(k)
+    return [k for k in names if len({json.dumps(p.point.get(k)) for p in points}) > 1]
+
+
+def factor_figure(points: Sequence[PointStats], factor: str, title: str) -> go.Figure:
+    others = [k for k in varying(points) if k != factor]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("tps (median, 95 % CI)", "p95 latency ms (pooled)"))
+    lines: dict[str, list[PointStats]] = {}
+    for p in points:
+        key = label((k, p.point[k]) for k in others if k in p.point) if others else "all"
+        lines.setdefault(key, []).append(p)
+    for name, pts in lines.items():
+        xs = [str(p.point.get(factor)) for p in pts]
+        t = [p.tps_ci for p in pts]
+        fig.add_trace(
+            go.Scatter(
+                x=xs, y=[c.median if c else None for c in t], name=name, legendgroup=name,
+                mode="lines+markers",
+                error_y={"type": "data", "symmetric": False,
+                         "array": [c.high - c.median if c else 0 for c in t],
+                         "arrayminus": [c.median - c.low if c else 0 for c in t]},
+            ), row=1, col=1,
+        )  # fmt: skip
+        fig.add_trace(
+            go.Scatter(x=xs, y=[p.p95_pooled for p in pts], name=name, legendgroup=name, showlegend=False,
+                       mode="lines+markers"), row=1, col=2,
+        )  # fmt: skip
+    fig.update_xaxes(title_text=factor, type="category")
+    fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    return fig
+
+
+def baseline_changes(
+    points: Sequence[PointStats], baseline: dict[str, Any]
+) -> list[tuple[str, float | None]]:
+    """(point label, % change of median tps against its baseline point)."""
+    vary = varying(points)
+    base = {k: v for k, v in baseline.items() if k in vary}
+    if not base and vary:
+        base = {vary[0]: points[0].point[vary[0]]}
+    by_point = {json.dumps(p.point, sort_keys=True): p for p in points}
+    out: list[tuple[str, float | None]] = []
+    for p in points:
+        ref = by_point.get(json.dumps({**p.point, **base}, sort_keys=True))
+        if ref is None or ref.tps_ci is None or p.tps_ci is None or ref.tps_ci.median == 0:
+            out.append((p.label, None))
+        else:
+            out.append((p.label, 100.0 * (p.tps_ci.median - ref.tps_ci.median) / ref.tps_ci.median))
+    return out
+
+
+def _points_table(points: Sequence[PointStats]) -> str:
+    head = [
+        "point",
+        "n",
+        "tps median",
+        "95 % CI",
+        "coverage",
+        "CV",
+        "p95 ms (pooled)",
+        "p95 CI",
+        "err/s",
+        "rate",
+    ]
+    rows = []
+    for p in points:
+        t, q = p.tps_ci, p.p95_ci
+        cv = "—" if p.cv is None else f"{p.cv:.1%}"
+        if p.cv_high:
+            cv = f"<b style='color:#c22'>{cv} high</b>"
+        err = sorted(p.errors_per_s)[len(p.errors_per_s) // 2] if p.errors_per_s else 0.0
+        rows.append([
+            html.escape(p.label), str(p.n), f"{t.median:,.1f}" if t else "—",
+            f"{t.low:,.1f} – {t.high:,.1f}" if t else "—", f"{t.coverage:.0%}" if t else "—", cv,
+            f"{p.p95_pooled:.2f}" if p.p95_pooled is not None else "—",
+            f"{q.low:.2f} – {q.high:.2f}" if q else "—", f"{err:.2f}", str(p.rate or "max"),
+        ])  # fmt: skip
+    return (
+        "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+        + "</tbody></table>"
+    )  # fmt: skip
+
+
+def _series_block(store: Store, run_id: int) -> str:
+    data: dict[str, Any] = {}
+    options = []
+    for r in trial_rows(store, run_id):
+        pts = trial_series(store, r["trial_id"])
+        name = f"#{r['index']} {r['part']}: {r['point_label']} rep {r['rep']}"
+        data[str(r["trial_id"])] = {
+            "name": name,
+            "t": [p.t for p in pts],
+            "tps": [p.tps for p in pts],
+            "p95": [p.p95 for p in pts],
+        }
+        options.append(f"<option value='{r['trial_id']}'>{html.escape(name)}</option>")
+    if not data:
+        return "<p>no completed trials</p>"
+    return (
+        "<select id='trial' onchange='showTrial(this.value)'>" + "".join(options) + "</select>"
+        "<div id='series' style='height:480px'></div><script>"
+        f"const SERIES={json.dumps(data)};"
+        "function showTrial(id){const s=SERIES[id];Plotly.react('series',["
+        "{x:s.t,y:s.tps,name:'tps',mode:'lines+markers',yaxis:'y'},"
+        "{x:s.t,y:s.p95,name:'p95 ms',mode:'lines',yaxis:'y2'}],"
+        "{title:s.name,xaxis:{title:'seconds (measured)'},yaxis:{title:'tps'},"
+        "yaxis2:{title:'p95 ms',overlaying:'y',side:'right'},height:480});}"
+        "showTrial(document.getElementById('trial').value);</script>"
+    )
+
+
+def render_html(store: Store, run_id: int) -> str:
+    run = store.get_run(run_id)
+    info = experiment_info(store, run_id)
+    settings = info.get("settings") or {}
+    points = point_stats(store, run_id)
+    body: list[str] = []
+    first = True
+
+    def plot(fig: go.Figure) -> str:
+        nonlocal first
+        out = pio.to_html(fig, include_plotlyjs=first, full_html=False, config={"displaylogo": False})
+        first = False
+        return str(out)
+
+    parts = list(dict.fromkeys(p.part for p in points))
+    for part in parts:
+        pts = [p for p in points if p.part == part]
+        body.append(f"<h2>Part {html.escape(part)}</h2>")
+        for f in varying(pts):
+            body.append(plot(factor_figure(pts, f, f"{part}: tps and p95 against {f}")))
+        changes = baseline_changes(pts, settings.get("baseline") or {})
+        if len(pts) > 1:
+            fig = go.Figure(go.Bar(x=[c[0] for c in changes], y=[c[1] for c in changes]))
+            fig.update_layout(title=f"{part}: median tps change against the baseline (%)", height=380,
+                              yaxis_title="%", margin={"l": 60, "r": 20, "t": 60, "b": 120})  # fmt: skip
+            body.append(plot(fig))
+        body.append(_points_table(pts))
+    if first:  # no plot yet: plotly.js is still needed by the series block
+        body.append(plot(go.Figure()))
+    wall = next((e["detail"] for e in reversed(store.events(run_id)) if e["kind"] == "wall_time"), None)
+    wall_html = ""
+    if wall:
+        share = wall.get("not_measuring_share", 0.0)
+        phases = ", ".join(f"{k} {v:.0f} s" for k, v in wall.get("phases", {}).items())
+        wall_html = (
+            f"<p>wall time of the last invocation {wall.get('wall', 0):.0f} s, "
+            f"{share:.0%} not measuring ({html.escape(phases)})</p>"
+        )
+    title = html.escape(f"Experiment {info.get('name', run.name)} (run {run.id})")
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}"
+    )
+    desc = html.escape(settings.get("description", ""))
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
+        f"<style>{style}</style></head>"
+        f"<body><h1>{title}</h1><p>{desc}</p><p>profile {html.escape(str(info.get('profile')))}, "
+        f"status {html.escape(run.status)}, started {html.escape(run.started_at)}, "
+        f"{settings.get('repetitions', '?')} repetition(s) per point. The CI is the order-statistic "
+        "interval of the median; its real coverage is shown (below 95 % with fewer than 6 repetitions). "
+        "p95 comes from the repetitions' histograms added together, never from averaged percentiles.</p>"
+        f"{wall_html}" + "".join(body) + "<h2>Per-second series</h2>" + _series_block(store, run_id)
+        + "</body></html>"
+    )  # fmt: skip
+
+
+def points_csv(store: Store, run_id: int) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(POINT_CSV)
+    w.writerows(point_csv_rows(point_stats(store, run_id)))
+    return out.getvalue()
+
+
+TRIAL_CSV = ("trial_id", "index", "part", "point", "rep", "nodes", "test", "threads", "clients", "rate",
+             "tps", "p95_ms", "errors", "duration")  # fmt: skip
+
+
+def trials_csv(store: Store, run_id: int) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(TRIAL_CSV)
+    for r in trial_rows(store, run_id):
+        s = r.get("summary") or {}
+        w.writerow([r["trial_id"], r["index"], r["part"], r["point_label"], r["rep"], r["nodes"], r["test"],
+                    r["threads"], r["clients"], r.get("effective_rate", 0), s.get("tps", ""),
+                    s.get("p95", ""), s.get("errors", ""), s.get("duration", "")])  # fmt: skip
+    return out.getvalue()
+
+
+def write_experiment_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = out_dir / f"experiment-{run_id}.html"
+    pts = out_dir / f"experiment-{run_id}-points.csv"
+    trs = out_dir / f"experiment-{run_id}-trials.csv"
+    page.write_text(render_html(store, run_id))
+    pts.write_text(points_csv(store, run_id))
+    trs.write_text(trials_csv(store, run_id))
+    return [page, pts, trs]

@@ -1,0 +1,112 @@
+"""Per design point statistics of an experiment run, from the store alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.analysis.stats import DEFAULT_CV_WARN, Interval, cv, median_ci
+from clusterbench.experiment.runner import trial_rows
+from clusterbench.store import Store
+from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram, merge_all
+
+
+@dataclass
+class PointStats:
+    part: str
+    key: str
+    label: str
+    point: dict[str, Any]
+    trial_ids: list[int] = field(default_factory=list)
+    reps: list[int] = field(default_factory=list)
+    tps: list[float] = field(default_factory=list)
+    p95s: list[float] = field(default_factory=list)
+    errors_per_s: list[float] = field(default_factory=list)
+    p95_pooled: float | None = None
+    tps_ci: Interval | None = None
+    p95_ci: Interval | None = None
+    cv: float | None = None
+    cv_high: bool = False
+    rate: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.tps)
+
+
+def trial_histogram(store: Store, trial_id: int) -> LatencyHistogram | None:
+    rows = store.conn.execute(
+        "SELECT idx, count FROM histograms WHERE trial_id = ? AND client = -1 ORDER BY idx", (trial_id,)
+    ).fetchall()
+    if not rows:
+        return None
+    return LatencyHistogram.from_pairs(DEFAULT_SCHEME, [(int(r[0]), int(r[1])) for r in rows])
+
+
+def experiment_info(store: Store, run_id: int) -> dict[str, Any]:
+    return dict(store.provenance(run_id).get("experiment") or {})
+
+
+def point_stats(store: Store, run_id: int, cv_warn: float | None = None) -> list[PointStats]:
+    info = experiment_info(store, run_id)
+    threshold = (
+        cv_warn if cv_warn is not None else (info.get("settings") or {}).get("cv_warn", DEFAULT_CV_WARN)
+    )
+    points: dict[str, PointStats] = {}
+    hists: dict[str, list[LatencyHistogram | None]] = {}
+    for r in trial_rows(store, run_id):
+        s = r.get("summary")
+        if s is None:
+            continue
+        pk = r["point_key"]
+        p = points.setdefault(pk, PointStats(r["part"], pk, r["point_label"], dict(r["point"])))
+        p.trial_ids.append(r["trial_id"])
+        p.reps.append(int(r["rep"]))
+        p.tps.append(float(s["tps"]))
+        if s.get("p95") is not None:
+            p.p95s.append(float(s["p95"]))
+        dur = float(s.get("duration") or 0) or 1.0
+        p.errors_per_s.append(float(s["errors"]) / dur)
+        p.rate = int(r.get("effective_rate") or 0)
+        hists.setdefault(pk, []).append(trial_histogram(store, r["trial_id"]))
+    for pk, p in points.items():
+        p.tps_ci = median_ci(p.tps)
+        p.p95_ci = median_ci(p.p95s) if p.p95s else None
+        merged = merge_all(hists[pk])
+        p.p95_pooled = merged.percentile(95) if merged is not None else None
+        p.cv = cv(p.tps)
+        p.cv_high = p.cv is not None and p.cv > threshold
+    order = info.get("trials") or []
+    rank = {}
+    for i, k in enumerate(order):
+        rank.setdefault(k.rsplit("|rep", 1)[0], i)
+    return sorted(points.values(), key=lambda p: rank.get(p.key, 1 << 30))
+
+
+POINT_CSV = (
+    "part", "point", "n", "tps_median", "tps_ci_low", "tps_ci_high", "ci_coverage", "tps_cv", "cv_high",
+    "p95_pooled_ms", "p95_median_ms", "p95_ci_low_ms", "p95_ci_high_ms", "errors_per_s_median", "rate",
+    "trial_ids",
+)  # fmt: skip
+
+
+def point_csv_rows(points: list[PointStats]) -> list[list[Any]]:
+    import statistics
+
+    rows = []
+    for p in points:
+        t, q = p.tps_ci, p.p95_ci
+        rows.append([
+            p.part, p.label, p.n,
+            _r(t.median if t else None), _r(t.low if t else None), _r(t.high if t else None),
+            _r(t.coverage if t else None, 4), _r(p.cv, 4), int(p.cv_high),
+            _r(p.p95_pooled, 3), _r(q.median if q else None, 3), _r(q.low if q else None, 3),
+            _r(q.high if q else None, 3),
+            _r(statistics.median(p.errors_per_s) if p.errors_per_s else None, 3), p.rate,
+            " ".join(map(str, p.trial_ids)),
+        ])  # fmt: skip
+    return rows
+
+
+def _r(x: float | None, nd: int = 2) -> Any:
+    return "" if x is None else round(x, nd)

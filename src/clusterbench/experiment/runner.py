@@ -1,0 +1,529 @@
+"""Runs a Plan: builds each group's cluster once, changes node counts and server variables at
+runtime, prepares each data set once per cluster, runs the trials into one stored run.
+
+Resumable: the run is found again by the plan's id; trials already completed are skipped, the
+others (interrupted, failed, never started) run. Every cluster is torn down at the end, also on
+failure or Ctrl-C. The wall time is split into phases so the share spent not measuring (bring-up,
+prepare, node changes, warm-up, trial overhead, teardown) can be printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterbench.cluster import Cluster
+from clusterbench.errors import ClusterbenchError, ComponentError
+from clusterbench.experiment import tls as tlsmod
+from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
+from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_servers
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.store import Store, record_run_result
+from clusterbench.store.store import process_start_ticks
+from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
+from clusterbench.workloads.sysbench import BULK_GROUP
+
+KIND = "experiment"
+NODE_SETTLE_TIMEOUT = 60.0
+
+
+class ExperimentInterrupted(ClusterbenchError):
+    exit_code = 130
+
+
+class ExperimentListener:
+    """Progress of an experiment run; override what you show."""
+
+    def started(self, run_id: int, plan: Plan, done: set[str], resumed: bool) -> None: ...
+
+    def phase(self, message: str) -> None: ...
+
+    def trial_started(self, t: TrialSpec, opts: SysbenchOptions) -> None: ...
+
+    def sample(self, t: TrialSpec, sample: Sample) -> None: ...
+
+    def trial_finished(self, t: TrialSpec, result: RunResult, status: str, wall: float) -> None: ...
+
+
+@dataclass
+class Ledger:
+    """Wall time by phase; 'measuring' is the measured part of the trials."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    phases: dict[str, float] = field(default_factory=dict)
+    t0: float = 0.0
+
+    def start(self) -> None:
+        self.t0 = self.monotonic()
+
+    def add(self, phase: str, seconds: float) -> None:
+        self.phases[phase] = self.phases.get(phase, 0.0) + max(0.0, seconds)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t = self.monotonic()
+        try:
+            yield
+        finally:
+            self.add(name, self.monotonic() - t)
+
+    @property
+    def wall(self) -> float:
+        return self.monotonic() - self.t0
+
+    @property
+    def measuring(self) -> float:
+        return self.phases.get("measuring", 0.0)
+
+    def not_measuring_share(self) -> float:
+        w = self.wall
+        return 0.0 if w <= 0 else 1.0 - self.measuring / w
+
+    def summary(self) -> dict[str, float]:
+        out = {k: round(v, 2) for k, v in sorted(self.phases.items(), key=lambda kv: -kv[1])}
+        out["other"] = round(max(0.0, self.wall - sum(self.phases.values())), 2)
+        return out
+
+
+@dataclass
+class ExperimentOutcome:
+    run_id: int
+    status: str
+    ran: int = 0
+    skipped: int = 0
+    failed: list[str] = field(default_factory=list)
+    ledger: Ledger = field(default_factory=Ledger)
+
+
+def group_signature(t: TrialSpec) -> str:
+    return hashlib.sha256(_group_key(t.topology).encode()).hexdigest()[:12]
+
+
+# ---- finding and reopening a run ------------------------------------------------------------------
+
+
+def find_run(store: Store, plan: Plan) -> int | None:
+    """The newest experiment run of this plan (same trials), if any."""
+    rows = store.conn.execute(
+        "SELECT r.id FROM runs r JOIN provenance p ON p.run_id = r.id AND p.trial_id IS NULL "
+        "AND p.key = 'experiment' WHERE r.kind = ? ORDER BY r.id DESC",
+        (KIND,),
+    ).fetchall()
+    for r in rows:
+        prov = store.provenance(r[0]).get("experiment") or {}
+        if prov.get("plan_id") == plan.id:
+            return int(r[0])
+    return None
+
+
+def done_trials(store: Store, run_id: int) -> dict[str, int]:
+    """Trial key → trial id of the latest completed trial of each key."""
+    out: dict[str, int] = {}
+    for tr in store.trials(run_id):
+        key = tr.params.get("key")
+        if key and tr.status == "completed":
+            out[key] = tr.id
+    return out
+
+
+def reopen_run(store: Store, run_id: int, command_line: str) -> None:
+    pid = os.getpid()
+    store.conn.execute(
+        "UPDATE runs SET status = 'running', ended_at = NULL, owner_pid = ?, owner_start = ? WHERE id = ?",
+        (pid, process_start_ticks(pid), run_id),
+    )
+    store.add_event(run_id, "resume", {"command_line": command_line})
+
+
+# ---- the runner ---------------------------------------------------------------------------------
+
+
+class ExperimentRunner:
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        sysbench: SysbenchRunner,
+        *,
+        home: Path,
+        listener: ExperimentListener | None = None,
+        command_line: str = "",
+        facts: Callable[[], dict[str, Any]] = host_facts,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.plan = plan
+        self.store = store
+        self.sysbench = sysbench
+        self.home = home
+        self.lis = listener or ExperimentListener()
+        self.command_line = command_line
+        self.facts = facts
+        self.sleep = sleep
+        self.ledger = Ledger(monotonic=monotonic)
+        self.cluster: Cluster | None = None
+        self.running = 0
+        self.prepared: set[tuple[str, int, int]] = set()
+        self.certs: Path | None = None
+
+    # ---- the run ------------------------------------------------------------------------------
+
+    def run(self, *, fresh: bool = False) -> ExperimentOutcome:
+        self.ledger.start()
+        run_id = None if fresh else find_run(self.store, self.plan)
+        resumed = run_id is not None
+        if run_id is None:
+            exp = self.plan.experiment
+            run_id = self.store.create_run(
+                KIND,
+                name=f"{exp.name}" + (f" ({exp.profile})" if exp.profile else ""),
+                command_line=self.command_line,
+            )
+            self.store.set_provenance(run_id, "experiment", self._experiment_provenance())
+            self.store.set_provenance(run_id, "topology", exp.topology.model_dump(mode="json"))
+            for k, v in self.facts().items():
+                self.store.set_provenance(run_id, k, v)
+        else:
+            reopen_run(self.store, run_id, self.command_line)
+        out = ExperimentOutcome(run_id=run_id, status="running", ledger=self.ledger)
+        done = done_trials(self.store, run_id)
+        out.skipped = sum(1 for t in self.plan.trials if t.key in done)
+        self.lis.started(run_id, self.plan, set(done), resumed)
+        seq = int(
+            self.store.conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM trials WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+        )
+        try:
+            for members in self.plan.groups():
+                todo = [t for t in members if t.key not in done]
+                if not todo:
+                    continue
+                try:
+                    self._bring_up(todo[0])
+                    for t in todo:
+                        seq += 1
+                        status = self._trial(run_id, seq, t)
+                        out.ran += 1
+                        if status != "completed":
+                            out.failed.append(t.key)
+                finally:
+                    self._teardown()
+        except BaseException as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            status = "interrupted" if interrupted else "failed"
+            self.store.conn.execute(
+                "UPDATE trials SET status = ?, ended_at = datetime('now') "
+                "WHERE run_id = ? AND status = 'running'",
+                (status, run_id),
+            )
+            self.store.add_event(
+                run_id,
+                status,
+                {"reason": "interrupted" if interrupted else str(exc), "phases": self.ledger.summary()},
+            )
+            self.store.finish_run(run_id, status)  # type: ignore[arg-type]
+            out.status = status
+            if interrupted:
+                raise ExperimentInterrupted(
+                    f"interrupted: run {run_id} keeps its finished trials; run the same command again "
+                    "to continue where it stopped"
+                ) from None
+            raise
+        out.status = "failed" if out.failed else "completed"
+        self.store.add_event(
+            run_id,
+            "wall_time",
+            {
+                "phases": self.ledger.summary(),
+                "wall": round(self.ledger.wall, 2),
+                "not_measuring_share": round(self.ledger.not_measuring_share(), 4),
+            },
+        )
+        self.store.finish_run(run_id, out.status)  # type: ignore[arg-type]
+        return out
+
+    def _experiment_provenance(self) -> dict[str, Any]:
+        exp = self.plan.experiment
+        return {
+            "name": exp.name,
+            "profile": exp.profile,
+            "source": exp.source,
+            "plan_id": self.plan.id,
+            "settings": exp.settings.model_dump(mode="json"),
+            "parts": {
+                name: {"workload": wl.model_dump(mode="json"), "factors": lv}
+                for name, (wl, lv) in exp.parts.items()
+            },
+            "trials": [t.key for t in self.plan.trials],
+        }
+
+    # ---- cluster lifecycle --------------------------------------------------------------------
+
+    def _bring_up(self, t: TrialSpec) -> None:
+        topo = t.topology
+        if any(tr.tls for tr in self.plan.trials):
+            with self.ledger.phase("bring-up"):
+                self.certs = tlsmod.ensure_certs(self.home / "experiments" / "tls")
+        self.lis.phase(f"bringing up {topo.cluster.nodes} node(s) for group {t.group}" + _res(t))
+        with self.ledger.phase("bring-up"):
+            c = Cluster(topo, home=self.home)
+            self.cluster = c
+            c.up(report=self.lis.phase)
+        self.running = topo.cluster.nodes
+        self.prepared = set()
+
+    def _teardown(self) -> None:
+        c = self.cluster
+        if c is None:
+            return
+        with self.ledger.phase("teardown"):
+            c.down()
+        self.cluster = None
+        self.lis.phase("cluster taken down")
+
+    def _set_nodes(self, want: int) -> None:
+        c = self.cluster
+        assert c is not None
+        if want == self.running:
+            return
+        with self.ledger.phase("node changes"):
+            h = c.haproxy()
+            if want < self.running:
+                for i in range(self.running, want, -1):
+                    if h is not None:
+                        _haproxy_cmd(h, f"set server galera/n{i} state maint")
+                    c.node_stop(i)
+                self.lis.phase(f"stopped nodes {want + 1}-{self.running}: {want} running")
+            else:
+                for i in range(self.running + 1, want + 1):
+                    msg = c.node_start(i)
+                    if h is not None:
+                        _haproxy_cmd(h, f"set server galera/n{i} state ready")
+                    self.lis.phase(msg)
+                if h is not None:
+                    h.wait_all_up([f"n{i}" for i in range(1, want + 1)], timeout=NODE_SETTLE_TIMEOUT)
+            self.running = want
+
+    def _set_server(self, t: TrialSpec) -> None:
+        c = self.cluster
+        assert c is not None
+        if not t.server:
+            return
+        sql = "SET GLOBAL " + ", ".join(f"{k} = {int(v)}" for k, v in t.server)
+        for i in range(1, self.running + 1):
+            c.node(i).query(sql, timeout=10)
+
+    def _endpoint(self, t: TrialSpec, database: str = "sbtest") -> Endpoint:
+        c = self.cluster
+        assert c is not None
+        if t.target == "all-nodes":
+            ep = c.endpoint("node:1", database=database)
+            ep = ep.model_copy(
+                update={
+                    "name": "all-nodes",
+                    "addresses": tuple(
+                        Address(host=c.topology.node_address(i)) for i in range(1, self.running + 1)
+                    ),
+                }
+            )
+        else:
+            ep = c.endpoint(t.target, database=database)
+        if t.tls and self.certs is not None:
+            ep = ep.model_copy(update={"tls": True, "tls_dir": self.certs})
+        return ep
+
+    # ---- data ---------------------------------------------------------------------------------
+
+    def _drop_tables(self, db: str) -> None:
+        c = self.cluster
+        assert c is not None
+        n1 = c.node(1)
+        n1.query(f"CREATE DATABASE IF NOT EXISTS `{db}`", timeout=10)
+        rows = n1.query(
+            f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' "
+            "AND table_name REGEXP '^sbtest[0-9]+$'"
+        )
+        for (name,) in rows:
+            n1.query(f"DROP TABLE IF EXISTS `{db}`.`{name}`", timeout=60)
+        self.prepared = {p for p in self.prepared if p[0] != db}
+
+    def _ensure_data(self, t: TrialSpec, opts: SysbenchOptions) -> None:
+        c = self.cluster
+        assert c is not None
+        ds = t.dataset()
+        for db in t.databases():
+            if ds is not None and (db, *ds) in self.prepared:
+                continue
+            with self.ledger.phase("prepare"):
+                self._drop_tables(db)
+                what = "bulk_insert tables" if ds is None else f"{t.tables} x {t.table_size} rows"
+                self.lis.phase(f"preparing {what} in {db}")
+                base = opts.model_copy(update={"tls": False, "compression": False, "rate": 0})
+                if ds is not None:
+                    base = base.model_copy(update={"test": "oltp_read_write"})
+                self.sysbench.prepare(base, c.endpoint("node:1", database=db), databases=[db])
+                if ds is not None:
+                    self.prepared.add((db, *ds))
+
+    # ---- one trial ----------------------------------------------------------------------------
+
+    def _rate(self, run_id: int, t: TrialSpec) -> int:
+        if t.rate_of_max is None:
+            return t.rate
+        sig = group_signature(t)
+        per_point: dict[str, list[float]] = {}
+        for tr in self.store.trials(run_id):
+            p = tr.params
+            if (
+                tr.status == "completed"
+                and p.get("group_sig") == sig
+                and p.get("test") == t.test
+                and p.get("nodes") == t.nodes
+                and not p.get("rate")
+                and p.get("rate_of_max") is None
+            ):
+                s = self.store.summary(tr.id)
+                if s is not None:
+                    per_point.setdefault(p["point_key"], []).append(float(s["tps"]))
+        if not per_point:
+            raise ComponentError(
+                f"{t.key}: rate_of_max needs an unlimited-rate trial of {t.test} on {t.nodes} node(s) "
+                "earlier in the experiment; add one (e.g. a threads sweep) to the same cluster"
+            )
+        best = max(statistics.median(v) for v in per_point.values())
+        return max(1, round(best * t.rate_of_max))
+
+    def _snapshot(self, run_id: int, trial_id: int, when: str) -> None:
+        c = self.cluster
+        assert c is not None
+        queries = {}
+        for i in range(1, self.running + 1):
+            node = c.node(i)
+            queries[f"n{i}"] = lambda sql, node=node: node.query(sql, timeout=2.0)
+        snap: ServerSnapshot = snapshot_servers(queries)
+        self.store.set_provenance(run_id, f"server_variables@{when}", snap.variables, trial_id=trial_id)
+        self.store.set_provenance(run_id, f"wsrep_status@{when}", snap.wsrep_status, trial_id=trial_id)
+        if snap.errors:
+            self.store.set_provenance(run_id, f"server_errors@{when}", snap.errors, trial_id=trial_id)
+
+    def _trial(self, run_id: int, seq: int, t: TrialSpec) -> str:
+        t_begin = self.ledger.monotonic()
+        self._set_nodes(t.nodes)
+        overhead_from = self.ledger.monotonic()
+        opts = SysbenchOptions(
+            test=t.test,
+            tables=t.tables,
+            table_size=t.table_size,
+            threads=t.threads,
+            time=t.duration,
+            warmup=t.warmup,
+            rate=0,
+            rand_type=t.rand_type,
+            tls=t.tls,
+            compression=t.compression,  # type: ignore[arg-type]
+        )
+        self._ensure_data(t, opts)
+        rate = self._rate(run_id, t)
+        opts = opts.model_copy(update={"rate": rate})
+        overhead_from = self.ledger.monotonic()
+        self._set_server(t)
+        params = {
+            **t.describe(),
+            "key": t.key,
+            "point_key": t.point_key,
+            "point_label": t.point_label,
+            "index": t.index,
+            "group": t.group,
+            "group_sig": group_signature(t),
+            "effective_rate": rate,
+            "options": opts.model_dump(mode="json"),
+        }
+        trial_id = self.store.add_trial(run_id, seq, t.test, params)
+        self._snapshot(run_id, trial_id, "start")
+        self.lis.trial_started(t, opts)
+        endpoint = self._endpoint(t)
+
+        def on_sample(s: Sample) -> None:
+            self.store.add_sample(trial_id, s)
+            self.lis.sample(t, s)
+
+        t_load = self.ledger.monotonic()
+        try:
+            result = self.sysbench.run(
+                opts,
+                endpoint,
+                clients=t.clients,
+                separate_schemas=t.separate_schemas,
+                on_sample=on_sample,
+                preflight=False,
+            )
+        finally:
+            load = self.ledger.monotonic() - t_load
+            measured = min(float(t.duration), max(0.0, load - t.warmup))
+            self.ledger.add("warm-up", min(float(t.warmup), load))
+            self.ledger.add("measuring", measured)
+        record_run_result(self.store, trial_id, result)
+        self._snapshot(run_id, trial_id, "end")
+        failure = result.failure()
+        status = "completed" if result.ok else "failed"
+        if failure:
+            self.store.add_event(
+                run_id,
+                "trial_failed",
+                {"key": t.key, "reason": failure, "stderr": result.stderr_tail[-5:]},
+                trial_id=trial_id,
+            )
+        self.store.finish_trial(trial_id, status)  # type: ignore[arg-type]
+        if t.test == BULK_GROUP:
+            with self.ledger.phase("prepare"):
+                for db in t.databases():
+                    self._drop_tables(db)
+        now = self.ledger.monotonic()
+        self.ledger.add("trial overhead", (now - overhead_from) - load)
+        self.lis.trial_finished(t, result, status, now - t_begin)
+        if t.cooldown:
+            with self.ledger.phase("cool-down"):
+                self.sleep(t.cooldown)
+        return status
+
+
+def _haproxy_cmd(h: Any, cmd: str) -> None:
+    with contextlib.suppress(OSError):
+        h.command(cmd)
+
+
+def _res(t: TrialSpec) -> str:
+    r = t.topology.resources
+    parts = [
+        f"{k}={v}"
+        for k, v in (("cpu_quota", r.cpu_quota), ("cpuset", r.cpuset), ("bandwidth", r.bandwidth))
+        if v
+    ]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def trial_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """The latest completed trial of every key: params plus its all-clients summary."""
+    latest = done_trials(store, run_id)
+    by_id = {tr.id: tr for tr in store.trials(run_id)}
+    out = []
+    for key, tid in latest.items():
+        tr = by_id[tid]
+        s = store.summary(tid)
+        out.append({"trial_id": tid, "seq": tr.seq, "key": key, **tr.params, "summary": s})
+    out.sort(key=lambda r: r.get("index", 0))
+    return out
+
+
+def plan_json(plan: Plan) -> str:
+    return json.dumps([t.describe() | {"key": t.key, "group": t.group} for t in plan.trials], indent=1)

@@ -1,0 +1,317 @@
+"""Experiment files: a base topology and workload, factors with levels, repetitions, profiles.
+
+Pure. `load_experiment(path, profile)` returns a validated `Experiment` or raises `InputError`
+with one line per problem, each naming the file (and profile) and the field.
+
+Layout of a file:
+
+    [experiment]   name, description, repetitions, design ("full-grid"), baseline, cv_warn
+    [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
+    [workload]     tests, tables, table_size, threads, clients, separate_schemas, rate, rate_of_max,
+                   rand_type, target, tls, compression, duration, warmup, cooldown
+    [factors]      factor = [levels...]: shorthand for [parts.main.factors]
+    [parts.NAME]   factors = {...}, workload = {...}: another sweep over the same base
+    [profiles.P]   any of the tables above, merged over them when `--profile P` is given
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from clusterbench.errors import InputError
+from clusterbench.spec.topology import (
+    MAX_NODES,
+    RATE_RE,
+    Topology,
+    parse_toml,
+    validation_messages,
+)
+from clusterbench.workloads.sysbench import KNOWN_TESTS
+
+Level = int | float | str | bool
+
+# Factors that change the cluster itself (a rebuild), and those changed on a running cluster.
+TOPOLOGY_FACTORS = ("cpu_quota", "cpuset", "bandwidth")
+# `nodes` is changed at runtime: the cluster is built for the largest count of its group and the
+# extra nodes are stopped (a graceful leave) or started (IST) between points.
+SERVER_FACTORS = ("wsrep_slave_threads", "innodb_flush_log_at_trx_commit")  # SET GLOBAL
+CLIENT_FACTORS = (
+    "workload",
+    "threads",
+    "clients",
+    "separate_schemas",
+    "rate",
+    "rand_type",
+    "target",
+    "tls",
+    "compression",
+)
+ALL_FACTORS = ("nodes", *TOPOLOGY_FACTORS, *SERVER_FACTORS, *CLIENT_FACTORS)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Factors(_Strict):
+    """Each factor is a list of levels; the design crosses them (full grid)."""
+
+    nodes: list[int] | None = None
+    cpu_quota: list[float] | None = None
+    cpuset: list[str] | None = None
+    bandwidth: list[str] | None = None
+    wsrep_slave_threads: list[int] | None = None
+    innodb_flush_log_at_trx_commit: list[Literal[0, 1, 2]] | None = None
+    workload: list[str] | None = None
+    threads: list[int] | None = None
+    clients: list[int] | None = None
+    separate_schemas: list[bool] | None = None
+    rate: list[int] | None = None
+    rand_type: list[Literal["uniform", "gaussian", "special", "pareto"]] | None = None
+    target: list[str] | None = None
+    tls: list[bool] | None = None
+    compression: list[bool] | None = None
+
+    @field_validator("*")
+    @classmethod
+    def _non_empty(cls, v: list[Any] | None) -> list[Any] | None:
+        if v is not None:
+            if not v:
+                raise ValueError("needs at least one level")
+            if len(set(map(repr, v))) != len(v):
+                raise ValueError("a level is given twice")
+        return v
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, v: list[int] | None) -> list[int] | None:
+        for x in v or []:
+            if not 1 <= x <= MAX_NODES:
+                raise ValueError(f"node counts must be 1-{MAX_NODES} (got {x})")
+        return v
+
+    @field_validator("threads", "clients", "wsrep_slave_threads")
+    @classmethod
+    def _positive(cls, v: list[int] | None) -> list[int] | None:
+        for x in v or []:
+            if x < 1:
+                raise ValueError(f"levels must be at least 1 (got {x})")
+        return v
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, v: list[int] | None) -> list[int] | None:
+        for x in v or []:
+            if x < 0:
+                raise ValueError(f"rates must be 0 (unlimited) or more (got {x})")
+        return v
+
+    @field_validator("cpu_quota")
+    @classmethod
+    def _quota(cls, v: list[float] | None) -> list[float] | None:
+        for x in v or []:
+            if not 0 < x <= 64:
+                raise ValueError(f"cpu_quota levels are CPUs, above 0 and at most 64 (got {x})")
+        return v
+
+    @field_validator("bandwidth")
+    @classmethod
+    def _bw(cls, v: list[str] | None) -> list[str] | None:
+        for x in v or []:
+            if not RATE_RE.match(x):
+                raise ValueError(f"'{x}' is not a rate like '100mbit'")
+        return v
+
+    @field_validator("workload")
+    @classmethod
+    def _tests(cls, v: list[str] | None) -> list[str] | None:
+        for x in v or []:
+            if x not in KNOWN_TESTS:
+                raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
+        return v
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: list[str] | None) -> list[str] | None:
+        for x in v or []:
+            if x not in ("balancer", "all-nodes") and not (x.startswith("node:") and x[5:].isdigit()):
+                raise ValueError(f"'{x}' is not a target; use balancer, node:N or all-nodes")
+        return v
+
+    def levels(self) -> dict[str, list[Level]]:
+        """Factors that are set, in a fixed order (topology first, then server, then client)."""
+        return {k: list(v) for k, v in self.model_dump(exclude_none=True).items()}
+
+
+class Workload(_Strict):
+    """Everything a trial runs with, unless a factor sets it."""
+
+    tests: list[str] = Field(default_factory=lambda: ["oltp_read_write"], min_length=1)
+    tables: int = Field(4, ge=1)
+    table_size: int = Field(10000, ge=1)
+    threads: int = Field(4, ge=1)
+    clients: int = Field(1, ge=1)
+    separate_schemas: bool = False
+    rate: int = Field(0, ge=0)
+    # A fraction of the highest tps measured earlier in the experiment on the same cluster with
+    # the same test and node count (the sustained-rate run "at 75 % of the maximum").
+    rate_of_max: float | None = Field(None, gt=0, le=2)
+    rand_type: Literal["uniform", "gaussian", "special", "pareto"] = "special"
+    target: str = "balancer"
+    tls: bool = False
+    compression: bool = False
+    duration: int = Field(30, ge=1, description="measured seconds per trial")
+    warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
+    cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
+
+    @field_validator("tests")
+    @classmethod
+    def _tests(cls, v: list[str]) -> list[str]:
+        for x in v:
+            if x not in KNOWN_TESTS:
+                raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
+        return v
+
+
+class Part(_Strict):
+    factors: Factors = Field(default_factory=Factors)
+    workload: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExperimentSettings(_Strict):
+    name: str = Field(min_length=1, max_length=64)
+    description: str = ""
+    repetitions: int = Field(3, ge=1, le=100)
+    design: Literal["full-grid"] = "full-grid"
+    baseline: dict[str, Level] = Field(default_factory=dict)
+    cv_warn: float = Field(0.10, gt=0, description="flag a point whose coefficient of variation is above")
+
+
+class ExperimentFile(_Strict):
+    experiment: ExperimentSettings
+    topology: dict[str, Any] = Field(default_factory=dict)
+    workload: Workload = Field(default_factory=Workload)  # type: ignore[arg-type]
+    factors: Factors | None = None
+    parts: dict[str, Part] = Field(default_factory=dict)
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _parts(self) -> ExperimentFile:
+        if self.factors is None and not self.parts:
+            raise ValueError("no factors: add a [factors] table (or [parts.NAME.factors])")
+        if self.factors is not None and "main" in self.parts:
+            raise ValueError("[factors] is the part 'main'; rename [parts.main]")
+        for k in self.experiment.baseline:
+            if k not in ALL_FACTORS:
+                raise ValueError(f"experiment.baseline: unknown factor '{k}'")
+        return self
+
+
+class Experiment(BaseModel):
+    """A resolved experiment: the profile is merged in, the base topology validated."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    settings: ExperimentSettings
+    topology: Topology
+    parts: dict[str, tuple[Workload, dict[str, list[Level]]]]
+    profile: str | None
+    source: str
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+PROFILE_KEYS = ("experiment", "topology", "workload", "factors", "parts")
+
+
+def experiment_from_data(data: dict[str, Any], source: str, profile: str | None = None) -> Experiment:
+    profiles = data.get("profiles", {})
+    where = source
+    if profile is not None:
+        if not isinstance(profiles, dict) or profile not in profiles:
+            known = ", ".join(sorted(profiles)) if isinstance(profiles, dict) and profiles else "none"
+            raise InputError(f"{source}: no profile '{profile}' (profiles in the file: {known})")
+        over = profiles[profile]
+        if not isinstance(over, dict):
+            raise InputError(f"{source}: profiles.{profile} must be a table")
+        bad = [k for k in over if k not in PROFILE_KEYS]
+        if bad:
+            raise InputError(
+                f"{source}: unknown key 'profiles.{profile}.{bad[0]}' (known keys: {', '.join(PROFILE_KEYS)})"
+            )
+        data = _merge(data, over)
+        where = f"{source} (profile {profile})"
+    try:
+        f = ExperimentFile.model_validate(data)
+    except ValidationError as exc:
+        raise InputError("\n".join(validation_messages(exc, ExperimentFile, where))) from None
+    try:
+        topo = Topology.model_validate(f.topology)
+    except ValidationError as exc:
+        lines = validation_messages(exc, Topology, where)
+        raise InputError(
+            "\n".join(ln.replace(f"{where}: ", f"{where}: topology.", 1) for ln in lines)
+        ) from None
+    base = f.workload.model_dump()
+    parts: dict[str, tuple[Workload, dict[str, list[Level]]]] = {}
+    raw_parts: dict[str, Part] = {}
+    if f.factors is not None:
+        raw_parts["main"] = Part(factors=f.factors)
+    raw_parts.update(f.parts)
+    for name, part in raw_parts.items():
+        try:
+            wl = Workload.model_validate(_merge(base, part.workload))
+        except ValidationError as exc:
+            lines = validation_messages(exc, Workload, where)
+            raise InputError(
+                "\n".join(ln.replace(f"{where}: ", f"{where}: parts.{name}.workload.", 1) for ln in lines)
+            ) from None
+        levels = part.factors.levels()
+        if not levels:
+            raise InputError(f"{where}: parts.{name}.factors: no factor has levels")
+        if "workload" in levels and len(wl.tests) > 1:
+            raise InputError(f"{where}: parts.{name}: give the tests either as workload.tests or as a factor")
+        for t in levels.get("target", []):
+            if str(t).startswith("node:") and int(str(t)[5:]) > min(
+                levels.get("nodes", [topo.cluster.nodes])
+            ):
+                raise InputError(
+                    f"{where}: parts.{name}.factors.target: {t} is beyond the smallest node count"
+                )
+        if wl.target.startswith("node:") and int(wl.target[5:]) > min(
+            levels.get("nodes", [topo.cluster.nodes])
+        ):
+            raise InputError(
+                f"{where}: parts.{name}.workload.target: {wl.target} is beyond the smallest node count"
+            )
+        parts[name] = (wl, levels)
+    for k, v in f.experiment.baseline.items():
+        if not any(k in lv and v in lv[k] for _, lv in parts.values()):
+            raise InputError(f"{where}: experiment.baseline.{k}: {v!r} is not a level of factor {k}")
+    return Experiment(settings=f.experiment, topology=topo, parts=parts, profile=profile, source=source)
+
+
+def load_experiment(path: Path, profile: str | None = None) -> Experiment:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such experiment file; see examples/experiments/") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the experiment file ({exc.strerror})") from None
+    return experiment_from_data(parse_toml(text, str(path)), str(path), profile)
