@@ -71,10 +71,10 @@ def vip_cluster(cb_home: Path) -> Iterator[Cluster]:
         pytest.skip("keepalived is not installed; run `make setup`")
     topo = make_topology(NAME, SUBNET, balancer={"count": 2, "advert_int": ADVERT_INT})
     c = Cluster(topo, home=cb_home)
+    t0 = time.monotonic()
+    c.up()  # cleans up after itself on failure; a refused up must not take down someone else's cluster
+    print(f"\ncbvip up with a keepalived pair in {time.monotonic() - t0:.1f} s")
     try:
-        t0 = time.monotonic()
-        c.up()
-        print(f"\ncbvip up with a keepalived pair in {time.monotonic() - t0:.1f} s")
         yield c
     finally:
         c.down()

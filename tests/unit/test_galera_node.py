@@ -153,7 +153,8 @@ def test_stop_sigterm_obeyed(tmp_path: Path) -> None:
     proc = running(n, host)
     clock.at(clock.now() + 3, lambda: host.live.discard(proc.pid))  # shuts down after 3 s
     assert n.stop(timeout=60) == "stopped"
-    assert host.signal_numbers() == [signal.SIGTERM]
+    # SIGCONT first: a paused (SIGSTOPped) node would not act on SIGTERM.
+    assert host.signal_numbers() == [signal.SIGCONT, signal.SIGTERM]
     assert 3 <= clock.elapsed < 3.1
 
 
@@ -161,7 +162,7 @@ def test_stop_sigkill_after_timeout(tmp_path: Path) -> None:
     n, host, clock = make(tmp_path)  # ignores SIGTERM, dies on SIGKILL
     running(n, host)
     assert n.stop(timeout=60) == "killed after timeout"
-    assert host.signal_numbers() == [signal.SIGTERM, signal.SIGKILL]
+    assert host.signal_numbers() == [signal.SIGCONT, signal.SIGTERM, signal.SIGKILL]
     assert 60 <= clock.elapsed < 60.1
     assert n.alive() is False
 

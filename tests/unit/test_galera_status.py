@@ -73,7 +73,7 @@ def test_parse_real_non_primary_node() -> None:
         last_committed=10,
         flow_control_paused=0.0,
         cluster_state_uuid=UUID,
-        cluster_conf_id=18446744073709551615,
+        cluster_conf_id=-1,  # reported as 2**64 - 1, an unsigned -1
     )
     assert st.primary is False
     assert st.synced is False

@@ -80,7 +80,11 @@ def up(
     cluster = Cluster(topo)
     console.out.print(
         f"Bringing up cluster [bold]{topo.name}[/]: {topo.cluster.nodes} Galera node(s)"
-        + (" + HAProxy" if topo.balancer.kind == "haproxy" else "")
+        + (
+            (" + 2 HAProxy with keepalived (VIP)" if topo.balancer.count == 2 else " + HAProxy")
+            if topo.balancer.kind == "haproxy"
+            else ""
+        )
         + f" on {topo.network}"
     )
     timings = cluster.up(report=console.step)
@@ -143,6 +147,10 @@ def status(name: NameOpt = None) -> None:
     """Per node: process, Galera state, cluster size, Primary, ready, flow control; HAProxy's view."""
     cluster = _load(name)
     _print_status(cluster.status())
+    from clusterbench.faults import leftovers  # here: faults depend on cluster, not the other way
+
+    for lo in leftovers.find(cluster):
+        console.warn(f"fault left in place: {lo.describe()}; `clusterbench heal` removes it")
 
 
 def _print_status(st: ClusterStatus) -> None:
@@ -227,21 +235,27 @@ def stop(name: NameOpt = None) -> None:
 
 
 @node_app.command("stop")
-def node_stop(index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None) -> None:
+def node_stop(
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
+) -> None:
     """Graceful stop (SIGTERM, SIGKILL after 60 s)."""
     preflight.require_root()
     console.step(_load(name).node_stop(index))
 
 
 @node_app.command("kill")
-def node_kill(index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None) -> None:
+def node_kill(
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
+) -> None:
     """kill -9: a process crash."""
     preflight.require_root()
     console.step(_load(name).node_kill(index))
 
 
 @node_app.command("start")
-def node_start(index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None) -> None:
+def node_start(
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
+) -> None:
     """Start a node; after a crash it recovers its position first so it rejoins by IST."""
     preflight.require_root()
     console.step(_load(name).node_start(index))

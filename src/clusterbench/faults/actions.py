@@ -303,27 +303,28 @@ class RollingRestart(_Base):
 
 
 class KillBalancer(_Base):
+    """kill -9 HAProxy on one balancer host. With a keepalived pair, `balancer` means the one that
+    holds the VIP when the fault starts (the drill people run), `lb:N` a given one."""
+
+    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
+        super().__init__(cluster, fault)
+        self.index = fault.balancer or 1
+
     def apply(self) -> dict[str, Any]:
         self.active = True
-        h = self.cluster.haproxy()
-        if h is None:
-            return {"killed": "no balancer"}
-        what = h.kill()
-        self.cluster._record_balancer(h)
-        return {"killed": f"haproxy lb{self.fault.balancer}: {what}"}
+        if self.fault.params.get("target") != "lb" and len(self.cluster.haproxies()) > 1:
+            holder = self.cluster.vip_holder()
+            if holder is not None and holder.startswith("lb"):
+                self.index = int(holder[2:])
+        return {"killed": self.cluster.balancer_kill(self.index)}
 
     def heal(self) -> dict[str, Any]:
         if not self.active:
             return {}
         self.active = False
-        h = self.cluster.haproxy()
-        if h is None:
-            return {}
         t0 = time.monotonic()
-        h.start()
-        self.cluster._record_balancer(h)
-        h.wait_all_up([f"n{i}" for i in self.cluster.topology.node_indexes()], timeout=30)
-        return {"restarted": f"haproxy lb{self.fault.balancer} UP in {time.monotonic() - t0:.1f} s"}
+        msg = self.cluster.balancer_start(self.index)
+        return {"restarted": f"{msg} ({time.monotonic() - t0:.1f} s)"}
 
 
 ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {

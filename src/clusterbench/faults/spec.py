@@ -170,6 +170,7 @@ def plan(
             if s.target not in ("balancer", "lb:1", "lb:2"):
                 errors.append(f"{where}: target must be balancer or lb:N")
             lb = int(s.target[3:]) if s.target.startswith("lb:") else 1
+            params["target"] = "lb" if s.target.startswith("lb:") else "balancer"
             if balancers == 0:
                 errors.append(f"{where}: this cluster has no balancer")
             elif lb > balancers:

@@ -44,6 +44,12 @@ def _float(v: str | None) -> float:
         return 0.0
 
 
+def _conf_id(v: str | None) -> int:
+    """A non-Primary node reports conf_id as 2**64 - 1 (an unsigned -1); keep it as -1."""
+    n = _int(v)
+    return -1 if n >= 2**63 else n
+
+
 def parse_wsrep_status(rows: list[tuple[str, str]] | dict[str, str]) -> WsrepStatus:
     d = dict(rows) if not isinstance(rows, dict) else rows
     d = {k.lower(): ("" if v is None else str(v)) for k, v in d.items()}
@@ -57,7 +63,7 @@ def parse_wsrep_status(rows: list[tuple[str, str]] | dict[str, str]) -> WsrepSta
         last_committed=_int(d.get("wsrep_last_committed")),
         flow_control_paused=_float(d.get("wsrep_flow_control_paused")),
         cluster_state_uuid=d.get("wsrep_cluster_state_uuid", "") or "",
-        cluster_conf_id=_int(d.get("wsrep_cluster_conf_id")),
+        cluster_conf_id=_conf_id(d.get("wsrep_cluster_conf_id")),
     )
 
 
