@@ -311,10 +311,11 @@ def version() -> None:
     console.out.print(__version__)
 
 
-from clusterbench.cli import bench, drill  # noqa: E402 - registers run, suite, report, results
+from clusterbench.cli import bench, drill, experiment  # noqa: E402 - registers run, suite, report, results
 
 bench.register(app)
 drill.register(app)
+experiment.register(app)
 
 
 def _sigterm(signum: int, frame: object) -> NoReturn:

@@ -1,0 +1,368 @@
+"""Experiments: plan, experiment run / report, compare. Thin: parse, call, print."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from clusterbench.analysis.stats import compare as compare_samples
+from clusterbench.cli import console
+from clusterbench.cli.bench import _command_line, _store, _sysbench_runner, results_path, sample_line
+from clusterbench.cluster import home_dir
+from clusterbench.errors import InputError
+from clusterbench.experiment import tls as tlsmod
+from clusterbench.experiment.planner import Plan, TrialSpec, expand
+from clusterbench.experiment.results import point_stats
+from clusterbench.experiment.runner import KIND, ExperimentListener, ExperimentRunner, done_trials, find_run
+from clusterbench.experiment.spec import load_experiment
+from clusterbench.runner import resolve_run
+from clusterbench.workloads import RunResult, Sample, SysbenchOptions
+from clusterbench.workloads.parse import combine_samples
+
+FileArg = Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")]
+ProfileOpt = Annotated[
+    str | None, typer.Option("--profile", "-p", help="A profile of the file, e.g. quick or full.")
+]
+ResultsOpt = Annotated[
+    Path | None, typer.Option("--results", help="Results store (default: <home>/results.db).")
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan_cmd)
+    app.command("compare")(compare_cmd)
+    exp_app = typer.Typer(help="Run experiments and report them.", no_args_is_help=True)
+    exp_app.command("run")(run_cmd)
+    exp_app.command("report")(report_cmd)
+    app.add_typer(exp_app, name="experiment")
+
+
+def make_plan(path: Path, profile: str | None) -> Plan:
+    exp = load_experiment(path, profile)
+    return expand(exp, tlsmod.server_settings(home_dir() / "experiments" / "tls"))
+
+
+def _dur(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def plan_cmd(
+    file: FileArg,
+    profile: ProfileOpt = None,
+    results: ResultsOpt = None,
+) -> None:
+    """Print the trials of an experiment in run order and the estimated wall time; touches nothing."""
+    plan = make_plan(file, profile)
+    exp = plan.experiment
+    done: set[str] = set()
+    path = results_path(results)
+    if path.exists():
+        with _store(results, must_exist=True) as store:
+            rid = find_run(store, plan)
+            if rid is not None:
+                done = set(done_trials(store, rid))
+    table = Table(
+        title=f"{exp.name} ({exp.profile or 'base'}): {len(plan.trials)} trials",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        pad_edge=False,
+    )
+    for col in ("#", "grp", "cluster", "nodes", "part", "point", "rep", "test", "thr", "cli", "rate", "s"):
+        table.add_column(
+            col, justify="right" if col in ("#", "grp", "nodes", "rep", "thr", "cli", "s") else "left"
+        )
+    for t in plan.trials:
+        r = t.topology.resources
+        cl = f"{t.topology.cluster.nodes}n" + "".join(
+            f" {k}={v}" for k, v in (("cpu", r.cpu_quota), ("cpuset", r.cpuset), ("bw", r.bandwidth)) if v
+        )
+        mark = " (done)" if t.key in done else ""
+        table.add_row(
+            str(t.index),
+            str(t.group),
+            cl,
+            str(t.nodes),
+            t.part,
+            t.point_label + mark,
+            str(t.rep),
+            t.test,
+            str(t.threads),
+            str(t.clients),
+            t.rate_text(),
+            f"{t.warmup}+{t.duration}",
+        )
+    console.out.print(table)
+    est = plan.estimate(skip=done)
+    phases = ", ".join(f"{k} {_dur(v)}" for k, v in sorted(est.phases.items(), key=lambda kv: -kv[1]))
+    console.out.print(
+        f"{len(plan.groups())} cluster build(s), {len(plan.points())} points x "
+        f"{exp.settings.repetitions} repetition(s); {len(done)} trial(s) already done"
+    )
+    console.out.print(
+        f"estimated wall time {_dur(est.total)} ({phases}); not measuring {est.not_measuring_share:.0%}"
+    )
+
+
+class ExperimentView(ExperimentListener):
+    """An overall bar (trials done / to do) with an ETA, and the current trial's last second."""
+
+    def __init__(self) -> None:
+        self.tty = console.is_tty()
+        self.progress: Progress | None = None
+        self.task: Any = None
+        self.plan: Plan | None = None
+        self.todo: list[str] = []
+        self.finished: set[str] = set()
+        self.t0 = time.monotonic()
+        self.est0 = 0.0
+        self.clients = 1
+        self.pending: dict[int, list[Sample]] = {}
+        self.run_id: int | None = None
+
+    def __enter__(self) -> ExperimentView:
+        if self.tty:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=30),
+                MofNCompleteColumn(),
+                TextColumn("ETA {task.fields[eta]}"),
+                TextColumn("{task.fields[live]}"),
+                console=console.out,
+                refresh_per_second=4,
+            )
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def _eta(self) -> str:
+        assert self.plan is not None
+        skip = self.done | self.finished
+        remaining = self.plan.estimate(skip=skip).total
+        spent_est = self.est0 - remaining
+        elapsed = time.monotonic() - self.t0
+        scale = min(3.0, max(0.5, elapsed / spent_est)) if spent_est > 30 else 1.0
+        return _dur(remaining * scale)
+
+    def started(self, run_id: int, plan: Plan, done: set[str], resumed: bool) -> None:
+        self.plan, self.done, self.run_id = plan, done, run_id
+        self.todo = [t.key for t in plan.trials if t.key not in done]
+        self.est0 = plan.estimate(skip=done).total
+        what = f"resuming run {run_id}: {len(done)} trial(s) done, " if resumed else f"run {run_id}: "
+        console.out.print(f"{what}{len(self.todo)} to run, estimated {_dur(self.est0)}")
+        if self.progress is not None:
+            self.task = self.progress.add_task(
+                plan.experiment.name, total=len(self.todo), eta=self._eta(), live=""
+            )
+
+    def phase(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(f"  {message}", soft_wrap=True, markup=False)
+        else:
+            console.step(message)
+
+    def trial_started(self, t: TrialSpec, opts: SysbenchOptions) -> None:
+        self.clients = t.clients
+        self.pending = {}
+        self.current = f"#{t.index} {t.part}: {t.point_label} rep {t.rep} ({opts.rate or 'max'} tps target)"
+        if self.progress is not None:
+            self.progress.update(self.task, live=self.current)
+
+    def sample(self, t: TrialSpec, sample: Sample) -> None:
+        k = round(sample.t)
+        group = self.pending.setdefault(k, [])
+        group.append(sample)
+        if len(group) < self.clients:
+            return
+        del self.pending[k]
+        s = combine_samples(group)[0] if self.clients > 1 else sample
+        if self.progress is not None:
+            self.progress.update(self.task, live=f"#{t.index} [{k:>3} s] {sample_line(s)}")
+
+    def trial_finished(self, t: TrialSpec, result: RunResult, status: str, wall: float) -> None:
+        self.finished.add(t.key)
+        s = result.summary
+        stats = f"tps {s.tps:,.1f}  p95 {s.pct(95) or 0:.2f} ms" if s is not None else ""
+        if status != "completed":
+            stats = f"{status}: {result.failure() or ''}"
+        line = f"#{t.index:>3} {t.part}: {t.point_label} rep {t.rep}: {stats} ({wall:.0f} s)"
+        if self.progress is not None:
+            self.progress.console.print(line, markup=False, soft_wrap=True)
+            self.progress.update(self.task, advance=1, eta=self._eta(), live="")
+        else:
+            console.out.print(
+                f"  {line}  [{len(self.finished)}/{len(self.todo)}, ETA {self._eta()}]",
+                markup=False,
+                soft_wrap=True,
+            )
+
+
+def run_cmd(
+    file: FileArg,
+    profile: ProfileOpt = None,
+    results: ResultsOpt = None,
+    fresh: Annotated[
+        bool, typer.Option(help="Start a new run even if one of this plan can be resumed.")
+    ] = False,
+) -> None:
+    """Run an experiment (resumable: the same command again skips the finished trials)."""
+    plan = make_plan(file, profile)
+    with _store(results) as store:
+        view = ExperimentView()
+        runner = ExperimentRunner(
+            plan, store, _sysbench_runner(), home=home_dir(), listener=view, command_line=_command_line()
+        )
+        with view:
+            out = runner.run(fresh=fresh)
+        led = out.ledger
+        phases = ", ".join(f"{k} {v:.0f} s" for k, v in led.summary().items() if v >= 0.5)
+        colour = "green" if out.status == "completed" else "red"
+        console.out.print(
+            f"run [bold]{out.run_id}[/] [{colour}]{out.status}[/]: {out.ran} trial(s) run, "
+            f"{out.skipped} skipped (already done); wall {_dur(led.wall)}, measuring {_dur(led.measuring)}"
+        )
+        console.out.print(
+            f"not measuring: [bold]{led.not_measuring_share():.1%}[/] of the wall time ({phases})",
+            soft_wrap=True,
+        )
+        console.out.print(f"report: clusterbench experiment report {out.run_id}")
+    if out.failed:
+        from clusterbench.runner import TrialsFailed
+
+        raise TrialsFailed(
+            f"run {out.run_id}: {len(out.failed)} trial(s) failed: {', '.join(out.failed[:5])}"
+        )
+
+
+def _experiment_run(store: Any, ref: str) -> int:
+    run_id = resolve_run(store, ref) if ref != "last" else _last_experiment(store)
+    if store.get_run(run_id).kind != KIND:
+        raise InputError(
+            f"run {run_id} is not an experiment run; `clusterbench results list` shows the kinds"
+        )
+    return run_id
+
+
+def _last_experiment(store: Any) -> int:
+    runs = [r for r in store.list_runs() if r.kind == KIND]
+    if not runs:
+        raise InputError("no experiment runs in the store; start one with `clusterbench experiment run FILE`")
+    return int(runs[-1].id)
+
+
+def report_cmd(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Experiment run id, or 'last'.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Directory (default <home>/reports).")
+    ] = None,
+    results: ResultsOpt = None,
+) -> None:
+    """Write the experiment's HTML report (plots, per-point statistics) and CSV files; print a table."""
+    from clusterbench.experiment.report import write_experiment_report
+
+    with _store(results, must_exist=True) as store:
+        run_id = _experiment_run(store, run_ref)
+        points = point_stats(store, run_id)
+        out_dir = out if out is not None else home_dir() / "reports"
+        try:
+            paths = write_experiment_report(store, run_id, out_dir)
+        except OSError as exc:
+            raise InputError(f"cannot write the report to {out_dir} ({exc}); choose another --out") from None
+    table = Table(title=f"experiment run {run_id}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for col in ("part", "point", "n", "tps median", "95 % CI", "cover", "CV", "p95 ms"):
+        table.add_column(col, justify="left" if col in ("part", "point") else "right")
+    for p in points:
+        t = p.tps_ci
+        cv = "—" if p.cv is None else f"{p.cv:.1%}" + (" [red]high[/]" if p.cv_high else "")
+        table.add_row(
+            p.part,
+            p.label,
+            str(p.n),
+            f"{t.median:,.1f}" if t else "—",
+            f"{t.low:,.1f}–{t.high:,.1f}" if t else "—",
+            f"{t.coverage:.0%}" if t else "—",
+            cv,
+            f"{p.p95_pooled:.2f}" if p.p95_pooled is not None else "—",
+        )
+    console.out.print(table)
+    for p in paths:
+        console.out.print(f"wrote {p}")
+
+
+def compare_cmd(
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="Experiment run id (the reference).")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="Experiment run id compared against RUN_A.")],
+    test: Annotated[str, typer.Option(help="welch (Welch's t) or mwu (Mann-Whitney U).")] = "welch",
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="Significance level.")] = 0.05,
+    results: ResultsOpt = None,
+) -> None:
+    """Per matching point: % difference of median tps (B vs A), p-value over repetitions, verdict."""
+    if test not in ("welch", "mwu"):
+        raise InputError(f"--test must be welch or mwu, got {test!r}")
+    with _store(results, must_exist=True) as store:
+        a, b = _experiment_run(store, run_a), _experiment_run(store, run_b)
+        pa = {p.key: p for p in point_stats(store, a)}
+        pb = {p.key: p for p in point_stats(store, b)}
+    common = [k for k in pa if k in pb]
+    if not common:
+        raise InputError(
+            f"runs {a} and {b} have no design point in common; compare runs of the same experiment"
+        )
+    table = Table(
+        title=f"run {b} against run {a} ({'Welch t' if test == 'welch' else 'Mann-Whitney U'}, "
+        f"alpha {alpha:g})",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        pad_edge=False,
+    )
+    for col in (
+        "point",
+        "n A",
+        "n B",
+        "tps A",
+        "tps B",
+        "diff",
+        "p95 A",
+        "p95 B",
+        "p (Welch)",
+        "p (MWU)",
+        "verdict",
+    ):
+        table.add_column(col, justify="left" if col in ("point", "verdict") else "right")
+    counts: dict[str, int] = {}
+    for k in common:
+        x, y = pa[k], pb[k]
+        c = compare_samples(x.tps, y.tps, test=test, alpha=alpha)  # type: ignore[arg-type]
+        v = c.verdict()
+        counts[v] = counts.get(v, 0) + 1
+        colour = {"faster": "green", "slower": "red"}.get(v, "white")
+        pw = "—" if c.p_welch is None else f"{c.p_welch:.3g}"
+        pm = "—" if c.p_mwu is None else f"{c.p_mwu:.3g}"
+        table.add_row(
+            k,
+            str(x.n),
+            str(y.n),
+            f"{c.median_a:,.1f}",
+            f"{c.median_b:,.1f}",
+            "—" if c.change is None else f"{c.change:+.1%}",
+            f"{x.p95_pooled:.2f}" if x.p95_pooled else "—",
+            f"{y.p95_pooled:.2f}" if y.p95_pooled else "—",
+            pw,
+            pm,
+            f"[{colour}]{v}[/]",
+        )
+    console.out.print(table)
+    only = (len(pa) - len(common), len(pb) - len(common))
+    console.out.print(
+        ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        + (f"; {only[0]} point(s) only in run {a}, {only[1]} only in run {b}" if any(only) else "")
+    )
