@@ -40,6 +40,8 @@ DRILLS: dict[str, dict[str, Any]] = {
     "throttle-link": {"kind": "throttle-link", "target": "node:3", "rate": "1mbit"},
     "kill-majority": {"kind": "kill-node", "target": "node:2,3"},
     "kill-balancer": {"kind": "kill-balancer", "target": "balancer"},
+    "kill-all": {"kind": "kill-node", "target": "all"},
+    "rolling-restart": {"kind": "rolling-restart"},
 }
 
 
@@ -97,7 +99,9 @@ def main() -> int:
             cluster.up()
             try:
                 for d in drills:
-                    fault = {**DRILLS[d], "at": 15, "for": 10}
+                    fault = {**DRILLS[d], "at": 15}
+                    if fault["kind"] != "rolling-restart":
+                        fault["for"] = 10
                     spec = ScenarioSpec.model_validate(
                         {
                             "name": d,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -64,3 +65,41 @@ class FileHost(Protocol):
     def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None: ...
 
     def read_file(self, path: Path) -> str | None: ...
+
+
+class _Signals(Protocol):
+    def alive(self, proc: ProcessRef) -> bool: ...
+
+    def signal(self, proc: ProcessRef, sig: int) -> bool: ...
+
+
+class _Clock(Protocol):
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+def wait_dead(host: _Signals, proc: ProcessRef, clock: _Clock, timeout: float) -> bool:
+    deadline = clock.now() + timeout
+    while clock.now() < deadline:
+        if not host.alive(proc):
+            return True
+        clock.sleep(0.05)
+    return not host.alive(proc)
+
+
+def terminate(
+    host: _Signals, proc: ProcessRef | None, clock: _Clock, timeout: float, *, cont: bool = False
+) -> str:
+    """SIGTERM, wait up to `timeout`, then SIGKILL. `cont` sends SIGCONT first, for a process that
+    may be paused (a SIGSTOPped process does not act on SIGTERM). Returns what happened."""
+    if proc is None or not host.alive(proc):
+        return "not running"
+    if cont:
+        host.signal(proc, signal.SIGCONT)
+    host.signal(proc, signal.SIGTERM)
+    if wait_dead(host, proc, clock, timeout):
+        return "stopped"
+    host.signal(proc, signal.SIGKILL)
+    wait_dead(host, proc, clock, 10)
+    return "killed after timeout"

@@ -31,7 +31,7 @@ from clusterbench.components.galera.status import (
     render_grastate,
 )
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.base import ProcessRef, terminate, wait_dead
 from clusterbench.hosts.local import LocalHost
 
 log = logging.getLogger(__name__)
@@ -204,18 +204,9 @@ class GaleraNode:
         return parse_recovered_position(self.host.read_file(rlog) or "")
 
     def stop(self, timeout: float = 60.0) -> str:
-        """SIGTERM, wait, SIGKILL after `timeout`. Returns what happened."""
-        if not self.alive():
-            return "not running"
-        assert self.proc is not None
-        # A paused (SIGSTOPped) mariadbd would not act on SIGTERM until continued.
-        self.host.signal(self.proc, signal.SIGCONT)
-        self.host.signal(self.proc, signal.SIGTERM)
-        if self._wait_dead(timeout):
-            return "stopped"
-        self.host.signal(self.proc, signal.SIGKILL)
-        self._wait_dead(10)
-        return "killed after timeout"
+        """SIGTERM, wait, SIGKILL after `timeout`. Returns what happened. SIGCONT first: a paused
+        (SIGSTOPped) mariadbd would not act on SIGTERM until continued."""
+        return terminate(self.host, self.proc, self.clock, timeout, cont=True)
 
     def kill(self) -> str:
         if not self.alive():
@@ -234,12 +225,7 @@ class GaleraNode:
             self.host.signal(self.proc, signal.SIGCONT)
 
     def _wait_dead(self, timeout: float) -> bool:
-        deadline = self.clock.now() + timeout
-        while self.clock.now() < deadline:
-            if not self.alive():
-                return True
-            self.clock.sleep(0.05)
-        return not self.alive()
+        return self.proc is None or wait_dead(self.host, self.proc, self.clock, timeout)
 
     # --- health check agent (socat + script, inside the node's namespace) ---
 

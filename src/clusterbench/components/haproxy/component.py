@@ -9,7 +9,7 @@ from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.config import HAProxyConfig, render_haproxy_cfg
 from clusterbench.components.haproxy.status import BackendServer, parse_show_stat
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.base import ProcessRef, terminate
 from clusterbench.hosts.local import LocalHost
 
 
@@ -55,17 +55,7 @@ class HAProxy:
         raise ComponentError("haproxy did not open its stats socket in 10 s")
 
     def stop(self, timeout: float = 10.0) -> str:
-        if not self.alive():
-            return "not running"
-        assert self.proc is not None
-        self.host.signal(self.proc, signal.SIGTERM)
-        deadline = self.clock.now() + timeout
-        while self.clock.now() < deadline:
-            if not self.alive():
-                return "stopped"
-            self.clock.sleep(0.05)
-        self.host.signal(self.proc, signal.SIGKILL)
-        return "killed after timeout"
+        return terminate(self.host, self.proc, self.clock, timeout)
 
     def kill(self) -> str:
         if not self.alive():

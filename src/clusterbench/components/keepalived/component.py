@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.keepalived.config import KeepalivedConfig, render_keepalived_conf
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.base import ProcessRef, terminate
 from clusterbench.hosts.local import LocalHost
 
 _STATE_RE = re.compile(r"\) Entering (MASTER|BACKUP|FAULT|STOP) STATE")
@@ -102,17 +101,7 @@ class Keepalived:
     def stop(self, timeout: float = 10.0) -> str:
         """SIGTERM to the parent: it stops its children, which drop the VIP and send a priority-0
         advert, so the peer takes over at once."""
-        if not self.alive():
-            return "not running"
-        assert self.proc is not None
-        self.host.signal(self.proc, signal.SIGTERM)
-        deadline = self.clock.now() + timeout
-        while self.clock.now() < deadline:
-            if not self.alive():
-                return "stopped"
-            self.clock.sleep(0.05)
-        self.host.signal(self.proc, signal.SIGKILL)
-        return "killed after timeout"
+        return terminate(self.host, self.proc, self.clock, timeout)
 
     def vrrp_state(self) -> str | None:
         """MASTER, BACKUP, FAULT (its HAProxy check fails) or STOP, from the log; None before
