@@ -1,0 +1,198 @@
+"""Planner: golden trial lists, ordering that keeps rebuilds rare, profiles, validation errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterbench.errors import InputError
+from clusterbench.experiment.planner import CostModel, expand
+from clusterbench.experiment.spec import experiment_from_data, load_experiment
+from clusterbench.spec.topology import parse_toml
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "experiments"
+
+SMALL = """
+[experiment]
+name = "t"
+repetitions = 2
+
+[topology.cluster]
+name = "cbexp"
+subnet = "198.18.206.0/24"
+
+[workload]
+duration = 3
+warmup = 1
+
+[factors]
+nodes = [2, 1]
+threads = [1, 4]
+
+[profiles.quick]
+experiment = { repetitions = 1 }
+factors = { threads = [8] }
+"""
+
+
+def exp(text: str = SMALL, profile: str | None = None):  # type: ignore[no-untyped-def]
+    return experiment_from_data(parse_toml(text, "x.toml"), "x.toml", profile)
+
+
+def test_golden_trial_list_and_order() -> None:
+    plan = expand(exp())
+    got = [(t.index, t.group, t.topology.cluster.nodes, t.nodes, t.threads, t.rep) for t in plan.trials]
+    # one cluster sized for 2 nodes; ascending node count; repetitions back to back
+    assert got == [
+        (1, 1, 2, 1, 1, 1),
+        (2, 1, 2, 1, 1, 2),
+        (3, 1, 2, 1, 4, 1),
+        (4, 1, 2, 1, 4, 2),
+        (5, 1, 2, 2, 1, 1),
+        (6, 1, 2, 2, 1, 2),
+        (7, 1, 2, 2, 4, 1),
+        (8, 1, 2, 2, 4, 2),
+    ]
+    assert [t.key for t in plan.trials[:2]] == ["main|nodes=1 threads=1|rep1", "main|nodes=1 threads=1|rep2"]
+    assert all(t.test == "oltp_read_write" and t.duration == 3 and t.warmup == 1 for t in plan.trials)
+
+
+def test_profile_selection() -> None:
+    plan = expand(exp(profile="quick"))
+    assert [(t.nodes, t.threads, t.rep) for t in plan.trials] == [(1, 8, 1), (2, 8, 1)]
+    assert plan.experiment.profile == "quick"
+    assert plan.id != expand(exp()).id
+
+
+def test_unknown_profile_names_the_known_ones() -> None:
+    with pytest.raises(InputError, match=r"no profile 'fast' \(profiles in the file: quick\)"):
+        exp(profile="fast")
+
+
+def test_topology_factors_split_groups_runtime_ones_do_not() -> None:
+    text = SMALL.replace("threads = [1, 4]", "cpu_quota = [1.0, 0.5]\nwsrep_slave_threads = [1, 4]")
+    plan = expand(exp(text))
+    groups = plan.groups()
+    assert len(groups) == 2
+    assert [g[0].topology.resources.cpu_quota for g in groups] == [1.0, 0.5]
+    # inside a group: ascending nodes, then server variables; every trial sets them explicitly
+    g1 = [(t.nodes, dict(t.server)["wsrep_slave_threads"]) for t in groups[0]]
+    assert g1 == [(1, 1), (1, 1), (1, 4), (1, 4), (2, 1), (2, 1), (2, 4), (2, 4)]
+
+
+def test_parts_share_a_cluster_and_rate_of_max_runs_last() -> None:
+    text = """
+[experiment]
+name = "t"
+repetitions = 1
+[topology.cluster]
+name = "cbexp"
+[parts.sweep.factors]
+nodes = [3, 5]
+threads = [1, 8]
+[parts.sustained]
+factors = { nodes = [3, 5] }
+workload = { rate_of_max = 0.75 }
+"""
+    plan = expand(exp(text))
+    assert len(plan.groups()) == 1
+    assert [(t.part, t.nodes, t.threads, t.rate_text()) for t in plan.trials] == [
+        ("sweep", 3, 1, "max"),
+        ("sweep", 3, 8, "max"),
+        ("sweep", 5, 1, "max"),
+        ("sweep", 5, 8, "max"),
+        ("sustained", 3, 4, "75% of max"),
+        ("sustained", 5, 4, "75% of max"),
+    ]
+    assert {t.topology.cluster.nodes for t in plan.trials} == {5}
+
+
+def test_tls_adds_certificates_without_splitting() -> None:
+    text = SMALL.replace("threads = [1, 4]", "tls = [false, true]")
+    plan = expand(exp(text), {"ssl_ca": "/x/cacert.pem"})
+    assert len(plan.groups()) == 1
+    assert all(t.topology.mariadb.extra == {"ssl_ca": "/x/cacert.pem"} for t in plan.trials)
+    assert [t.tls for t in plan.trials[:4]] == [False, False, True, True]
+
+
+def test_estimate_counts_each_step_once() -> None:
+    plan = expand(exp())
+    c = CostModel()
+    est = plan.estimate(c)
+    assert est.phases["measuring"] == 8 * 3
+    assert est.phases["warm-up"] == 8 * 1
+    assert est.phases["bring-up"] == pytest.approx(c.up_base + 2 * c.up_per_node)
+    # one stop (2 -> 1) before the first trial, one start (1 -> 2) in the middle
+    assert est.phases["node changes"] == pytest.approx(
+        c.node_stop + c.balancer_settle + c.node_start + c.balancer_settle
+    )
+    assert est.phases["prepare"] == pytest.approx(c.prepare_base + 4 * 10000 / c.prepare_rows_per_s)
+    done = {t.key for t in plan.trials}
+    assert plan.estimate(c, done).total == 0
+
+
+def test_separate_schemas_prepare_each_once() -> None:
+    text = SMALL.replace("threads = [1, 4]", "clients = [1, 2]").replace(
+        "warmup = 1", "warmup = 1\nseparate_schemas = true"
+    )
+    plan = expand(exp(text))
+    assert plan.trials[0].databases() == ["sbtest1"]
+    assert [t.databases() for t in plan.trials if t.clients == 2][0] == ["sbtest1", "sbtest2"]
+    est = plan.estimate()
+    c = CostModel()
+    assert est.phases["prepare"] == pytest.approx(2 * (c.prepare_base + 40000 / c.prepare_rows_per_s))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("nodes = [2, 1]", "nodes = [2, 12]"), "x.toml: factors.nodes: node counts must be 1-9 (got 12)"),
+        (("threads = [1, 4]", "thread = [1, 4]"), "x.toml: unknown key 'factors.thread'"),
+        (
+            ("duration = 3", "duration = 0"),
+            "x.toml: workload.duration: Input should be greater than or equal to 1",
+        ),
+        (
+            ("repetitions = 2", "repetitions = 'x'"),
+            "x.toml: experiment.repetitions: Input should be a valid integer",
+        ),
+        (("threads = [1, 4]", "threads = []"), "x.toml: factors.threads: needs at least one level"),
+        (("threads = [1, 4]", "workload = ['oltp_nope']"), "x.toml: factors.workload: unknown sysbench test"),
+        (('name = "cbexp"', 'name = "Bad"'), "x.toml: topology.cluster.name: 'Bad' must be 1-8 characters"),
+    ],
+)
+def test_validation_errors_name_the_field(change: tuple[str, str], message: str) -> None:
+    with pytest.raises(InputError) as ei:
+        exp(SMALL.replace(*change))
+    assert message in str(ei.value)
+
+
+def test_profile_errors_name_the_profile() -> None:
+    with pytest.raises(
+        InputError, match=r"x.toml \(profile quick\): factors.threads: levels must be at least 1"
+    ):
+        exp(SMALL.replace("threads = [8]", "threads = [0]"), "quick")
+    with pytest.raises(InputError, match=r"unknown key 'profiles.quick.factor'"):
+        exp(SMALL.replace("factors = { threads = [8] }", "factor = { threads = [8] }"), "quick")
+
+
+def test_baseline_must_be_a_level() -> None:
+    with pytest.raises(InputError, match=r"experiment.baseline.nodes: 7 is not a level"):
+        exp(SMALL.replace("repetitions = 2", "repetitions = 2\nbaseline = { nodes = 7 }"))
+
+
+def test_no_factors() -> None:
+    with pytest.raises(InputError, match="no factors"):
+        exp(SMALL.split("[factors]")[0])
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_shipped_experiments_plan(path: Path, profile: str) -> None:
+    plan = expand(load_experiment(path, profile))
+    assert plan.trials
+    assert len({t.key for t in plan.trials}) == len(plan.trials)
+    est = plan.estimate()
+    if profile == "quick":
+        assert est.total <= 15 * 60, f"{path.name} quick is estimated at {est.total:.0f} s"
