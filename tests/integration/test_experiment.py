@@ -1,0 +1,111 @@
+"""A 2 x 2 experiment (nodes x threads) with 2 repetitions end to end on real servers: run,
+interrupt after three trials, resume (finished trials are skipped), report, compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterbench.cli.bench import _sysbench_runner
+from clusterbench.experiment.planner import TrialSpec, expand
+from clusterbench.experiment.report import write_experiment_report
+from clusterbench.experiment.results import point_stats
+from clusterbench.experiment.runner import ExperimentInterrupted, ExperimentListener, ExperimentRunner
+from clusterbench.experiment.spec import experiment_from_data
+from clusterbench.spec.topology import parse_toml
+from clusterbench.store import Store
+from clusterbench.workloads import RunResult
+
+from .conftest import leftovers
+
+SPEC = """
+[experiment]
+name = "itest"
+repetitions = 2
+baseline = { nodes = 1 }
+
+[topology.cluster]
+name = "cbexp"
+subnet = "198.18.206.0/24"
+
+[topology.mariadb]
+evs_suspect_timeout = 2.0
+evs_inactive_timeout = 4.0
+evs_keepalive_period = 0.5
+
+[workload]
+tests = ["oltp_read_write"]
+tables = 2
+table_size = 1000
+duration = 3
+warmup = 1
+
+[factors]
+nodes = [1, 2]
+threads = [1, 4]
+"""
+
+
+class StopAfter(ExperimentListener):
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.finished: list[str] = []
+
+    def trial_finished(self, t: TrialSpec, result: RunResult, status: str, wall: float) -> None:
+        self.finished.append(t.key)
+        if len(self.finished) == self.n:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.integration
+def test_experiment_end_to_end_with_resume(cb_home: Path, tmp_path: Path) -> None:
+    exp = experiment_from_data(parse_toml(SPEC, "itest.toml"), "itest.toml")
+    plan = expand(exp)
+    assert len(plan.trials) == 8
+    try:
+        with Store.open(tmp_path / "results.db") as store:
+            first = StopAfter(3)
+            with pytest.raises(ExperimentInterrupted):
+                ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home, listener=first).run()
+            assert leftovers("cbexp") == []
+            run_id = store.list_runs()[-1].id
+            assert store.get_run(run_id).status == "interrupted"
+
+            second = StopAfter(99)
+            out = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home, listener=second).run()
+            assert out.run_id == run_id and out.status == "completed"
+            assert out.skipped == 3 and out.ran == 5
+            assert not set(first.finished) & set(second.finished)
+            assert 0 < out.ledger.not_measuring_share() < 1
+            assert out.ledger.measuring >= 5 * 3 * 0.8
+
+            points = point_stats(store, run_id)
+            assert [p.label for p in points] == [
+                "nodes=1 threads=1",
+                "nodes=1 threads=4",
+                "nodes=2 threads=1",
+                "nodes=2 threads=4",
+            ]
+            for p in points:
+                assert p.n == 2 and p.tps_ci is not None and p.tps_ci.median > 0
+                assert p.p95_pooled is not None and p.p95_pooled > 0
+            # the nodes=2 trials really ran on two nodes
+            params = [tr.params for tr in store.trials(run_id) if tr.status == "completed"]
+            assert {p["nodes"] for p in params} == {1, 2}
+            prov = [store.provenance(run_id, tr.id) for tr in store.trials(run_id) if tr.params["nodes"] == 2]
+            assert all(p["wsrep_status@start"]["n1"]["wsrep_cluster_size"] == "2" for p in prov)
+
+            paths = write_experiment_report(store, run_id, tmp_path / "rep")
+            page = paths[0].read_text()
+            assert "nodes=2 threads=4" in page and "SERIES" in page and "<script" in page
+            assert len(paths[1].read_text().splitlines()) == 5
+
+            # a third invocation has nothing left to do
+            again = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home).run()
+            assert again.ran == 0 and again.skipped == 8
+    finally:
+        from clusterbench.cluster import Cluster
+
+        Cluster(plan.trials[0].topology, home=cb_home).down()
+    assert leftovers("cbexp") == []
