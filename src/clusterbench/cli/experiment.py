@@ -224,6 +224,10 @@ def run_cmd(
         with view:
             out = runner.run(fresh=fresh)
         led = out.ledger
+        if out.ran == 0:
+            console.out.print(f"run [bold]{out.run_id}[/]: all {out.skipped} trial(s) were already done")
+            console.out.print(f"report: clusterbench experiment report {out.run_id}")
+            return
         phases = ", ".join(f"{k} {v:.0f} s" for k, v in led.summary().items() if v >= 0.5)
         colour = "green" if out.status == "completed" else "red"
         console.out.print(
@@ -294,8 +298,8 @@ def report_cmd(
             f"{p.p95_pooled:.2f}" if p.p95_pooled is not None else "—",
         )
     console.out.print(table)
-    for p in paths:
-        console.out.print(f"wrote {p}")
+    for path in paths:
+        console.out.print(f"wrote {path}")
 
 
 def compare_cmd(

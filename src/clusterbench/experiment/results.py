@@ -77,7 +77,7 @@ def point_stats(store: Store, run_id: int, cv_warn: float | None = None) -> list
         p.cv = cv(p.tps)
         p.cv_high = p.cv is not None and p.cv > threshold
     order = info.get("trials") or []
-    rank = {}
+    rank: dict[str, int] = {}
     for i, k in enumerate(order):
         rank.setdefault(k.rsplit("|rep", 1)[0], i)
     return sorted(points.values(), key=lambda p: rank.get(p.key, 1 << 30))

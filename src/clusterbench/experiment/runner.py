@@ -303,6 +303,9 @@ class ExperimentRunner:
                     if h is not None:
                         _haproxy_cmd(h, f"set server galera/n{i} state maint")
                     c.node_stop(i)
+                # Leaves are graceful, but the survivors go through a view change for each one:
+                # wait until node 1 is Synced in a cluster of the new size before using it.
+                c.node(1).wait_synced(NODE_SETTLE_TIMEOUT, expect_size=want)
                 self.lis.phase(f"stopped nodes {want + 1}-{self.running}: {want} running")
             else:
                 for i in range(self.running + 1, want + 1):
@@ -406,10 +409,10 @@ class ExperimentRunner:
     def _snapshot(self, run_id: int, trial_id: int, when: str) -> None:
         c = self.cluster
         assert c is not None
-        queries = {}
+        queries: dict[str, Callable[[str], Any]] = {}
         for i in range(1, self.running + 1):
             node = c.node(i)
-            queries[f"n{i}"] = lambda sql, node=node: node.query(sql, timeout=2.0)
+            queries[f"n{i}"] = lambda sql, node=node: node.query(sql, timeout=2.0)  # type: ignore[misc]
         snap: ServerSnapshot = snapshot_servers(queries)
         self.store.set_provenance(run_id, f"server_variables@{when}", snap.variables, trial_id=trial_id)
         self.store.set_provenance(run_id, f"wsrep_status@{when}", snap.wsrep_status, trial_id=trial_id)
@@ -430,7 +433,7 @@ class ExperimentRunner:
             rate=0,
             rand_type=t.rand_type,
             tls=t.tls,
-            compression=t.compression,  # type: ignore[arg-type]
+            compression=t.compression,
         )
         self._ensure_data(t, opts)
         rate = self._rate(run_id, t)

@@ -194,7 +194,7 @@ class ExperimentSettings(_Strict):
 class ExperimentFile(_Strict):
     experiment: ExperimentSettings
     topology: dict[str, Any] = Field(default_factory=dict)
-    workload: Workload = Field(default_factory=Workload)  # type: ignore[arg-type]
+    workload: Workload = Field(default_factory=Workload)
     factors: Factors | None = None
     parts: dict[str, Part] = Field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -289,13 +289,13 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
             raise InputError(f"{where}: parts.{name}: give the tests either as workload.tests or as a factor")
         for t in levels.get("target", []):
             if str(t).startswith("node:") and int(str(t)[5:]) > min(
-                levels.get("nodes", [topo.cluster.nodes])
+                int(x) for x in levels.get("nodes", [topo.cluster.nodes])
             ):
                 raise InputError(
                     f"{where}: parts.{name}.factors.target: {t} is beyond the smallest node count"
                 )
         if wl.target.startswith("node:") and int(wl.target[5:]) > min(
-            levels.get("nodes", [topo.cluster.nodes])
+            int(x) for x in levels.get("nodes", [topo.cluster.nodes])
         ):
             raise InputError(
                 f"{where}: parts.{name}.workload.target: {wl.target} is beyond the smallest node count"

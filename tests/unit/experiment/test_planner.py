@@ -8,7 +8,7 @@ import pytest
 
 from clusterbench.errors import InputError
 from clusterbench.experiment.planner import CostModel, expand
-from clusterbench.experiment.spec import experiment_from_data, load_experiment
+from clusterbench.experiment.spec import Experiment, experiment_from_data, load_experiment
 from clusterbench.spec.topology import parse_toml
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "experiments"
@@ -36,7 +36,7 @@ factors = { threads = [8] }
 """
 
 
-def exp(text: str = SMALL, profile: str | None = None):  # type: ignore[no-untyped-def]
+def exp(text: str = SMALL, profile: str | None = None) -> Experiment:
     return experiment_from_data(parse_toml(text, "x.toml"), "x.toml", profile)
 
 
