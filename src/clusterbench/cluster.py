@@ -357,6 +357,9 @@ class Cluster:
         timings: dict[str, float] = {}
         t0 = time.monotonic()
         preflight.check_up(self.topology, self.home, self.local)
+        # A failed earlier `up` keeps its files (logs) for reading; a new one starts from nothing.
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
         self.creds = generate_credentials()
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o755)
