@@ -383,7 +383,7 @@ class Cluster:
             self.save()
             return timings
         except BaseException:
-            report("bring-up failed; tearing down what was started")
+            report(f"bring-up failed; tearing down what was started (logs kept in {self.dir})")
             try:
                 self.down(report=_quiet, keep_files=True)
             except Exception as exc:  # noqa: BLE001 - the original error matters more
