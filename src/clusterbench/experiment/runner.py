@@ -306,7 +306,7 @@ class ExperimentRunner:
                     # One leave at a time: a node that leaves while the previous view change is
                     # still in progress can hang in shutdown and the survivors lose quorum
                     # (seen with 9 -> 1). Wait until node 1 is Synced at the new size.
-                    c.node(1).wait_synced(NODE_SETTLE_TIMEOUT, expect_size=i - 1)
+                    _wait_size(c, i - 1, NODE_SETTLE_TIMEOUT)
                 self.lis.phase(f"stopped nodes {want + 1}-{self.running}: {want} running")
             else:
                 for i in range(self.running + 1, want + 1):
@@ -499,6 +499,22 @@ class ExperimentRunner:
             with self.ledger.phase("cool-down"):
                 self.sleep(t.cooldown)
         return status
+
+
+def _wait_size(c: Cluster, size: int, timeout: float) -> None:
+    """Until node 1 is Synced in a Primary component of exactly `size` members."""
+    n1 = c.node(1)
+    deadline = time.monotonic() + timeout
+    st = None
+    while time.monotonic() < deadline:
+        st = n1.status()
+        if st is not None and st.primary and st.synced and st.cluster_size == size:
+            return
+        time.sleep(0.05)
+    seen = f"{st.cluster_status} {st.state_comment}, size {st.cluster_size}" if st else "not answering"
+    raise ComponentError(
+        f"node n1 is not Synced in a Primary component of {size} after {timeout:g} s ({seen})"
+    )
 
 
 def _haproxy_cmd(h: Any, cmd: str) -> None:
