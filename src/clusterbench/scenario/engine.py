@@ -196,12 +196,23 @@ class ScenarioEngine:
         for n in self.cluster.nodes():
             n.wait_synced(max(1.0, timeout - (time.monotonic() - t0)), expect_size=size)
         notes.append(f"all {size} nodes Synced and Primary {time.monotonic() - t0:.1f} s after heal")
+        # Clients come through the balancers: settled means they see every node UP again too
+        # (HAProxy needs `rise` good checks after a node returns).
+        backends = [f"n{i}" for i in self.cluster.topology.node_indexes()]
+        for h in self.cluster.haproxies():
+            if not h.alive():
+                continue
+            h.wait_all_up(backends, timeout=max(5.0, timeout - (time.monotonic() - t0)))
+        if self.cluster.haproxies():
+            notes.append(f"balancers see every node UP {time.monotonic() - t0:.1f} s after heal")
         return notes
 
     def run(
         self, command_line: str = "", checkers: Callable[[ScenarioEngine], list[Verdict]] | None = None
     ) -> ScenarioOutcome:
         plan = self.bench_plan(command_line)
+        # Start from a healthy cluster, or the first fault's effects mix with an earlier one's.
+        self.settle(timeout=120)
         bench = BenchRunner(self.sysbench, ClusterProbe(self.cluster))
         bench.check(plan)
         store = self.stores.get()
