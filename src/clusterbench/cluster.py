@@ -30,6 +30,7 @@ from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.components.keepalived.config import KeepalivedConfig
 from clusterbench.errors import ClusterStateError, ComponentError
+from clusterbench.hosts import process
 from clusterbench.hosts.base import ProcessRef
 from clusterbench.hosts.local import LocalHost, NetnsHost
 from clusterbench.providers import preflight
@@ -773,9 +774,5 @@ class Cluster:
 
 
 def _alive_pid(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return False
-    return raw[raw.rindex(")") + 2] not in "ZX"
+    """A process in our namespaces we hold no start time for: alive unless gone or a zombie."""
+    return process.state(pid) not in (None, "Z", "X")
