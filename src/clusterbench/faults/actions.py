@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from clusterbench.cluster import Cluster
@@ -53,6 +54,42 @@ def unpartition_plan(ns_of: dict[int, str], nodes: list[int]) -> list[list[str]]
             ["ip", "netns", "exec", ns, "iptables", "-w", "-X", CHAIN],
         ]
     return cmds
+
+
+def restore_link(cluster: Cluster, i: int) -> str:
+    """Put node i's link back to the topology's shaping (tbf at its bandwidth, or none); returns
+    what it is now. Used by the throttle-link heal and by healing a killed run's leftovers."""
+    names = cluster.names
+    role = names.node_role(i)
+    configured = cluster.topology.node_resources(i).bandwidth
+    if configured:
+        # `tc qdisc replace` swaps whatever root qdisc is there for the configured one.
+        for argv in shape_plan(names, role, configured):
+            cluster.local.run(argv)
+        return configured
+    cluster.local.run(["tc", "qdisc", "del", "dev", names.veth(role), "root"], check=False)
+    cluster.local.run(
+        ["ip", "netns", "exec", names.netns(role), "tc", "qdisc", "del", "dev", "eth0", "root"], check=False
+    )
+    return "unlimited"
+
+
+def wanted_quota_us(cluster: Cluster, i: int) -> int:
+    """The topology's cfs quota for node i in microseconds per period; -1 is unlimited."""
+    want = cluster.topology.node_resources(i).cpu_quota
+    return int(want * CFS_PERIOD_US) if want else -1
+
+
+def quota_file(cluster: Cluster, i: int) -> Path:
+    return (
+        cluster.cgroups.root / "cpu" / cluster.names.cgroup(cluster.names.node_role(i)) / "cpu.cfs_quota_us"
+    )
+
+
+def restore_cpu_quota(cluster: Cluster, i: int) -> None:
+    path = quota_file(cluster, i)
+    if path.exists():
+        path.write_text(str(wanted_quota_us(cluster, i)))
 
 
 class Action(Protocol):
@@ -211,21 +248,7 @@ class ThrottleLink(_Base):
         if not self.active:
             return {}
         self.active = False
-        names = self.cluster.names
-        restored = {}
-        for i in self.fault.nodes:
-            role = names.node_role(i)
-            configured = self.cluster.topology.node_resources(i).bandwidth
-            if configured:
-                for argv in shape_plan(names, role, configured):
-                    self.cluster.local.run(argv, check=False)
-            else:
-                self.cluster.local.run(["tc", "qdisc", "del", "dev", names.veth(role), "root"], check=False)
-                self.cluster.local.run(
-                    ["ip", "netns", "exec", names.netns(role), "tc", "qdisc", "del", "dev", "eth0", "root"],
-                    check=False,
-                )
-            restored[f"n{i}"] = configured or "unlimited"
+        restored = {f"n{i}": restore_link(self.cluster, i) for i in self.fault.nodes}
         return {"restored": restored}
 
 
@@ -248,11 +271,7 @@ class ThrottleCpu(_Base):
             return {}
         self.active = False
         for i in self.fault.nodes:
-            configured = self.cluster.topology.node_resources(i).cpu_quota
-            value = str(int(configured * CFS_PERIOD_US)) if configured else "-1"
-            path = self.cluster.cgroups.root / "cpu" / self._group(i) / "cpu.cfs_quota_us"
-            if path.exists():
-                path.write_text(value)
+            restore_cpu_quota(self.cluster, i)
         return {
             "restored": {
                 f"n{i}": self.cluster.topology.node_resources(i).cpu_quota or "unlimited"

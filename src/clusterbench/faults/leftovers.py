@@ -7,10 +7,15 @@ import signal
 from dataclasses import dataclass
 
 from clusterbench.cluster import Cluster
-from clusterbench.faults.actions import CHAIN, unpartition_plan
+from clusterbench.faults.actions import (
+    CHAIN,
+    quota_file,
+    restore_cpu_quota,
+    restore_link,
+    unpartition_plan,
+    wanted_quota_us,
+)
 from clusterbench.hosts import process
-from clusterbench.providers.cgroups import CFS_PERIOD_US
-from clusterbench.providers.network import shape_plan
 
 
 @dataclass(frozen=True)
@@ -54,12 +59,9 @@ def find(cluster: Cluster) -> list[Leftover]:
             out.append(Leftover(i, "partition"))
         if n.proc is not None and n.alive() and process.state(n.proc.pid) == "T":
             out.append(Leftover(i, "paused"))
-        quota_file = cluster.cgroups.root / "cpu" / names.cgroup(role) / "cpu.cfs_quota_us"
-        if quota_file.exists():
-            want = t.node_resources(i).cpu_quota
-            want_us = int(want * CFS_PERIOD_US) if want else -1
-            if int(quota_file.read_text().strip()) != want_us:
-                out.append(Leftover(i, "cpu-quota"))
+        path = quota_file(cluster, i)
+        if path.exists() and int(path.read_text().strip()) != wanted_quota_us(cluster, i):
+            out.append(Leftover(i, "cpu-quota"))
         if n.alive() and not any(x.node == i and x.what == "paused" for x in out):
             try:
                 rows = n.query("SHOW GLOBAL VARIABLES LIKE 'wsrep_desync'", timeout=1.0)
@@ -79,24 +81,14 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
         if lo.what == "link-down":
             cluster.local.run(["ip", "link", "set", names.veth(role), "up"])
         elif lo.what == "shaping":
-            cluster.local.run(["tc", "qdisc", "del", "dev", names.veth(role), "root"], check=False)
-            cluster.local.run(
-                ["ip", "netns", "exec", names.netns(role), "tc", "qdisc", "del", "dev", "eth0", "root"],
-                check=False,
-            )
-            configured = cluster.topology.node_resources(lo.node).bandwidth
-            if configured:
-                for argv in shape_plan(names, role, configured):
-                    cluster.local.run(argv)
+            restore_link(cluster, lo.node)
         elif lo.what == "partition":
             for argv in unpartition_plan({lo.node: names.netns(role)}, [lo.node]):
                 cluster.local.run(argv, check=False)
         elif lo.what == "paused" and n.proc is not None:
             n.host.signal(n.proc, signal.SIGCONT)
         elif lo.what == "cpu-quota":
-            want = cluster.topology.node_resources(lo.node).cpu_quota
-            path = cluster.cgroups.root / "cpu" / names.cgroup(role) / "cpu.cfs_quota_us"
-            path.write_text(str(int(want * CFS_PERIOD_US)) if want else "-1")
+            restore_cpu_quota(cluster, lo.node)
         elif lo.what == "desync":
             n.query("SET GLOBAL wsrep_desync=OFF")
         done.append(f"healed {lo.describe()}")
