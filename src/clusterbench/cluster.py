@@ -713,6 +713,43 @@ class Cluster:
         how = f" after recovering {position}" if position else ""
         return f"n{n.index} rejoined by {kind}{how} in {time.monotonic() - t0:.1f} s"
 
+    def restart_nodes(self, indexes: tuple[int, ...] | list[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
+        """Restart killed or stopped nodes (the heal of kill and stop faults).
+
+        - No node runs any more (kill all): a cold start from the safe or most advanced node.
+        - A Primary component survives: rejoin one by one (each by IST when its gcache gap allows).
+        - Survivors lost quorum (non-Primary): start every killed node at once. Galera re-forms the
+          Primary component by itself (pc.recovery, gvwstate.dat) once every member of the last
+          Primary view is back; started one at a time, the first would wait for the others forever.
+          We never bootstrap a live non-Primary cluster: that would be the tool picking a winner.
+        """
+        nodes = self.nodes()
+        if not any(n.alive() for n in nodes):
+            return self.start_all()
+        if any(st is not None and st.primary for st in (n.status() for n in nodes if n.alive())):
+            return [self.node_start(i) for i in indexes]
+        out = []
+        started = []
+        for i in indexes:
+            n = self.node(i)
+            if n.alive():
+                continue
+            g = n.grastate()
+            pos = n.recover_position() if g is not None and g.crashed else None
+            self._start_node(n, start_position=pos)
+            started.append(n)
+            out.append(f"n{i} started" + (f" after recovering {pos}" if pos else ""))
+        t0 = time.monotonic()
+        for n in self.nodes():
+            n.wait_synced(timeout, expect_size=len(nodes))
+        out.append(
+            f"Primary component re-formed by itself with {len(nodes)} nodes in {time.monotonic() - t0:.1f} s"
+        )
+        for n in started:
+            n.start_clustercheck()
+            self._record_node(n)
+        return out
+
     def node_restart(self, index: int) -> str:
         stopped = self.node_stop(index)
         return f"{stopped}; {self.node_start(index)}"

@@ -116,7 +116,7 @@ class KillNodes(_Base):
         if not self.active:
             return {}
         self.active = False
-        return {"restarted": _restart(self.cluster, self.fault.nodes)}
+        return {"restarted": self.cluster.restart_nodes(self.fault.nodes)}
 
 
 class StopNodes(_Base):
@@ -128,47 +128,7 @@ class StopNodes(_Base):
         if not self.active:
             return {}
         self.active = False
-        return {"restarted": _restart(self.cluster, self.fault.nodes)}
-
-
-def _restart(cluster: Cluster, nodes: tuple[int, ...], timeout: float = 180.0) -> list[str]:
-    """Restart killed or stopped nodes.
-
-    - No node runs any more (kill all): a cold start from the safe or most advanced node.
-    - A Primary component survives: rejoin one by one (each by IST when its gcache gap allows).
-    - Survivors lost quorum (non-Primary): start every killed node at once. Galera re-forms the
-      Primary component by itself (pc.recovery, gvwstate.dat) once every member of the last
-      Primary view is back; started one at a time, the first would wait for the others forever.
-      We never bootstrap a live non-Primary cluster: that would be the tool picking a winner.
-    """
-    if not any(n.alive() for n in cluster.nodes()):
-        return cluster.start_all()
-    survivors = [n for n in cluster.nodes() if n.alive()]
-    statuses = [n.status() for n in survivors]
-    if any(st is not None and st.primary for st in statuses):
-        return [cluster.node_start(i) for i in nodes]
-    out = []
-    started = []
-    for i in nodes:
-        n = cluster.node(i)
-        if n.alive():
-            continue
-        g = n.grastate()
-        pos = n.recover_position() if g is not None and g.crashed else None
-        n.start(start_position=pos)
-        cluster._apply_cgroup(n)
-        cluster._record_node(n)
-        started.append(n)
-        out.append(f"n{i} started" + (f" after recovering {pos}" if pos else ""))
-    t0 = time.monotonic()
-    total = len(cluster.nodes())
-    for n in cluster.nodes():
-        n.wait_synced(timeout, expect_size=total)
-    out.append(f"Primary component re-formed by itself with {total} nodes in {time.monotonic() - t0:.1f} s")
-    for n in started:
-        n.start_clustercheck()
-        cluster._record_node(n)
-    return out
+        return {"restarted": self.cluster.restart_nodes(self.fault.nodes)}
 
 
 class PauseNodes(_Base):
