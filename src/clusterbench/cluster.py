@@ -726,7 +726,7 @@ class Cluster:
         nodes = self.nodes()
         if not any(n.alive() for n in nodes):
             return self.start_all()
-        if any(st is not None and st.primary for st in (n.status() for n in nodes if n.alive())):
+        if self._survivors_primary():
             return [self.node_start(i) for i in indexes]
         out = []
         started = []
@@ -749,6 +749,22 @@ class Cluster:
             n.start_clustercheck()
             self._record_node(n)
         return out
+
+    def _survivors_primary(self) -> bool:
+        """Do the running nodes form a Primary component of their own?
+
+        Right after a crash the survivors still report the old view (dead members included, still
+        Primary) until evs.suspect_timeout has passed: wait until their view counts only live
+        members, or they have lost Primary, bounded by evs.inactive_timeout."""
+        alive = [n for n in self.nodes() if n.alive()]
+        deadline = self.clock.now() + self.topology.mariadb.evs_inactive_timeout + 10
+        while True:
+            views = [n.status() for n in alive]
+            if any(st is not None and st.primary and st.cluster_size <= len(alive) for st in views):
+                return True
+            if all(st is None or not st.primary for st in views) or self.clock.now() >= deadline:
+                return False
+            self.clock.sleep(0.2)
 
     def node_restart(self, index: int) -> str:
         stopped = self.node_stop(index)
