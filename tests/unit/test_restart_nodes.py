@@ -32,7 +32,7 @@ def view(size: int, primary: bool) -> WsrepStatus:
 class FakeNode:
     index: int
     live: bool
-    views: list[WsrepStatus | None] = field(default_factory=list)  # one per poll; the last one repeats
+    views: list[WsrepStatus] = field(default_factory=list)  # one per poll; the last one repeats
 
     def alive(self) -> bool:
         return self.live
