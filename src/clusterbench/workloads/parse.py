@@ -12,7 +12,7 @@ Anything else sysbench prints (banner, FATAL lines, ...) is not a report line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,22 +40,34 @@ class Sample:
     lat_pct_ms: float | None  # sysbench's own value for `percentile`; None when no event completed
     client: int = 0
     hist: LatencyHistogram | None = field(default=None, compare=False, repr=False)
+    # Wall clock (epoch seconds) when sysbench reported the interval; wall - t is when the
+    # client's own clock started, which is how clients' intervals are checked for alignment.
+    wall: float | None = field(default=None, compare=False)
+    # Set on a sum of several clients: (tps, qps read, qps write, qps other) added up per client.
+    # Each client divides by its own interval (1.0011 s here, 1.0009 s there), so events / one
+    # interval would not equal the sum of the clients' rates.
+    rates: tuple[float, float, float, float] | None = field(default=None, compare=False, repr=False)
+
+    def _rate(self, k: int, count: int) -> float:
+        if self.rates is not None:
+            return self.rates[k]
+        return count / self.interval if self.interval > 0 else 0.0
 
     @property
     def tps(self) -> float:
-        return self.events / self.interval if self.interval > 0 else 0.0
+        return self._rate(0, self.events)
 
     @property
     def qps_read(self) -> float:
-        return self.reads / self.interval if self.interval > 0 else 0.0
+        return self._rate(1, self.reads)
 
     @property
     def qps_write(self) -> float:
-        return self.writes / self.interval if self.interval > 0 else 0.0
+        return self._rate(2, self.writes)
 
     @property
     def qps_other(self) -> float:
-        return self.other / self.interval if self.interval > 0 else 0.0
+        return self._rate(3, self.other)
 
     @property
     def qps(self) -> float:
@@ -204,6 +216,7 @@ def sample_from(obj: dict[str, Any], client: int = 0) -> Sample:
         lat_pct_ms=float(lat) if lat is not None and events > 0 else None,
         client=client,
         hist=hist,
+        wall=float(obj["wall"]) if obj.get("wall") is not None else None,
     )
 
 
@@ -302,7 +315,7 @@ def merge_summaries(summaries: list[Summary]) -> Summary | None:
     if len(summaries) == 1:
         return summaries[0]
     events = sum(s.events for s in summaries)
-    hist = merge_all(s.hist for s in summaries)
+    hist = merge_exact(s.hist for s in summaries)
     pct = summaries[0].percentile
     return Summary(
         duration=max(s.duration for s in summaries),
@@ -323,32 +336,61 @@ def merge_summaries(summaries: list[Summary]) -> Summary | None:
     )
 
 
+def merge_exact(hists: Iterable[LatencyHistogram | None]) -> LatencyHistogram | None:
+    """The sum of every histogram, or None when one of them is missing.
+
+    A percentile of the clients that happen to have a histogram is not the percentile of the
+    combined load (the missing client may be the slow one), so no answer beats a wrong one.
+    """
+    items = list(hists)
+    if not items or any(h is None for h in items):
+        return None
+    return merge_all(items)
+
+
+def interval_key(s: Sample) -> int:
+    """Which report interval a sample belongs to: clients that start together report their k-th
+    interval at t ~ k * interval on their own clocks, so the rounded t is the shared index."""
+    return round(s.t)
+
+
 def combine_samples(samples: Iterable[Sample]) -> list[Sample]:
-    """Per-second totals across client processes: samples with the same rounded t are added up."""
+    """Per-interval totals across client processes (client=-1), in interval order.
+
+    Counts and per-client rates add up; latency comes from the sum of the interval histograms,
+    and is None when any client's interval has no histogram. Never an average of percentiles.
+    """
     by_t: dict[int, list[Sample]] = {}
     for s in samples:
-        by_t.setdefault(round(s.t), []).append(s)
-    out: list[Sample] = []
-    for t in sorted(by_t):
-        group = by_t[t]
-        hist = merge_all(s.hist for s in group)
-        pct = group[0].percentile
-        events = sum(s.events for s in group)
-        out.append(
-            Sample(
-                t=float(t),
-                interval=max(s.interval for s in group),
-                threads=sum(s.threads for s in group),
-                events=events,
-                reads=sum(s.reads for s in group),
-                writes=sum(s.writes for s in group),
-                other=sum(s.other for s in group),
-                errors=sum(s.errors for s in group),
-                reconnects=sum(s.reconnects for s in group),
-                percentile=pct,
-                lat_pct_ms=hist.percentile(pct) if hist is not None and events else None,
-                client=-1,
-                hist=hist,
-            )
-        )
-    return out
+        by_t.setdefault(interval_key(s), []).append(s)
+    return [combine_group(float(t), by_t[t]) for t in sorted(by_t)]
+
+
+def combine_group(t: float, group: Sequence[Sample]) -> Sample:
+    """One interval's samples (one per client) as one sample at `t`."""
+    hist = merge_exact(s.hist for s in group)
+    pct = group[0].percentile
+    events = sum(s.events for s in group)
+    walls = [s.wall for s in group if s.wall is not None]
+    return Sample(
+        t=t,
+        interval=max(s.interval for s in group),
+        threads=sum(s.threads for s in group),
+        events=events,
+        reads=sum(s.reads for s in group),
+        writes=sum(s.writes for s in group),
+        other=sum(s.other for s in group),
+        errors=sum(s.errors for s in group),
+        reconnects=sum(s.reconnects for s in group),
+        percentile=pct,
+        lat_pct_ms=hist.percentile(pct) if hist is not None and events else None,
+        client=-1,
+        hist=hist,
+        wall=max(walls) if len(walls) == len(group) else None,
+        rates=(
+            sum(s.tps for s in group),
+            sum(s.qps_read for s in group),
+            sum(s.qps_write for s in group),
+            sum(s.qps_other for s in group),
+        ),
+    )

@@ -47,6 +47,22 @@ int pthread_rwlock_unlock(void *lock);
 local PREFIX = "CBJSON "
 local H = ffi.C.sb_latency_histogram
 
+-- Wall clock of each report, so that the intervals of clients on different hosts can be checked
+-- against each other (os.time() has whole seconds only). Own type name: sysbench's Lua may
+-- declare struct timespec some day, and a second declaration would be an error.
+local WALL_OK = pcall(ffi.cdef, [[
+typedef struct { long tv_sec; long tv_nsec; } cb_timespec_t;
+int clock_gettime(int clk_id, cb_timespec_t *tp);
+]])
+local TS = WALL_OK and ffi.new("cb_timespec_t") or nil
+
+local function wall_json()
+   if not WALL_OK or ffi.C.clock_gettime(0, TS) ~= 0 then  -- 0: CLOCK_REALTIME
+      return "null"
+   end
+   return string.format("%d.%09d", tonumber(TS.tv_sec), tonumber(TS.tv_nsec))
+end
+
 local function hist_ok()
    local n = tonumber(H.array_size)
    return n ~= nil and n >= 16 and n <= 1000000 and H.range_min > 0
@@ -99,12 +115,14 @@ local function common(stat)
 end
 
 function sysbench.hooks.report_intermediate(stat)
+   local wall = wall_json()
    local hist = "null"
    if HIST_OK then
       hist = buckets_json(H.temp_array)
    end
-   emit(string.format('{"type":"interval",%s,"queue_length":%s,"concurrency":%s,"hist_scheme":%s,"hist":%s}',
-                      common(stat), num(stat.queue_length or 0), num(stat.concurrency or 0),
+   emit(string.format('{"type":"interval",%s,"wall":%s,"queue_length":%s,"concurrency":%s,' ..
+                      '"hist_scheme":%s,"hist":%s}',
+                      common(stat), wall, num(stat.queue_length or 0), num(stat.concurrency or 0),
                       scheme_json(), hist))
 end
 
