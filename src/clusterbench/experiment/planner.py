@@ -5,12 +5,14 @@ Ordering keeps rebuilds rare:
 * Trials are grouped by the factors that need a new cluster (cpu_quota, cpuset, bandwidth). A
   group's cluster is built once, for the largest node count any of its trials needs.
 * Inside a group, the node count is changed on the running cluster: extra nodes are stopped (a
-  graceful leave) and started again (they rejoin by IST). Trials run in ascending node count so
-  each node starts once per group.
+  graceful leave, a fraction of a second each). Trials run in descending node count, so the
+  cluster only ever shrinks inside a group: no node is started again, and there is no state
+  transfer (IST or SST) at all between points.
 * Server variables (wsrep_slave_threads, innodb_flush_log_at_trx_commit) are set with SET GLOBAL;
   threads, clients, rate, TLS, compression, target and the test are per-trial client options.
 * Repetitions of one point run back to back; trials whose rate depends on an earlier maximum
-  (`rate_of_max`) run last in their group.
+  (`rate_of_max`) run last among the trials of their node count (the maximum they need is
+  measured at the same node count).
 
 The design is a full grid per part; `DESIGNS` maps a design name to its expansion, so other
 designs (e.g. one factor at a time, fractional) can be added without touching the ordering.
@@ -25,7 +27,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterbench.errors import InputError
 from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level, Workload
+from clusterbench.faults.spec import FaultSpec
+from clusterbench.faults.spec import plan as plan_faults
 from clusterbench.spec.topology import Topology
 from clusterbench.workloads.sysbench import BULK_GROUP
 
@@ -65,6 +70,7 @@ class TrialSpec:
     duration: int
     warmup: int
     cooldown: float
+    faults: tuple[FaultSpec, ...] = ()
     group: int = 0
     index: int = 0  # 1-based position in the run order
 
@@ -89,13 +95,33 @@ class TrialSpec:
         """(tables, rows) of the shared oltp tables; None for bulk_insert (prepared per trial)."""
         return None if self.test == BULK_GROUP else (self.tables, self.table_size)
 
+    def planned_faults(self) -> list[Any]:
+        """The trial's fault schedule with targets resolved (seeded by the trial's key, so a rerun
+        or a resumed run hits the same nodes). Raises InputError naming the part."""
+        if not self.faults:
+            return []
+        seed = int(hashlib.sha256(self.key.encode()).hexdigest()[:8], 16)
+        try:
+            return plan_faults(
+                list(self.faults),
+                self.nodes,
+                self.topology.balancer.count if self.topology.balancer.kind == "haproxy" else 0,
+                float(self.warmup + self.duration),
+                seed=seed,
+            )
+        except ValueError as exc:
+            lines = str(exc).splitlines()
+            raise InputError(
+                "\n".join(f"parts.{self.part}.workload.faults ({self.point_label}): {ln}" for ln in lines)
+            ) from None
+
     def rate_text(self) -> str:
         if self.rate_of_max is not None:
             return f"{self.rate_of_max:.0%} of max"
         return str(self.rate) if self.rate else "max"
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out = {
             "part": self.part,
             "point": {k: v for k, v in self.point},
             "rep": self.rep,
@@ -117,6 +143,9 @@ class TrialSpec:
             "warmup": self.warmup,
             "cooldown": self.cooldown,
         }
+        if self.faults:
+            out["faults"] = [f.model_dump(by_alias=True, exclude_none=True) for f in self.faults]
+        return out
 
 
 @dataclass(frozen=True)
@@ -230,7 +259,10 @@ def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
             server = tuple((k, int(p.get(k, getattr(exp.topology.mariadb, k)))) for k in server_used)
             for rep in range(1, exp.settings.repetitions + 1):
                 raw.append(_trial(part, point, rep, topo, nodes, server, wl, p))
-    return Plan(exp, tuple(order(raw)))
+    ordered = tuple(order(raw))
+    for t in ordered:
+        t.planned_faults()  # a schedule that cannot run is refused before anything starts
+    return Plan(exp, ordered)
 
 
 def _trial(
@@ -268,12 +300,14 @@ def _trial(
         duration=wl.duration,
         warmup=wl.warmup,
         cooldown=wl.cooldown,
+        faults=tuple(wl.faults),
     )
 
 
 def order(trials: list[TrialSpec]) -> list[TrialSpec]:
     """Group by cluster (first appearance), size each group's cluster for its largest node count,
-    then order inside a group: rate_of_max last, ascending nodes, server variables, grid order."""
+    then order inside a group: descending nodes (the cluster only shrinks), rate_of_max last
+    within a node count, then server variables, then grid order."""
     groups: dict[str, list[tuple[int, TrialSpec]]] = {}
     for i, t in enumerate(trials):
         groups.setdefault(_group_key(t.topology), []).append((i, t))
@@ -284,7 +318,7 @@ def order(trials: list[TrialSpec]) -> list[TrialSpec]:
         data = topo.model_dump(mode="json")
         data["cluster"]["nodes"] = capacity
         sized = Topology.model_validate(data)
-        members.sort(key=lambda it: (it[1].rate_of_max is not None, it[1].nodes, it[1].server, it[0]))
+        members.sort(key=lambda it: (-it[1].nodes, it[1].rate_of_max is not None, it[1].server, it[0]))
         for _, t in members:
             out.append(_replace(t, topology=sized, group=g, index=len(out) + 1))
     return out

@@ -8,7 +8,9 @@ Layout of a file:
     [experiment]   name, description, repetitions, design ("full-grid"), baseline, cv_warn
     [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
     [workload]     tests, tables, table_size, threads, clients, separate_schemas, rate, rate_of_max,
-                   rand_type, target, tls, compression, duration, warmup, cooldown
+                   rand_type, target, tls, compression, duration, warmup, cooldown, and
+                   [[workload.faults]] (a fault schedule run inside every trial; times from the
+                   start of the load, warm-up included)
     [factors]      factor = [levels...]: shorthand for [parts.main.factors]
     [parts.NAME]   factors = {...}, workload = {...}: another sweep over the same base
     [profiles.P]   any of the tables above, merged over them when `--profile P` is given
@@ -23,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterbench.errors import InputError
+from clusterbench.faults.spec import FaultSpec
 from clusterbench.spec.topology import (
     MAX_NODES,
     RATE_RE,
@@ -167,6 +170,9 @@ class Workload(_Strict):
     duration: int = Field(30, ge=1, description="measured seconds per trial")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
+    # Applied by a nemesis inside every trial of the part and healed before it ends; the cluster
+    # is settled (every running node Synced, the balancer sees them UP) before the next trial.
+    faults: list[FaultSpec] = Field(default_factory=list)
 
     @field_validator("tests")
     @classmethod

@@ -43,24 +43,25 @@ def exp(text: str = SMALL, profile: str | None = None) -> Experiment:
 def test_golden_trial_list_and_order() -> None:
     plan = expand(exp())
     got = [(t.index, t.group, t.topology.cluster.nodes, t.nodes, t.threads, t.rep) for t in plan.trials]
-    # one cluster sized for 2 nodes; ascending node count; repetitions back to back
+    # one cluster sized for 2 nodes; descending node count (the cluster only shrinks);
+    # repetitions back to back
     assert got == [
-        (1, 1, 2, 1, 1, 1),
-        (2, 1, 2, 1, 1, 2),
-        (3, 1, 2, 1, 4, 1),
-        (4, 1, 2, 1, 4, 2),
-        (5, 1, 2, 2, 1, 1),
-        (6, 1, 2, 2, 1, 2),
-        (7, 1, 2, 2, 4, 1),
-        (8, 1, 2, 2, 4, 2),
+        (1, 1, 2, 2, 1, 1),
+        (2, 1, 2, 2, 1, 2),
+        (3, 1, 2, 2, 4, 1),
+        (4, 1, 2, 2, 4, 2),
+        (5, 1, 2, 1, 1, 1),
+        (6, 1, 2, 1, 1, 2),
+        (7, 1, 2, 1, 4, 1),
+        (8, 1, 2, 1, 4, 2),
     ]
-    assert [t.key for t in plan.trials[:2]] == ["main|nodes=1 threads=1|rep1", "main|nodes=1 threads=1|rep2"]
+    assert [t.key for t in plan.trials[:2]] == ["main|nodes=2 threads=1|rep1", "main|nodes=2 threads=1|rep2"]
     assert all(t.test == "oltp_read_write" and t.duration == 3 and t.warmup == 1 for t in plan.trials)
 
 
 def test_profile_selection() -> None:
     plan = expand(exp(profile="quick"))
-    assert [(t.nodes, t.threads, t.rep) for t in plan.trials] == [(1, 8, 1), (2, 8, 1)]
+    assert [(t.nodes, t.threads, t.rep) for t in plan.trials] == [(2, 8, 1), (1, 8, 1)]
     assert plan.experiment.profile == "quick"
     assert plan.id != expand(exp()).id
 
@@ -76,9 +77,9 @@ def test_topology_factors_split_groups_runtime_ones_do_not() -> None:
     groups = plan.groups()
     assert len(groups) == 2
     assert [g[0].topology.resources.cpu_quota for g in groups] == [1.0, 0.5]
-    # inside a group: ascending nodes, then server variables; every trial sets them explicitly
+    # inside a group: descending nodes, then server variables; every trial sets them explicitly
     g1 = [(t.nodes, dict(t.server)["wsrep_slave_threads"]) for t in groups[0]]
-    assert g1 == [(1, 1), (1, 1), (1, 4), (1, 4), (2, 1), (2, 1), (2, 4), (2, 4)]
+    assert g1 == [(2, 1), (2, 1), (2, 4), (2, 4), (1, 1), (1, 1), (1, 4), (1, 4)]
 
 
 def test_parts_share_a_cluster_and_rate_of_max_runs_last() -> None:
@@ -98,12 +99,13 @@ workload = { rate_of_max = 0.75 }
     plan = expand(exp(text))
     assert len(plan.groups()) == 1
     assert [(t.part, t.nodes, t.threads, t.rate_text()) for t in plan.trials] == [
-        ("sweep", 3, 1, "max"),
-        ("sweep", 3, 8, "max"),
+        # descending nodes; each node count's rate_of_max trial right after the sweep it needs
         ("sweep", 5, 1, "max"),
         ("sweep", 5, 8, "max"),
-        ("sustained", 3, 4, "75% of max"),
         ("sustained", 5, 4, "75% of max"),
+        ("sweep", 3, 1, "max"),
+        ("sweep", 3, 8, "max"),
+        ("sustained", 3, 4, "75% of max"),
     ]
     assert {t.topology.cluster.nodes for t in plan.trials} == {5}
 
@@ -123,10 +125,8 @@ def test_estimate_counts_each_step_once() -> None:
     assert est.phases["measuring"] == 8 * 3
     assert est.phases["warm-up"] == 8 * 1
     assert est.phases["bring-up"] == pytest.approx(c.up_base + 2 * c.up_per_node)
-    # one stop (2 -> 1) before the first trial, one start (1 -> 2) in the middle
-    assert est.phases["node changes"] == pytest.approx(
-        c.node_stop + c.balancer_settle + c.node_start + c.balancer_settle
-    )
+    # the cluster starts at 2 nodes and shrinks once (2 -> 1) in the middle; nothing starts
+    assert est.phases["node changes"] == pytest.approx(c.node_stop + c.balancer_settle)
     assert est.phases["prepare"] == pytest.approx(c.prepare_base + 4 * 10000 / c.prepare_rows_per_s)
     done = {t.key for t in plan.trials}
     assert plan.estimate(c, done).total == 0
@@ -196,3 +196,67 @@ def test_shipped_experiments_plan(path: Path, profile: str) -> None:
     est = plan.estimate()
     if profile == "quick":
         assert est.total <= 15 * 60, f"{path.name} quick is estimated at {est.total:.0f} s"
+
+
+FAULTY = """
+[experiment]
+name = "f"
+repetitions = 2
+[topology.cluster]
+name = "cbexp"
+nodes = 3
+[workload]
+duration = 20
+warmup = 2
+[[workload.faults]]
+kind = "kill-node"
+target = "one"
+at = 8
+for = 4
+[factors]
+nodes = [3]
+"""
+
+
+def test_faults_are_planned_per_trial_reproducibly() -> None:
+    plan = expand(exp(FAULTY))
+    assert [len(t.faults) for t in plan.trials] == [1, 1]
+    first = [t.planned_faults() for t in plan.trials]
+    again = [t.planned_faults() for t in expand(exp(FAULTY)).trials]
+    assert [[(f.kind, f.nodes, f.at, f.until) for f in fs] for fs in first] == [
+        [(f.kind, f.nodes, f.at, f.until) for f in fs] for fs in again
+    ]
+    (f,) = first[0]
+    assert (f.kind, len(f.nodes), f.at, f.until) == ("kill-node", 1, 8.0, 12.0)
+    assert f.nodes[0] in (1, 2, 3)
+    assert plan.trials[0].describe()["faults"] == [
+        {"kind": "kill-node", "target": "one", "at": 8.0, "for": 4.0}
+    ]
+
+
+def test_a_part_can_run_without_the_base_faults() -> None:
+    text = FAULTY.replace(
+        "[factors]\nnodes = [3]",
+        "[parts.a.factors]\nnodes = [3]\n[parts.b]\nfactors = { nodes = [3] }\nworkload = { faults = [] }",
+    )
+    plan = expand(exp(text))
+    assert {(t.part, len(t.faults)) for t in plan.trials} == {("a", 1), ("b", 0)}
+
+
+def test_a_fault_that_outlasts_the_trial_is_refused_naming_the_part() -> None:
+    text = FAULTY.replace("at = 8", "at = 20")
+    with pytest.raises(InputError, match=r"parts\.main\.workload\.faults \(nodes=3\): fault 1 \(kill-node\): "
+                       r"it would heal at 24 s, after the load ends \(22 s\)"):
+        expand(exp(text))
+
+
+def test_a_fault_target_beyond_the_running_nodes_is_refused() -> None:
+    text = FAULTY.replace('target = "one"', 'target = "minority"').replace("nodes = [3]", "nodes = [3, 1]")
+    with pytest.raises(InputError, match=r"\(nodes=1\): fault 1 \(kill-node\): target minority: a 1-node"):
+        expand(exp(text))
+
+
+def test_an_unknown_fault_field_names_it() -> None:
+    text = FAULTY.replace("for = 4", "for = 4\nseconds = 3")
+    with pytest.raises(InputError, match=r"unknown key 'workload\.faults\[0\]\.seconds'"):
+        exp(text)
