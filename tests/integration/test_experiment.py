@@ -109,3 +109,71 @@ def test_experiment_end_to_end_with_resume(cb_home: Path, tmp_path: Path) -> Non
 
         Cluster(plan.trials[0].topology, home=cb_home).down()
     assert leftovers("cbexp") == []
+
+
+FAULT_SPEC = """
+[experiment]
+name = "itest-fault"
+repetitions = 2
+
+[topology.cluster]
+name = "cbexpf"
+subnet = "198.18.207.0/24"
+nodes = 3
+
+[topology.mariadb]
+evs_suspect_timeout = 2.0
+evs_inactive_timeout = 4.0
+evs_keepalive_period = 0.5
+
+[workload]
+tests = ["oltp_write_only"]
+tables = 2
+table_size = 1000
+threads = 2
+duration = 10
+warmup = 1
+
+[[workload.faults]]
+kind = "kill-node"
+target = "node:3"
+at = 4
+for = 2
+
+[factors]
+nodes = [3]
+"""
+
+
+@pytest.mark.integration
+def test_experiment_runs_a_fault_schedule_in_every_trial(cb_home: Path, tmp_path: Path) -> None:
+    exp = experiment_from_data(parse_toml(FAULT_SPEC, "itestf.toml"), "itestf.toml")
+    plan = expand(exp)
+    try:
+        with Store.open(tmp_path / "results.db") as store:
+            out = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home).run()
+            assert out.status == "completed" and out.ran == 2
+            run_id = out.run_id
+            trials = store.trials(run_id)
+            events = store.events(run_id)
+            for tr in trials:
+                phases = [
+                    e["detail"]["phase"] for e in events if e["kind"] == "fault" and e["trial_id"] == tr.id
+                ]
+                assert phases == ["start", "applied", "end"]
+                (eff,) = [e for e in events if e["kind"] == "fault_effect" and e["trial_id"] == tr.id]
+                d = eff["detail"]
+                assert 3.9 <= d["start"] <= 5.0 and d["end"] >= d["start"] + 1.9
+                assert d["tps_before"] is not None and d["tps_before"] > 0
+            # the second trial started on a healed cluster: n3 was restarted and Synced at size 3
+            second = store.provenance(run_id, trials[1].id)
+            assert second["wsrep_status@start"]["n3"]["wsrep_cluster_size"] == "3"
+            assert second["wsrep_status@start"]["n3"]["wsrep_local_state_comment"] == "Synced"
+            page = write_experiment_report(store, run_id, tmp_path / "rep")[0].read_text()
+            assert "Faults inside trials" in page and "kill-node" in page
+            assert out.ledger.phases.get("faults", 0) > 0
+    finally:
+        from clusterbench.cluster import Cluster
+
+        Cluster(plan.trials[0].topology, home=cb_home).down()
+    assert leftovers("cbexpf") == []

@@ -124,9 +124,51 @@ def _points_table(points: Sequence[PointStats]) -> str:
     )  # fmt: skip
 
 
+def fault_effects(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """One row per fault of every trial that had a fault schedule (`fault_effect` events)."""
+    trials = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    out = []
+    for e in store.events(run_id):
+        if e["kind"] != "fault_effect" or e["trial_id"] not in trials:
+            continue
+        r = trials[e["trial_id"]]
+        out.append({"trial_id": e["trial_id"], "index": r["index"], "part": r["part"],
+                    "point": r["point_label"], "rep": r["rep"], **e["detail"]})  # fmt: skip
+    return out
+
+
+def _faults_block(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    head = ["trial", "point", "rep", "fault", "from s", "to s", "tps before", "tps back to 95 % after s",
+            "errors in window"]  # fmt: skip
+
+    def cell(v: Any) -> str:
+        return "-" if v is None else html.escape(str(v))
+
+    body = "".join(
+        "<tr>" + "".join(f"<td>{cell(c)}</td>" for c in (
+            f"#{r['index']}", f"{r['part']}: {r['point']}", r["rep"], r["fault"], r["start"], r["end"],
+            r.get("tps_before"),
+            r.get("tps_recovered_after_s") if r.get("tps_recovered_after_s") is not None
+            else ("not recovered" if r.get("tps_before") is not None else None),
+            r.get("errors_in_window"))) + "</tr>"
+        for r in rows
+    )  # fmt: skip
+    return (
+        "<h2>Faults inside trials</h2><p>Each trial ran the part's fault schedule under load; times are "
+        "seconds from the start of the load (warm-up included). 'tps back' is measured against the "
+        "median tps of the measured seconds before the fault.</p><table><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>" + body + "</tbody></table>"
+    )
+
+
 def _series_block(store: Store, run_id: int) -> str:
     data: dict[str, Any] = {}
     options = []
+    windows: dict[int, list[tuple[float, float, str]]] = {}
+    for f in fault_effects(store, run_id):
+        windows.setdefault(f["trial_id"], []).append((f["start"], f["end"], f["fault"]))
     for r in trial_rows(store, run_id):
         pts = trial_series(store, r["trial_id"])
         name = f"#{r['index']} {r['part']}: {r['point_label']} rep {r['rep']}"
@@ -135,6 +177,7 @@ def _series_block(store: Store, run_id: int) -> str:
             "t": [p.t for p in pts],
             "tps": [p.tps for p in pts],
             "p95": [p.p95 for p in pts],
+            "faults": windows.get(r["trial_id"], []),
         }
         options.append(f"<option value='{r['trial_id']}'>{html.escape(name)}</option>")
     if not data:
@@ -146,8 +189,10 @@ def _series_block(store: Store, run_id: int) -> str:
         "function showTrial(id){const s=SERIES[id];Plotly.react('series',["
         "{x:s.t,y:s.tps,name:'tps',mode:'lines+markers',yaxis:'y'},"
         "{x:s.t,y:s.p95,name:'p95 ms',mode:'lines',yaxis:'y2'}],"
-        "{title:s.name,xaxis:{title:'seconds (measured)'},yaxis:{title:'tps'},"
-        "yaxis2:{title:'p95 ms',overlaying:'y',side:'right'},height:480});}"
+        "{title:s.name,xaxis:{title:'seconds since the load started'},yaxis:{title:'tps'},"
+        "yaxis2:{title:'p95 ms',overlaying:'y',side:'right'},height:480,"
+        "shapes:s.faults.map(f=>({type:'rect',xref:'x',yref:'paper',x0:f[0],x1:f[1],y0:0,y1:1,"
+        "fillcolor:'red',opacity:0.15,line:{width:0}}))});}"
         "showTrial(document.getElementById('trial').value);</script>"
     )
 
@@ -204,7 +249,8 @@ def render_html(store: Store, run_id: int) -> str:
         f"{settings.get('repetitions', '?')} repetition(s) per point. The CI is the order-statistic "
         "interval of the median; its real coverage is shown (below 95 % with fewer than 6 repetitions). "
         "p95 comes from the repetitions' histograms added together, never from averaged percentiles.</p>"
-        f"{wall_html}" + "".join(body) + "<h2>Per-second series</h2>" + _series_block(store, run_id)
+        f"{wall_html}" + "".join(body) + _faults_block(fault_effects(store, run_id))
+        + "<h2>Per-second series</h2>" + _series_block(store, run_id)
         + "</body></html>"
     )  # fmt: skip
 

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterbench.checkers.availability import tps_recovery
 from clusterbench.cluster import Cluster
 from clusterbench.errors import ClusterbenchError, ComponentError
 from clusterbench.experiment import tls as tlsmod
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
+from clusterbench.faults.nemesis import Nemesis
 from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_servers
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store, record_run_result
@@ -34,6 +36,7 @@ from clusterbench.workloads.sysbench import BULK_GROUP
 
 KIND = "experiment"
 NODE_SETTLE_TIMEOUT = 60.0
+SETTLE_TIMEOUT = 120.0  # after a trial's faults are healed
 
 
 class ExperimentInterrupted(ClusterbenchError):
@@ -461,7 +464,11 @@ class ExperimentRunner:
             self.store.add_sample(trial_id, s)
             self.lis.sample(t, s)
 
+        nemesis = self._nemesis(run_id, trial_id, t)
+        fault_time = 0.0  # healing and settling: its own phase, not trial overhead
         t_load = self.ledger.monotonic()
+        if nemesis is not None:
+            nemesis.start(time.monotonic())
         try:
             result = self.sysbench.run(
                 opts,
@@ -476,7 +483,17 @@ class ExperimentRunner:
             measured = min(float(t.duration), max(0.0, load - t.warmup))
             self.ledger.add("warm-up", min(float(t.warmup), load))
             self.ledger.add("measuring", measured)
+            if nemesis is not None:
+                f0 = self.ledger.monotonic()
+                with self.ledger.phase("faults"):
+                    nemesis.heal_all()
+                fault_time += self.ledger.monotonic() - f0
         record_run_result(self.store, trial_id, result)
+        if nemesis is not None:
+            f0 = self.ledger.monotonic()
+            with self.ledger.phase("faults"):
+                self._after_faults(run_id, trial_id, t, nemesis, result)
+            fault_time += self.ledger.monotonic() - f0
         self._snapshot(run_id, trial_id, "end")
         failure = result.failure()
         status = "completed" if result.ok else "failed"
@@ -493,12 +510,78 @@ class ExperimentRunner:
                 for db in t.databases():
                     self._drop_tables(db)
         now = self.ledger.monotonic()
-        self.ledger.add("trial overhead", (now - overhead_from) - load)
+        self.ledger.add("trial overhead", (now - overhead_from) - load - fault_time)
         self.lis.trial_finished(t, result, status, now - t_begin)
         if t.cooldown:
             with self.ledger.phase("cool-down"):
                 self.sleep(t.cooldown)
         return status
+
+
+    # ---- faults inside a trial -------------------------------------------------------------------
+
+    def _nemesis(self, run_id: int, trial_id: int, t: TrialSpec) -> Nemesis | None:
+        planned = t.planned_faults()
+        if not planned:
+            return None
+        c = self.cluster
+        assert c is not None
+        # The nemesis thread writes its events through its own connection (sqlite3 connections
+        # are not shared across threads); a few events per fault, so one connection per event.
+        path = Path(self.store.conn.execute("PRAGMA database_list").fetchone()[2])
+
+        def sink(kind: str, detail: dict[str, Any], at: float) -> None:
+            with Store.open(path) as st:
+                st.add_event(run_id, kind, detail, trial_id=trial_id, t=round(at, 3))
+            self.lis.phase(f"{at:6.1f} s  {detail.get('fault')}: {detail.get('phase')}")
+
+        return Nemesis(c, planned, sink)
+
+    def _after_faults(
+        self, run_id: int, trial_id: int, t: TrialSpec, nemesis: Nemesis, result: RunResult
+    ) -> None:
+        """Record what each fault did to the load, then settle the cluster for the next trial."""
+        per_second: dict[int, float] = {}
+        errors: dict[int, int] = {}
+        for s in result.samples:
+            k = round(s.t)
+            per_second[k] = per_second.get(k, 0.0) + s.tps
+            errors[k] = errors.get(k, 0) + s.errors
+        tps = sorted((float(k), v) for k, v in per_second.items())
+        for label, start, end in nemesis.windows():
+            base, back = tps_recovery(tps, start, baseline_window=max(1.0, start))
+            in_window = sum(v for k, v in errors.items() if start <= k <= end + 1)
+            self.store.add_event(
+                run_id,
+                "fault_effect",
+                {
+                    "fault": label,
+                    "start": round(start, 2),
+                    "end": round(end, 2),
+                    "tps_before": None if base is None else round(base, 1),
+                    "tps_recovered_after_s": back,
+                    "errors_in_window": in_window,
+                },
+                trial_id=trial_id,
+            )
+        for err in nemesis.errors():
+            self.store.add_event(run_id, "fault_error", {"error": err}, trial_id=trial_id)
+        self._settle(t)
+
+    def _settle(self, t: TrialSpec) -> None:
+        """Every node this trial ran with is back, Synced, in one Primary component of that size,
+        and the balancers see them UP: the next trial must not inherit a fault's aftermath."""
+        c = self.cluster
+        assert c is not None
+        for i in range(1, t.nodes + 1):
+            if not c.node(i).alive():
+                self.lis.phase(c.node_start(i))
+        for i in range(1, t.nodes + 1):
+            c.node(i).wait_synced(SETTLE_TIMEOUT, expect_size=t.nodes)
+        names = [f"n{i}" for i in range(1, t.nodes + 1)]
+        for h in c.haproxies():
+            if h.alive():
+                h.wait_all_up(names, timeout=SETTLE_TIMEOUT)
 
 
 def _wait_size(c: Cluster, size: int, timeout: float) -> None:
