@@ -99,6 +99,15 @@ def plan_cmd(
             f"{t.warmup}+{t.duration}",
         )
     console.out.print(table)
+    shown: set[str] = set()
+    for t in plan.trials:
+        if t.faults and t.part not in shown:
+            shown.add(t.part)
+            sched = "; ".join(
+                f"{f.kind} {f.target} at {f.at:g} s" + (f" for {f.duration:g} s" if f.duration else "")
+                for f in t.faults
+            )
+            console.out.print(f"faults in every trial of part {t.part}: {sched}", markup=False)
     est = plan.estimate(skip=done)
     phases = ", ".join(f"{k} {_dur(v)}" for k, v in sorted(est.phases.items(), key=lambda kv: -kv[1]))
     console.out.print(

@@ -158,6 +158,7 @@ class CostModel:
     down_per_node: float = 0.3
     node_start: float = 2.0  # each joiner, by IST
     node_stop: float = 0.3
+    fault_settle: float = 3.0  # per trial with faults: heal, then every running node Synced again
     balancer_settle: float = 2.5  # HAProxy marks a node UP/DOWN after rise/fall checks
     prepare_base: float = 1.0  # per schema
     prepare_rows_per_s: float = 40000.0
@@ -362,5 +363,7 @@ def estimate(plan: Plan, cost: CostModel, skip: set[str]) -> Estimate:
             est.add("warm-up", t.warmup)
             est.add("measuring", t.duration, measuring=True)
             est.add("cool-down", t.cooldown)
+            if t.faults:
+                est.add("faults", cost.fault_settle)
         est.add("teardown", cost.down_base + cost.down_per_node * cap)
     return est

@@ -40,7 +40,7 @@ Level = int | float | str | bool
 # Factors that change the cluster itself (a rebuild), and those changed on a running cluster.
 TOPOLOGY_FACTORS = ("cpu_quota", "cpuset", "bandwidth")
 # `nodes` is changed at runtime: the cluster is built for the largest count of its group and the
-# extra nodes are stopped (a graceful leave) or started (IST) between points.
+# extra nodes are stopped (a graceful leave) between points, largest node count first.
 SERVER_FACTORS = ("wsrep_slave_threads", "innodb_flush_log_at_trx_commit")  # SET GLOBAL
 CLIENT_FACTORS = (
     "workload",
