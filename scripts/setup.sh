@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 PKGS="mariadb-server mariadb-client galera-4 haproxy sysbench iproute2 keepalived rsync mariadb-backup socat
-      iptables libmariadb-dev gcc libc6-dev procps openssl"
+      iptables libmariadb-dev gcc libc6-dev procps openssl openssh-server openssh-client"
 if [ "${1:-}" = "--test" ]; then
   PKGS="$PKGS chromium"
 fi

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,30 @@ class ProcessRef:
         return ProcessRef(pid=int(data["pid"]), start_ticks=int(data["start_ticks"]))
 
 
+class Popen(Protocol):
+    """A foreground process whose output we stream (a load client): the shape of
+    `subprocess.Popen` that workloads/runner.py's `Process` needs. stdout and stderr are real
+    pipes (they have a fileno the runner can select on), on every kind of host."""
+
+    pid: int
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
 class Host(Protocol):
-    """What components need from a place that runs things."""
+    """What components need from a place that runs things.
+
+    `remote` is False when the host shares this machine's filesystem (the root namespace and the
+    local provider's namespaces): unix sockets and files can then be reached directly."""
 
     name: str
+    remote: bool
 
     def run(
         self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True
@@ -58,13 +78,27 @@ class Host(Protocol):
 
     def signal(self, proc: ProcessRef, sig: int) -> bool: ...
 
+    def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Popen: ...
+
 
 class FileHost(Protocol):
-    """File operations on a host (the local filesystem for namespaces)."""
+    """File operations on a host (the local filesystem for namespaces, the remote one over ssh)."""
 
     def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None: ...
 
     def read_file(self, path: Path) -> str | None: ...
+
+    def mkdir(self, path: Path, *, owner: str | None = None, mode: int = 0o755) -> None: ...
+
+    def exists(self, path: Path) -> bool: ...
+
+    def remove(self, path: Path) -> None: ...
+
+    def file_size(self, path: Path) -> int: ...
+
+
+class Machine(Host, FileHost, Protocol):
+    """A host with files: what components (galera, haproxy, keepalived) run on."""
 
 
 class _Signals(Protocol):

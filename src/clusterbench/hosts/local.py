@@ -25,6 +25,8 @@ _SPAWN = 'setsid "$@" >>"$CB_LOG" 2>&1 </dev/null & echo $!'
 class LocalHost:
     """Runs commands directly, in the root network namespace."""
 
+    remote = False
+
     def __init__(self, name: str = "local") -> None:
         self.name = name
 
@@ -94,6 +96,42 @@ class LocalHost:
 
     def signal(self, proc: ProcessRef, sig: int) -> bool:
         return process.send(proc.pid, proc.start_ticks, sig)
+
+    def mkdir(self, path: Path, *, owner: str | None = None, mode: int = 0o755) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, mode)
+        if owner is not None:
+            pw = pwd.getpwnam(owner)
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+
+    def exists(self, path: Path) -> bool:
+        return path.exists()
+
+    def remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+
+    def file_size(self, path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def popen(
+        self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.Popen[bytes]:
+        """A streaming foreground process (a load client) in this host's namespace."""
+        full = self.wrap(argv)
+        cmdlog.debug("[%s] popen %s", self.name, shlex.join(full))
+        merged = dict(os.environ)
+        merged.update(env or {})
+        return subprocess.Popen(  # noqa: S603 - argv lists built by typed objects
+            full,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=merged,
+            cwd=str(cwd) if cwd is not None else None,
+        )
 
 
 class NetnsHost(LocalHost):

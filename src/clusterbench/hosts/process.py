@@ -12,14 +12,20 @@ from pathlib import Path
 PROC = Path("/proc")
 
 
+def stat_fields(raw: str) -> list[str] | None:
+    """The fields of a /proc/PID/stat line after the command name (also used for remote hosts)."""
+    if ")" not in raw:
+        return None
+    # The command name is in parentheses and may contain spaces; fields restart after the last ')'.
+    return raw[raw.rindex(")") + 2 :].split()  # [0] is state (field 3), [19] is starttime (field 22)
+
+
 def _stat_fields(pid: int, proc_root: Path = PROC) -> list[str] | None:
     try:
         raw = (proc_root / str(pid) / "stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    # The command name is in parentheses and may contain spaces; fields restart after the last ')'.
-    rest = raw[raw.rindex(")") + 2 :].split()
-    return rest  # rest[0] is state (field 3), rest[19] is starttime (field 22)
+    return stat_fields(raw)
 
 
 def start_ticks(pid: int, proc_root: Path = PROC) -> int | None:
