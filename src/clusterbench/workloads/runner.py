@@ -12,6 +12,7 @@ import os
 import selectors
 import shlex
 import subprocess
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -23,7 +24,19 @@ import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL i
 
 from clusterbench.errors import WorkloadError
 from clusterbench.spec.endpoint import Endpoint
+from clusterbench.workloads.merge import start_skew
 from clusterbench.workloads.parse import OutputParser, Sample, Summary, merge_summaries
+from clusterbench.workloads.placement import (
+    ClientHost,
+    CpuReading,
+    LocalClientHost,
+    assign_round_robin,
+    parse_start_line,
+    probe_cpu,
+    start_at_argv,
+    start_lead,
+)
+from clusterbench.workloads.saturation import WARNING, ClientCpu, client_flags, cpu_use, describe
 from clusterbench.workloads.sysbench import (
     SysbenchCommand,
     SysbenchOptions,
@@ -52,6 +65,7 @@ class Process(Protocol):
 
 Spawn = Callable[[SysbenchCommand], Process]
 Connect = Callable[..., Any]
+CpuProbe = Callable[[ClientHost, int], CpuReading | None]
 
 
 def _spawn(cmd: SysbenchCommand) -> Process:
@@ -89,6 +103,29 @@ class ClientRun:
     stderr_tail: list[str] = field(default_factory=list)
     other_tail: list[str] = field(default_factory=list)
     killed: bool = False
+    host: str = "local"
+    pid: int | None = None  # sysbench's PID on its host (from the start line)
+    started_ns: int | None = None  # when it exec'd sysbench, epoch ns on its host's clock
+    cpu_readings: list[CpuReading] = field(default_factory=list)
+    cpu: ClientCpu | None = None
+    rate_asked: float = 0.0
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def rate_achieved(self) -> float | None:
+        """Events per second over the measured time."""
+        if self.summary is not None:
+            return self.summary.tps
+        if self.samples:
+            return sum(s.events for s in self.samples) / sum(s.interval for s in self.samples)
+        return None
+
+    def warnings(self) -> list[str]:
+        return [
+            describe(f, client=self.client, host=self.host, cpu=self.cpu, rate_asked=self.rate_asked,
+                     rate_achieved=self.rate_achieved)
+            for f in self.flags
+        ]  # fmt: skip
 
 
 @dataclass
@@ -100,6 +137,31 @@ class RunResult:
     exit_code: int
     stderr_tail: list[str]
     killed: bool
+    start_ns: int | None = None  # the common start every client waited for
+    start_skew: float | None = None  # s between the first and last client's measurement clock start
+    launch_skew: float | None = None  # s between the first and last exec of sysbench
+
+    @property
+    def saturated(self) -> bool:
+        return any(c.flags for c in self.clients)
+
+    def saturation_warnings(self) -> list[str]:
+        """Empty when no client was a bottleneck; else WARNING first, then one line per finding."""
+        lines = [w for c in self.clients for w in c.warnings()]
+        return [WARNING, *lines] if lines else []
+
+    def placement(self) -> dict[str, Any]:
+        """Where each client ran and when it started: for the trial's provenance."""
+        return {
+            "start_ns": self.start_ns,
+            "start_skew_s": self.start_skew,
+            "launch_skew_s": self.launch_skew,
+            "clients": [
+                {"client": c.client, "host": c.host, "database": c.database, "pid": c.pid,
+                 "started_ns": c.started_ns}
+                for c in self.clients
+            ],
+        }  # fmt: skip
 
     @property
     def ok(self) -> bool:
@@ -154,7 +216,13 @@ class SysbenchRunner:
         grace: float = 30.0,
         connect_timeout: float = 5.0,
         poll_interval: float = 0.2,
+        wall_ns: Callable[[], int] = time.time_ns,
+        cpu_probe: CpuProbe = probe_cpu,
+        cpu_interval: float = 2.0,
     ) -> None:
+        self.wall_ns = wall_ns
+        self.cpu_probe = cpu_probe
+        self.cpu_interval = cpu_interval
         self.sysbench_bin = sysbench_bin
         self.shim = shim
         self.spawn = spawn
@@ -313,11 +381,16 @@ class SysbenchRunner:
         separate_schemas: bool = False,
         on_sample: Callable[[Sample], None] | None = None,
         preflight: bool = True,
+        hosts: Sequence[ClientHost] | None = None,
     ) -> RunResult:
         """Run opts.test from `clients` sysbench processes at once; samples go to on_sample as they arrive.
 
-        on_sample is called in this thread, one measured (post-warm-up) sample at a time.
+        Client i runs on hosts[i % len(hosts)] (default: this machine), and every client waits
+        for one common start instant before it execs sysbench. While they run, each client's CPU
+        use is read on its host every `cpu_interval` s. on_sample is called in this thread, one
+        measured (post-warm-up) sample at a time.
         """
+        placed = assign_round_robin(clients, list(hosts) if hosts else [LocalClientHost()])
         dbs = client_databases(endpoint, clients, separate_schemas)
         if preflight:
             self.check_endpoint(endpoint, dbs, use_tls(opts, endpoint))
@@ -329,12 +402,20 @@ class SysbenchRunner:
             cmd = build_command(
                 opts, endpoint, "run", database=db, sysbench_bin=self.sysbench_bin, shim=self.shim
             )
-            runs.append(ClientRun(client=i, database=db, command=cmd))
+            runs.append(ClientRun(client=i, database=db, command=cmd, host=placed[i].name,
+                                  rate_asked=float(opts.rate)))  # fmt: skip
             parsers.append(OutputParser(client=i, warmup=opts.warmup, threads=opts.threads))
             stderr_tails.append(deque(maxlen=STDERR_TAIL))
             other_tails.append(deque(maxlen=OTHER_TAIL))
 
+        sampler = _CpuSampler(self.cpu_probe, placed, self.cpu_interval)
+
         def on_out(i: int, line: str) -> None:
+            started = parse_start_line(line)
+            if started is not None and runs[i].pid is None:
+                runs[i].pid, runs[i].started_ns = started
+                sampler.watch(i, started[0])
+                return
             sample = parsers[i].feed(line)
             if sample is None:
                 if not line.startswith("CBJSON "):
@@ -345,12 +426,35 @@ class SysbenchRunner:
         def on_err(i: int, line: str) -> None:
             stderr_tails[i].append(line.rstrip("\n"))
 
+        start_ns = self.wall_ns() + int(start_lead(placed, clients) * 1e9)
         procs: list[Process] = []
-        for r in runs:
-            env_note = " ".join(f"{k}={v}" for k, v in sorted(r.command.env.items()))
-            log.info("running: %s %s", env_note, shlex.join(r.command.masked_argv()))
-            procs.append(self.spawn(r.command))
-        rcs, killed = self._pump(procs, opts.total_time + self.grace, on_out, on_err)
+        try:
+            for r, host in zip(runs, placed, strict=True):
+                env_note = " ".join(f"{k}={v}" for k, v in sorted(r.command.env.items()))
+                log.info("running on %s at %d: %s %s", host.name, start_ns, env_note,
+                         shlex.join(r.command.masked_argv()))  # fmt: skip
+                argv = start_at_argv(r.command.argv, start_ns)
+                procs.append(host.popen(argv, env=dict(r.command.env), cwd=r.command.cwd))
+        except BaseException as exc:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+                for stream in (p.stdout, p.stderr):
+                    if stream is not None:
+                        stream.close()
+            if isinstance(exc, Exception) and not isinstance(exc, WorkloadError):
+                raise WorkloadError(
+                    f"cannot start sysbench client {len(procs)} on {placed[len(procs)].name}: {exc}; "
+                    "check that the client host is reachable and has sysbench"
+                ) from exc
+            raise
+        sampler.start()
+        try:
+            rcs, killed = self._pump(procs, opts.total_time + self.grace + (start_ns - self.wall_ns()) / 1e9,
+                                     on_out, on_err)  # fmt: skip
+        finally:
+            sampler.stop()
 
         for i, r in enumerate(runs):
             parsed = parsers[i].result()
@@ -361,19 +465,27 @@ class SysbenchRunner:
             r.summary = parsed.summary
             r.stderr_tail = list(stderr_tails[i])
             r.other_tail = list(other_tails[i])
+            r.cpu_readings = sampler.readings[i]
+            r.cpu = cpu_use(r.cpu_readings, opts.threads)
+            r.flags = client_flags(r.cpu, r.rate_asked, r.rate_achieved)
         summaries = [r.summary for r in runs if r.summary is not None]
         summary = merge_summaries(summaries) if len(summaries) == len(runs) else None
         exit_code: int = next((rc for rc in rcs if rc is not None and rc != 0), 0)
         if any(rc is None for rc in rcs) and exit_code == 0:
             exit_code = -9
+        all_samples = [s for r in runs for s in r.samples]
+        launches = [r.started_ns for r in runs if r.started_ns is not None]
         return RunResult(
             test=opts.test,
             clients=runs,
-            samples=[s for r in runs for s in r.samples],
+            samples=all_samples,
             summary=summary,
             exit_code=exit_code,
             stderr_tail=[ln for r in runs for ln in r.stderr_tail][-STDERR_TAIL:],
             killed=any(killed),
+            start_ns=start_ns,
+            start_skew=start_skew(all_samples),
+            launch_skew=(max(launches) - min(launches)) / 1e9 if len(launches) > 1 else None,
         )
 
     @staticmethod
@@ -450,3 +562,58 @@ class SysbenchRunner:
                     if stream is not None:
                         stream.close()
         return [p.poll() for p in procs], killed
+
+
+class _CpuSampler:
+    """Reads each client's CPU use on its host, right after it starts and then every `interval` s,
+    from a thread of its own (a reading over ssh can take a few hundred ms)."""
+
+    def __init__(self, probe: CpuProbe, hosts: Sequence[ClientHost], interval: float) -> None:
+        self.probe = probe
+        self.hosts = hosts
+        self.interval = interval
+        self.readings: list[list[CpuReading]] = [[] for _ in hosts]
+        self._pids: dict[int, int] = {}
+        self._gone: set[int] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, client: int, pid: int) -> None:
+        with self._lock:
+            self._pids[client] = pid
+        self._wake.set()
+
+    def start(self) -> None:
+        if self.interval > 0:
+            self._thread = threading.Thread(target=self._loop, name="client-cpu", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        due: dict[int, float] = {}
+        while not self._stop.is_set():
+            with self._lock:
+                pids = dict(self._pids)
+            now = time.monotonic()
+            for client, pid in pids.items():
+                if client in self._gone or due.get(client, 0.0) > now:
+                    continue
+                try:
+                    reading = self.probe(self.hosts[client], pid)
+                except Exception as exc:  # noqa: BLE001 - a failed reading must not stop the run
+                    log.warning("client %d: CPU reading failed: %s", client, exc)
+                    reading = None
+                if reading is not None:
+                    if reading.proc_ticks is None and self.readings[client]:
+                        self._gone.add(client)  # it has exited; later readings would say nothing
+                    self.readings[client].append(reading)
+                due[client] = time.monotonic() + self.interval
+            self._wake.wait(min([max(0.05, d - time.monotonic()) for d in due.values()] or [self.interval]))
+            self._wake.clear()

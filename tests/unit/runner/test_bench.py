@@ -23,6 +23,7 @@ from clusterbench.workloads import (
     SysbenchRunner,
     parse_output,
 )
+from clusterbench.workloads.placement import ClientHost
 
 DATA = Path(__file__).parents[1] / "workloads" / "data"
 EP = Endpoint(
@@ -83,8 +84,10 @@ class FakeSysbench(SysbenchRunner):
         separate_schemas: bool = False,
         on_sample: Callable[[Sample], None] | None = None,
         preflight: bool = True,
+        hosts: Sequence[ClientHost] | None = None,
     ) -> RunResult:
         self.calls.append(("run", opts.test, (str(opts.threads), str(opts.time))))
+        self.hosts = hosts
         parsed = recorded()
         for i, s in enumerate(parsed.samples):
             if self.interrupt_after is not None and i == self.interrupt_after:

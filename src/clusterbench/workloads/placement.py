@@ -1,0 +1,255 @@
+"""Where load clients run, and how they start together.
+
+A client host is anything with a `name` and a `popen(argv, env, cwd)` that returns a streaming
+process (`runner.Process`): this machine, one of the local provider's namespaces, or a machine
+reached over ssh (hosts/). Clients go to hosts round-robin.
+
+Common start: every client is launched as `sh -c START_SCRIPT` that sleeps until one absolute
+wall-clock instant and then execs sysbench, so processes launched one after another (over ssh,
+hundreds of ms apart) still begin their measured run together. The script prints
+`CBSTART <pid> <epoch ns>` right before the exec; the PID is sysbench's own (exec keeps it), which
+is what the CPU sampler reads on that host.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from clusterbench.errors import ClusterbenchError, WorkloadError
+
+if TYPE_CHECKING:
+    from clusterbench.workloads.runner import Process
+
+log = logging.getLogger(__name__)
+
+# POSIX sh: $1 = start instant in epoch ns; the rest is the command. `date +%N` is GNU (and
+# busybox with FEATURE_DATE_NANO); where it is missing the digits test fails and the client starts
+# at once, which then shows as start skew rather than as a hang.
+START_SCRIPT = (
+    "t=$1; shift; now=$(date +%s%N); "
+    'case "$now" in *[!0-9]*|"") now=$t;; esac; '
+    "d=$((t - now)); "
+    'if [ "$d" -gt 0 ]; then sleep "$((d / 1000000000)).$(printf %09d $((d % 1000000000)))"; fi; '
+    'echo "CBSTART $$ $(date +%s%N)"; '
+    'exec "$@"'
+)
+START_MARK = "CBSTART "
+
+# Reads one process's CPU counters, its allowed CPUs and the host's counters in one short
+# command, so that it works the same through `ip netns exec` and over ssh.
+CPU_PROBE_SCRIPT = (
+    'p=$1; echo "stat $(cat /proc/$p/stat 2>/dev/null)"; '
+    "echo \"allowed $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status 2>/dev/null)\"; "
+    'echo "host $(head -n1 /proc/stat)"; echo "cores $(nproc --all)"; '
+    'echo "tck $(getconf CLK_TCK)"; echo "wall $(date +%s%N)"'
+)
+
+
+class ClientHost(Protocol):
+    """A place a load client runs. hosts.LocalHost, NetnsHost and SshHost satisfy it."""
+
+    name: str
+
+    def popen(
+        self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> Process: ...
+
+
+def _clean_env(env: dict[str, str] | None) -> dict[str, str]:
+    merged = dict(os.environ)
+    # a preload meant for us (e.g. a sanitizer) must not reach sysbench; the shim is set explicitly
+    merged.pop("LD_PRELOAD", None)
+    merged.update(env or {})
+    return merged
+
+
+class LocalClientHost:
+    """This machine's root namespace."""
+
+    remote = False
+
+    def __init__(self, name: str = "local") -> None:
+        self.name = name
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return list(argv)
+
+    def popen(
+        self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(  # noqa: S603 - argv lists built by typed objects
+            self.wrap(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_clean_env(env),
+            cwd=str(cwd) if cwd is not None else None,
+        )
+
+
+class NetnsClientHost(LocalClientHost):
+    """A network namespace on this machine (`ip netns exec` execs, so the PID is the command's)."""
+
+    def __init__(self, netns: str, name: str | None = None) -> None:
+        super().__init__(name or netns)
+        self.netns = netns
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *argv]
+
+
+def assign_round_robin(clients: int, hosts: Sequence[ClientHost]) -> list[ClientHost]:
+    """Client i runs on hosts[i % len(hosts)]."""
+    if not hosts:
+        raise WorkloadError("no client hosts to run the load on; give at least one")
+    return [hosts[i % len(hosts)] for i in range(clients)]
+
+
+def start_lead(hosts: Sequence[ClientHost], clients: int) -> float:
+    """How far in the future the common start goes: room to launch every client first.
+
+    A launch through `ip netns exec` takes ~10-20 ms here; an ssh channel ~100-300 ms. One client
+    has nobody to wait for.
+    """
+    if clients <= 1:
+        return 0.0
+    remote = any(getattr(h, "remote", False) for h in hosts)
+    per = 0.4 if remote else 0.05
+    return max(0.5, 1.0 + per * clients) if remote else max(0.5, per * clients)
+
+
+def start_at_argv(argv: Sequence[str], start_ns: int) -> list[str]:
+    """argv wrapped so that it execs at `start_ns` (epoch ns) on its host's clock."""
+    return ["sh", "-c", START_SCRIPT, "sh", str(start_ns), *argv]
+
+
+def parse_start_line(line: str) -> tuple[int, int] | None:
+    """(pid, epoch ns) from a CBSTART line, None for any other line."""
+    if not line.startswith(START_MARK):
+        return None
+    parts = line[len(START_MARK) :].split()
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """One look at a client process and its host, from CPU_PROBE_SCRIPT's output."""
+
+    wall: float  # epoch s on the client host
+    proc_ticks: int | None  # utime + stime of the process (None: it is gone)
+    start_ticks: int | None  # the process's start time, to notice a reused PID
+    allowed: int | None  # CPUs the process may run on (affinity), None if unknown
+    host_busy: int  # /proc/stat jiffies: all but idle and iowait
+    host_total: int
+    cores: int
+    tck: int
+
+
+def parse_cpu_list(text: str) -> int | None:
+    """Number of CPUs in a list like '0-3,6'."""
+    n = 0
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return None
+        n += (int(hi) - int(lo) + 1) if hi else 1
+    return n or None
+
+
+def parse_cpu_probe(text: str) -> CpuReading | None:
+    """CPU_PROBE_SCRIPT's output as a reading; None when the host part is unreadable."""
+    lines: dict[str, str] = {}
+    for raw in text.splitlines():
+        key, _, rest = raw.partition(" ")
+        lines[key] = rest.strip()
+    try:
+        host = lines["host"].split()
+        wall = int(lines["wall"]) / 1e9
+        cores = int(lines["cores"])
+        tck = int(lines["tck"])
+    except (KeyError, ValueError):
+        return None
+    if not host or host[0] != "cpu" or len(host) < 5:
+        return None
+    jiffies = [int(x) for x in host[1:9] if x.isdigit()]
+    idle = jiffies[3] + (jiffies[4] if len(jiffies) > 4 else 0)
+    total = sum(jiffies)
+    proc_ticks = start = None
+    stat = lines.get("stat", "")
+    if ")" in stat:
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if len(fields) > 19:
+            proc_ticks = int(fields[11]) + int(fields[12])
+            start = int(fields[19])
+    return CpuReading(
+        wall=wall,
+        proc_ticks=proc_ticks,
+        start_ticks=start,
+        allowed=parse_cpu_list(lines.get("allowed", "")),
+        host_busy=total - idle,
+        host_total=total,
+        cores=cores,
+        tck=tck,
+    )
+
+
+def read_output(proc: Process, timeout: float, monotonic: Callable[[], float] = time.monotonic) -> str | None:
+    """All of a short command's stdout, or None if it does not finish within `timeout` (then it
+    is killed)."""
+    if proc.stdout is None:
+        return None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    chunks: list[bytes] = []
+    deadline = monotonic() + timeout
+    try:
+        while True:
+            left = deadline - monotonic()
+            if left <= 0:
+                proc.kill()
+                proc.wait()
+                return None
+            if not sel.select(left):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        proc.wait(timeout=max(0.1, deadline - monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    finally:
+        sel.close()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def probe_cpu(host: ClientHost, pid: int, timeout: float = 5.0) -> CpuReading | None:
+    """A CPU reading of process `pid` on `host`, through a short command run there."""
+    argv = ["sh", "-c", CPU_PROBE_SCRIPT, "sh", str(pid)]
+    try:
+        proc = host.popen(argv)
+    except (OSError, ClusterbenchError) as exc:
+        log.warning("[%s] cannot read CPU use: %s", host.name, exc)
+        return None
+    text = read_output(proc, timeout)
+    if text is None:
+        log.warning("[%s] CPU probe `%s` took over %g s", host.name, shlex.join(argv[:2]), timeout)
+        return None
+    return parse_cpu_probe(text)

@@ -1,0 +1,113 @@
+"""Is the client the bottleneck? CPU use of each client process and its host, and the rate it
+reached against the rate asked for. Pure: readings come from placement.probe_cpu.
+
+A client whose process uses >= 90 % of the CPUs it can use, or whose host is >= 90 % busy, or
+that reached < 95 % of its --rate, measured itself, not the cluster: its tps is a floor for the
+cluster's capacity, never its limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from clusterbench.workloads.placement import CpuReading
+
+CPU_SATURATED = 0.90
+RATE_SHORTFALL = 0.95
+
+FLAG_CPU = "cpu_saturated"
+FLAG_HOST = "host_cpu_busy"
+FLAG_RATE = "rate_not_achieved"
+
+
+@dataclass(frozen=True)
+class ClientCpu:
+    """CPU use of one client over the time its readings cover."""
+
+    seconds: float  # wall time between the first and the last reading
+    readings: int
+    proc_cores: float | None  # CPUs the process kept busy on average (1.0 = one core)
+    usable: int | None  # CPUs it can use: min(its affinity, the host's cores, its threads)
+    host_cores: int | None
+    host_busy: float | None  # fraction of the whole host's CPU time that was not idle
+
+    @property
+    def proc_frac(self) -> float | None:
+        """proc_cores as a fraction of what the process can use."""
+        if self.proc_cores is None or not self.usable:
+            return None
+        return self.proc_cores / self.usable
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "proc_frac": self.proc_frac}
+
+
+def cpu_use(readings: Sequence[CpuReading], threads: int) -> ClientCpu | None:
+    """From the first to the last reading of one process (readings of another process that got
+    the same PID are left out). None with fewer than two readings a second apart."""
+    mine = [r for r in readings if r.proc_ticks is not None]
+    if mine:
+        start = mine[0].start_ticks
+        mine = [r for r in mine if r.start_ticks == start]
+    host = list(readings)
+    if len(host) < 2 or host[-1].wall - host[0].wall < 1.0:
+        return None
+    dtotal = host[-1].host_total - host[0].host_total
+    host_busy = (host[-1].host_busy - host[0].host_busy) / dtotal if dtotal > 0 else None
+    proc_cores = usable = None
+    if len(mine) >= 2 and mine[-1].wall - mine[0].wall >= 1.0:
+        a, b = mine[0], mine[-1]
+        proc_cores = (b.proc_ticks - a.proc_ticks) / b.tck / (b.wall - a.wall)  # type: ignore[operator]
+        limits = [x for x in (b.allowed, b.cores, threads) if x]
+        usable = min(limits) if limits else None
+    return ClientCpu(
+        seconds=round(host[-1].wall - host[0].wall, 3),
+        readings=len(host),
+        proc_cores=proc_cores,
+        usable=usable,
+        host_cores=host[-1].cores,
+        host_busy=host_busy,
+    )
+
+
+def client_flags(cpu: ClientCpu | None, rate_asked: float, rate_achieved: float | None) -> list[str]:
+    flags = []
+    if cpu is not None:
+        if cpu.proc_frac is not None and cpu.proc_frac >= CPU_SATURATED:
+            flags.append(FLAG_CPU)
+        if cpu.host_busy is not None and cpu.host_busy >= CPU_SATURATED:
+            flags.append(FLAG_HOST)
+    if rate_asked > 0 and rate_achieved is not None and rate_achieved < RATE_SHORTFALL * rate_asked:
+        flags.append(FLAG_RATE)
+    return flags
+
+
+def describe(
+    flag: str,
+    *,
+    client: int,
+    host: str,
+    cpu: ClientCpu | None,
+    rate_asked: float,
+    rate_achieved: float | None,
+) -> str:
+    """One line about one flag of one client."""
+    who = f"client {client} on {host}"
+    if flag == FLAG_CPU and cpu is not None and cpu.proc_frac is not None:
+        return (
+            f"{who}: sysbench used {cpu.proc_cores:.2f} of the {cpu.usable} CPU(s) it can use "
+            f"({cpu.proc_frac:.0%})"
+        )
+    if flag == FLAG_HOST and cpu is not None and cpu.host_busy is not None:
+        return f"{who}: the client host's {cpu.host_cores} CPU(s) were {cpu.host_busy:.0%} busy"
+    if flag == FLAG_RATE and rate_achieved is not None:
+        return (
+            f"{who}: reached {rate_achieved:.1f} tps of the {rate_asked:g} asked with --rate "
+            f"({rate_achieved / rate_asked:.0%})"
+        )
+    return f"{who}: {flag}"
+
+
+WARNING = "client-side limit: the cluster's limit was not measured"

@@ -1,0 +1,215 @@
+"""Client placement, the common start, CPU readings and saturation flags."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterbench.errors import WorkloadError
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.workloads.placement import (
+    CpuReading,
+    LocalClientHost,
+    NetnsClientHost,
+    assign_round_robin,
+    parse_cpu_list,
+    parse_cpu_probe,
+    parse_start_line,
+    probe_cpu,
+    read_output,
+    start_at_argv,
+    start_lead,
+)
+from clusterbench.workloads.runner import SysbenchRunner
+from clusterbench.workloads.saturation import FLAG_CPU, FLAG_HOST, FLAG_RATE, WARNING, client_flags, cpu_use
+from clusterbench.workloads.sysbench import SysbenchOptions
+
+DATA = Path(__file__).parent / "data"
+EP = Endpoint(name="n1", addresses=(Address(host="198.18.0.11", port=3306),), user="sb", password="pw",
+              tls_dir=None, galera=True)  # fmt: skip
+
+FAKE = """#!{py}
+import os, sys
+sys.stdout.write(open(os.environ["FAKE_OUT"]).read())
+"""
+
+
+class FakeServer:
+    def __call__(self, **kw: Any) -> Any:
+        class C:
+            def close(self) -> None:
+                pass
+
+        return C()
+
+
+def test_round_robin_and_lead() -> None:
+    a, b = LocalClientHost("a"), NetnsClientHost("cb-x-c2")
+    assert [h.name for h in assign_round_robin(5, [a, b])] == ["a", "cb-x-c2", "a", "cb-x-c2", "a"]
+    assert b.wrap(["sysbench", "run"]) == ["ip", "netns", "exec", "cb-x-c2", "sysbench", "run"]
+    with pytest.raises(WorkloadError, match="no client hosts"):
+        assign_round_robin(2, [])
+    assert start_lead([a], 1) == 0.0
+    assert start_lead([a, b], 2) == 0.5
+
+    class Remote(LocalClientHost):
+        remote = True
+
+    assert start_lead([Remote("r")], 4) == pytest.approx(2.6)
+
+
+def test_start_script_waits_for_the_instant_then_execs() -> None:
+    start = time.time_ns() + 400_000_000
+    proc = LocalClientHost().popen(start_at_argv(["sh", "-c", "echo child $$"], start))
+    out = read_output(proc, 10)
+    assert out is not None
+    first, second = out.splitlines()
+    got = parse_start_line(first)
+    assert got is not None
+    pid, at = got
+    assert second == f"child {pid}"  # exec kept the PID: it is the command's own
+    assert pid == proc.pid
+    assert 0 <= at - start < 200_000_000
+    assert parse_start_line("CBJSON {}") is None and parse_start_line("CBSTART x 1") is None
+
+
+def test_start_in_the_past_starts_at_once() -> None:
+    proc = LocalClientHost().popen(start_at_argv(["true"], time.time_ns() - 10**9))
+    t0 = time.monotonic()
+    assert read_output(proc, 10) is not None
+    assert time.monotonic() - t0 < 1.0
+
+
+STAT = "4242 (sysbench) S 1 4242 4242 0 -1 4194560 1 0 0 0 350 50 0 0 20 0 9 0 123456 1 1 184467"
+PROBE = f"""stat {STAT}
+allowed 0-1
+host cpu  1000 0 500 8000 500 0 0 0 0 0
+cores 2
+tck 100
+wall 1700000000500000000
+"""
+
+
+def test_parse_cpu_probe() -> None:
+    r = parse_cpu_probe(PROBE)
+    assert r == CpuReading(wall=1700000000.5, proc_ticks=400, start_ticks=123456, allowed=2,
+                           host_busy=1500, host_total=10000, cores=2, tck=100)  # fmt: skip
+    gone = parse_cpu_probe(PROBE.replace(PROBE.splitlines()[0], "stat ").replace("allowed 0-1", "allowed "))
+    assert gone is not None and gone.proc_ticks is None and gone.allowed is None
+    assert parse_cpu_probe("garbage") is None
+    assert parse_cpu_list("0-3,6") == 5 and parse_cpu_list("1") == 1 and parse_cpu_list("x") is None
+
+
+def test_probe_cpu_reads_a_real_process() -> None:
+    r = probe_cpu(LocalClientHost(), os.getpid())
+    assert r is not None and r.proc_ticks is not None and r.proc_ticks > 0
+    assert r.cores == os.cpu_count() and r.allowed == len(os.sched_getaffinity(0)) and r.tck == 100
+    assert abs(r.wall - time.time()) < 5
+
+
+def reading(wall: float, ticks: int | None, busy: int, total: int, allowed: int = 2) -> CpuReading:
+    return CpuReading(wall=wall, proc_ticks=ticks, start_ticks=7 if ticks is not None else None,
+                      allowed=allowed, host_busy=busy, host_total=total, cores=2, tck=100)  # fmt: skip
+
+
+def test_cpu_use_and_flags() -> None:
+    # 10 s, the process used 9.5 s of CPU on a 1-CPU affinity: 95 % of what it can use
+    rs = [reading(0.0, 100, 0, 0, allowed=1), reading(5.0, 600, 500, 1000, allowed=1),
+          reading(10.0, 1050, 1000, 2000, allowed=1)]  # fmt: skip
+    cpu = cpu_use(rs, threads=8)
+    assert cpu is not None
+    assert cpu.proc_cores == pytest.approx(0.95) and cpu.usable == 1 and cpu.proc_frac == pytest.approx(0.95)
+    assert cpu.host_busy == pytest.approx(0.5) and cpu.seconds == 10.0 and cpu.readings == 3
+    assert client_flags(cpu, 0, 100.0) == [FLAG_CPU]
+    # two threads on two CPUs, 1.0 CPU used: half of what it can use; the host is 95 % busy
+    rs = [reading(0.0, 0, 0, 0), reading(10.0, 1000, 1900, 2000)]
+    cpu = cpu_use(rs, threads=2)
+    assert cpu is not None and cpu.proc_frac == pytest.approx(0.5)
+    assert client_flags(cpu, 0, None) == [FLAG_HOST]
+    # one thread can use one CPU only
+    cpu = cpu_use(rs, threads=1)
+    assert cpu is not None and cpu.usable == 1 and FLAG_CPU in client_flags(cpu, 0, None)
+    # a process that exited before the last reading: its CPU stops at its last reading
+    rs = [reading(0.0, 0, 0, 0), reading(5.0, 250, 100, 1000), reading(10.0, None, 200, 2000)]
+    cpu = cpu_use(rs, threads=2)
+    assert cpu is not None and cpu.proc_cores == pytest.approx(0.5) and cpu.seconds == 10.0
+    assert cpu_use(rs[:1], threads=2) is None
+
+
+def test_rate_flag_at_95_percent() -> None:
+    assert client_flags(None, 100, 94.9) == [FLAG_RATE]
+    assert client_flags(None, 100, 95.0) == []
+    assert client_flags(None, 0, 1.0) == []
+
+
+@pytest.fixture
+def fake_bin(tmp_path: Path) -> str:
+    p = tmp_path / "sysbench"
+    p.write_text(FAKE.format(py=sys.executable))
+    p.chmod(0o755)
+    return str(p)
+
+
+def test_runner_places_clients_round_robin_and_flags_saturation(
+    fake_bin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "oltp_point_select.out"))
+    probed: list[tuple[str, int]] = []
+    clock = {"w": 0.0}
+
+    def probe(host: Any, pid: int) -> CpuReading:
+        probed.append((host.name, pid))
+        clock["w"] += 5.0
+        # the process on host "a" burns one full CPU of the one it may use; "b" idles
+        ticks = int(clock["w"] * 100) if host.name == "a" else 1
+        return reading(clock["w"], ticks, int(clock["w"] * 10), int(clock["w"] * 100), allowed=1)
+
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=FakeServer(), cpu_probe=probe, cpu_interval=0.01)
+    opts = SysbenchOptions(test="oltp_point_select", threads=2, time=2, rate=100000)
+    res = runner.run(opts, EP, clients=3, separate_schemas=True,
+                     hosts=[LocalClientHost("a"), LocalClientHost("b")])  # fmt: skip
+    assert [c.host for c in res.clients] == ["a", "b", "a"]
+    assert [c.database for c in res.clients] == ["sbtest1", "sbtest2", "sbtest3"]
+    assert all(c.pid is not None and c.started_ns is not None for c in res.clients)
+    assert res.start_ns is not None and all(c.started_ns >= res.start_ns for c in res.clients)  # type: ignore[operator]
+    assert res.launch_skew is not None and res.launch_skew < 0.5
+    assert {h for h, _ in probed} == {"a", "b"}
+    assert res.clients[0].flags == [FLAG_CPU, FLAG_RATE] and res.clients[1].flags == [FLAG_RATE]
+    assert res.saturated
+    warnings = res.saturation_warnings()
+    assert warnings[0] == WARNING
+    assert any(w.startswith("client 0 on a: sysbench used ") and "(100%)" in w for w in warnings)
+    assert any(w.startswith("client 1 on b: reached ") and "of the 100000 asked with --rate" in w
+               for w in warnings)  # fmt: skip
+    placement = res.placement()
+    assert [c["host"] for c in placement["clients"]] == ["a", "b", "a"]
+
+
+def test_a_client_that_cannot_start_stops_the_others(fake_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "oltp_point_select.out"))
+    started: list[Any] = []
+
+    class Good(LocalClientHost):
+        def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
+            p = super().popen(argv, env, cwd)
+            started.append(p)
+            return p
+
+    class Broken(LocalClientHost):
+        def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
+            raise OSError("connection refused")
+
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=FakeServer())
+    with pytest.raises(WorkloadError) as exc:
+        runner.run(SysbenchOptions(test="oltp_point_select", time=2), EP, clients=2,
+                   hosts=[Good("g"), Broken("far")])  # fmt: skip
+    assert str(exc.value) == (
+        "cannot start sysbench client 1 on far: connection refused; "
+        "check that the client host is reachable and has sysbench"
+    )
+    assert len(started) == 1 and started[0].poll() is not None
