@@ -177,3 +177,72 @@ def test_experiment_runs_a_fault_schedule_in_every_trial(cb_home: Path, tmp_path
 
         Cluster(plan.trials[0].topology, home=cb_home).down()
     assert leftovers("cbexpf") == []
+
+
+LIMITS_SPEC = """
+[experiment]
+name = "itest-limits"
+repetitions = 1
+
+[topology.cluster]
+name = "cbexpl"
+subnet = "198.18.208.0/24"
+nodes = 1
+
+[workload]
+tests = ["oltp_point_select"]
+tables = 1
+table_size = 1000
+duration = 2
+warmup = 0
+
+[factors]
+cpu_quota = [0.5, 1.5]
+bandwidth = ["20mbit", "50mbit"]
+"""
+
+
+class SeeLimits(ExperimentListener):
+    """Reads the node's real cgroup quota and tbf rate when each trial starts."""
+
+    def __init__(self, plan_name: str) -> None:
+        from clusterbench.providers.naming import Names
+
+        self.names = Names(plan_name)
+        self.seen: list[tuple[str, str, str]] = []
+
+    def trial_started(self, t: TrialSpec, opts: object) -> None:
+        import subprocess
+
+        role = self.names.node_role(1)
+        quota = Path(f"/sys/fs/cgroup/cpu/{self.names.cgroup(role)}/cpu.cfs_quota_us").read_text().strip()
+        qdisc = subprocess.run(
+            ["tc", "qdisc", "show", "dev", self.names.veth(role)], capture_output=True, text=True, check=True
+        ).stdout
+        rate = next(w for w in qdisc.split("rate ")[1].split())
+        self.seen.append((t.point_label, quota, rate))
+
+
+@pytest.mark.integration
+def test_resource_factors_change_on_the_running_cluster(cb_home: Path, tmp_path: Path) -> None:
+    exp = experiment_from_data(parse_toml(LIMITS_SPEC, "itestl.toml"), "itestl.toml")
+    plan = expand(exp)
+    assert len(plan.groups()) == 1
+    view = SeeLimits("cbexpl")
+    try:
+        with Store.open(tmp_path / "results.db") as store:
+            out = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home, listener=view).run()
+            assert out.status == "completed" and out.ran == 4
+    finally:
+        from clusterbench.cluster import Cluster
+
+        Cluster(plan.trials[0].topology, home=cb_home).down()
+    # one bring-up for all four points, and each trial ran under its own limits
+    assert out.ledger.phases.get("bring-up", 0) > 0
+    assert sorted(view.seen) == [
+        ("cpu_quota=0.5 bandwidth=20mbit", "50000", "20Mbit"),
+        ("cpu_quota=0.5 bandwidth=50mbit", "50000", "50Mbit"),
+        ("cpu_quota=1.5 bandwidth=20mbit", "150000", "20Mbit"),
+        ("cpu_quota=1.5 bandwidth=50mbit", "150000", "50Mbit"),
+    ]
+    assert leftovers("cbexpl") == []

@@ -2,8 +2,11 @@
 
 Ordering keeps rebuilds rare:
 
-* Trials are grouped by the factors that need a new cluster (cpu_quota, cpuset, bandwidth). A
-  group's cluster is built once, for the largest node count any of its trials needs.
+* Trials are grouped by the topology they need apart from the node count and the resource
+  limits (cpu_quota, cpuset, bandwidth): a group's cluster is built once, for the largest node
+  count any of its trials needs. Resource limits are changed on the running cluster before each
+  trial (cgroup v1 quota and cpuset, tbf on the links), so they never force a rebuild; only a
+  different base topology (e.g. another server setting) is a new group.
 * Inside a group, the node count is changed on the running cluster: extra nodes are stopped (a
   graceful leave, a fraction of a second each). Trials run in descending node count, so the
   cluster only ever shrinks inside a group: no node is started again, and there is no state
@@ -233,9 +236,32 @@ def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str,
 
 
 def _group_key(t: Topology) -> str:
+    """The topology apart from the node count: trials with the same key ran on the same kind of
+    cluster, limits included (what a rate_of_max trial may take its maximum from)."""
     data = t.model_dump(mode="json")
     data["cluster"]["nodes"] = 0
     return json.dumps(data, sort_keys=True)
+
+
+RUNTIME_RESOURCES = ("cpu_quota", "cpuset", "bandwidth")
+
+
+def _build_key(t: Topology) -> str:
+    """What needs a new cluster: the topology apart from the node count and the resource limits,
+    which are set on the running cluster (per-node overrides included)."""
+    data = t.model_dump(mode="json")
+    data["cluster"]["nodes"] = 0
+    data.pop("resources", None)
+    for o in data.get("node", []):
+        for k in RUNTIME_RESOURCES:
+            o.pop(k, None)
+    return json.dumps(data, sort_keys=True)
+
+
+def sized(t: Topology, nodes: int) -> Topology:
+    data = t.model_dump(mode="json")
+    data["cluster"]["nodes"] = nodes
+    return Topology.model_validate(data)
 
 
 def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
@@ -311,17 +337,14 @@ def order(trials: list[TrialSpec]) -> list[TrialSpec]:
     within a node count, then server variables, then grid order."""
     groups: dict[str, list[tuple[int, TrialSpec]]] = {}
     for i, t in enumerate(trials):
-        groups.setdefault(_group_key(t.topology), []).append((i, t))
+        groups.setdefault(_build_key(t.topology), []).append((i, t))
     out: list[TrialSpec] = []
     for g, members in enumerate(groups.values(), start=1):
         capacity = max(t.nodes for _, t in members)
-        topo = members[0][1].topology
-        data = topo.model_dump(mode="json")
-        data["cluster"]["nodes"] = capacity
-        sized = Topology.model_validate(data)
         members.sort(key=lambda it: (-it[1].nodes, it[1].rate_of_max is not None, it[1].server, it[0]))
         for _, t in members:
-            out.append(_replace(t, topology=sized, group=g, index=len(out) + 1))
+            # Each trial keeps its own limits; the runner applies them before the trial.
+            out.append(_replace(t, topology=sized(t.topology, capacity), group=g, index=len(out) + 1))
     return out
 
 

@@ -26,6 +26,7 @@ from clusterbench.cluster import Cluster
 from clusterbench.errors import ClusterbenchError, ComponentError
 from clusterbench.experiment import tls as tlsmod
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
+from clusterbench.faults.actions import restore_cpu_quota, restore_link
 from clusterbench.faults.nemesis import Nemesis
 from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_servers
 from clusterbench.spec.endpoint import Address, Endpoint
@@ -321,6 +322,44 @@ class ExperimentRunner:
                     h.wait_all_up([f"n{i}" for i in range(1, want + 1)], timeout=NODE_SETTLE_TIMEOUT)
             self.running = want
 
+    def _set_resources(self, t: TrialSpec) -> None:
+        """Put every node under this trial's CPU and link limits, on the running cluster.
+
+        The cluster's topology becomes the trial's, so anything that restarts a node (a fault's
+        heal, settling) or restores a limit after a throttle fault uses these limits too."""
+        c = self.cluster
+        assert c is not None
+        if t.topology == c.topology:
+            return
+        with self.ledger.phase("node changes"):
+            before = c.topology
+            c.topology = t.topology
+            changed = []
+            for i in c.topology.node_indexes():
+                want, had = t.topology.node_resources(i), before.node_resources(i)
+                if want == had:
+                    continue
+                changed.append(i)
+                group = c.names.cgroup(c.names.node_role(i))
+                if want.cpu_quota is not None or want.cpuset is not None:
+                    c.cgroups.create(group, want.cpu_quota, want.cpuset)
+                    n = c.node(i)
+                    if n.proc is not None and n.alive():
+                        c.cgroups.attach(group, n.proc.pid)
+                if want.cpu_quota is None:
+                    restore_cpu_quota(c, i)  # -1: unlimited, if the group exists
+                if want.cpuset is None and had.cpuset is not None:
+                    cpus = (c.cgroups.root / "cpuset" / "cpuset.cpus").read_text().strip()
+                    c.cgroups.create(group, None, cpus)
+                if want.bandwidth != had.bandwidth:
+                    restore_link(c, i)  # tbf at the trial's bandwidth, or none
+            if changed:
+                r = t.topology.resources
+                self.lis.phase(
+                    f"limits now cpu_quota={r.cpu_quota or 'none'} cpuset={r.cpuset or 'all'} "
+                    f"bandwidth={r.bandwidth or 'none'} on n{', n'.join(map(str, changed))}"
+                )
+
     def _set_server(self, t: TrialSpec) -> None:
         c = self.cluster
         assert c is not None
@@ -426,6 +465,7 @@ class ExperimentRunner:
     def _trial(self, run_id: int, seq: int, t: TrialSpec) -> str:
         t_begin = self.ledger.monotonic()
         self._set_nodes(t.nodes)
+        self._set_resources(t)
         overhead_from = self.ledger.monotonic()
         opts = SysbenchOptions(
             test=t.test,

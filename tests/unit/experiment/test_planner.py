@@ -71,15 +71,32 @@ def test_unknown_profile_names_the_known_ones() -> None:
         exp(profile="fast")
 
 
-def test_topology_factors_split_groups_runtime_ones_do_not() -> None:
+def test_resource_factors_are_set_at_runtime_and_never_split_the_cluster() -> None:
     text = SMALL.replace("threads = [1, 4]", "cpu_quota = [1.0, 0.5]\nwsrep_slave_threads = [1, 4]")
     plan = expand(exp(text))
-    groups = plan.groups()
-    assert len(groups) == 2
-    assert [g[0].topology.resources.cpu_quota for g in groups] == [1.0, 0.5]
-    # inside a group: descending nodes, then server variables; every trial sets them explicitly
-    g1 = [(t.nodes, dict(t.server)["wsrep_slave_threads"]) for t in groups[0]]
-    assert g1 == [(2, 1), (2, 1), (2, 4), (2, 4), (1, 1), (1, 1), (1, 4), (1, 4)]
+    assert len(plan.groups()) == 1
+    # descending nodes, then server variables (every trial sets them explicitly), then grid order;
+    # each trial keeps its own cpu_quota in a topology sized for the group's largest node count
+    got = [
+        (t.nodes, t.topology.resources.cpu_quota, dict(t.server)["wsrep_slave_threads"]) for t in plan.trials
+    ]
+    assert got == [
+        (2, 1.0, 1), (2, 1.0, 1), (2, 0.5, 1), (2, 0.5, 1),
+        (2, 1.0, 4), (2, 1.0, 4), (2, 0.5, 4), (2, 0.5, 4),
+        (1, 1.0, 1), (1, 1.0, 1), (1, 0.5, 1), (1, 0.5, 1),
+        (1, 1.0, 4), (1, 1.0, 4), (1, 0.5, 4), (1, 0.5, 4),
+    ]  # fmt: skip
+    assert {t.topology.cluster.nodes for t in plan.trials} == {2}
+
+
+def test_a_different_base_server_setting_is_a_new_cluster() -> None:
+    from clusterbench.experiment.planner import _build_key, sized
+
+    base = exp().topology
+    other = base.model_copy(update={"mariadb": base.mariadb.model_copy(update={"gcache_size": "256M"})})
+    limited = base.model_copy(update={"resources": base.resources.model_copy(update={"cpu_quota": 0.5})})
+    assert _build_key(base) != _build_key(other)
+    assert _build_key(base) == _build_key(limited) == _build_key(sized(limited, 5))
 
 
 def test_parts_share_a_cluster_and_rate_of_max_runs_last() -> None:
