@@ -155,6 +155,24 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX monitor_samples_trial ON monitor_samples (trial_id, t);
     """,
+    # 3: where each load client of a trial ran, when it started, its CPU use and saturation flags
+    #    (its own summary and histogram stay in summaries / histograms under its client number)
+    """
+    CREATE TABLE trial_clients (
+        trial_id      INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        client        INTEGER NOT NULL,
+        host          TEXT NOT NULL,
+        database      TEXT NOT NULL,
+        pid           INTEGER,
+        started_ns    INTEGER,
+        start_wall    REAL,
+        rate_asked    REAL NOT NULL DEFAULT 0,
+        rate_achieved REAL,
+        cpu           TEXT,
+        flags         TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (trial_id, client)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from clusterbench.errors import InputError
 from clusterbench.store.schema import MIGRATIONS, SCHEMA_VERSION
 from clusterbench.workloads.histogram import LatencyHistogram
+from clusterbench.workloads.merge import client_start_walls
 from clusterbench.workloads.parse import Sample, Summary
 
 Status = Literal["running", "completed", "interrupted", "failed"]
@@ -269,6 +270,29 @@ class Store:
             (run_id, trial_id, key, json.dumps(value, sort_keys=True, default=str)),
         )
 
+    CLIENT_COLUMNS: tuple[str, ...] = (
+        "client", "host", "database", "pid", "started_ns", "start_wall", "rate_asked", "rate_achieved",
+        "cpu", "flags",
+    )  # fmt: skip
+
+    def add_trial_client(self, trial_id: int, row: dict[str, Any]) -> None:
+        """Where one load client ran and what it could do: `cpu` (a dict) and `flags` (a list)
+        are stored as JSON."""
+        values = {**row, "cpu": json.dumps(row.get("cpu")), "flags": json.dumps(list(row.get("flags") or []))}
+        cols = self.CLIENT_COLUMNS
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO trial_clients (trial_id, {', '.join(cols)}) "
+            f"VALUES (?, {', '.join('?' for _ in cols)})",
+            (trial_id, *(values.get(c) for c in cols)),
+        )
+
+    def trial_clients(self, trial_id: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            f"SELECT {', '.join(self.CLIENT_COLUMNS)} FROM trial_clients WHERE trial_id = ? ORDER BY client",
+            (trial_id,),
+        ).fetchall()
+        return [{**dict(r), "cpu": json.loads(r["cpu"]), "flags": json.loads(r["flags"])} for r in rows]
+
     # ---- verification: operation histories, monitor samples, verdicts ----------------------
 
     OP_COLUMNS: tuple[str, ...] = (
@@ -444,6 +468,7 @@ class Store:
                     "histogram": [
                         {"value_ms": v, "le_ms": le, "count": c} for v, le, c in self.histogram(tr.id)
                     ],
+                    "clients": self.trial_clients(tr.id),
                     "provenance": self.provenance(run_id, tr.id),
                 }
             )
@@ -474,12 +499,23 @@ class Store:
 
 
 def record_run_result(store: Store, trial_id: int, result: Any) -> None:
-    """Store a workloads.runner.RunResult's summaries (per client and merged) and histograms.
+    """Store a workloads.runner.RunResult's summaries (per client and merged), histograms, and
+    where each client ran with its CPU use and saturation flags.
 
     Samples are expected to have been stored as they arrived (on_sample=lambda s: store.add_sample(...)).
     """
+    starts = client_start_walls(result.samples)
     for c in result.clients:
         if c.summary is not None:
             store.add_summary(trial_id, c.summary, client=c.client, exit_code=c.returncode)
+        store.add_trial_client(
+            trial_id,
+            {
+                "client": c.client, "host": c.host, "database": c.database, "pid": c.pid,
+                "started_ns": c.started_ns, "start_wall": starts.get(c.client), "rate_asked": c.rate_asked,
+                "rate_achieved": c.rate_achieved, "cpu": c.cpu.to_json() if c.cpu is not None else None,
+                "flags": c.flags,
+            },
+        )  # fmt: skip
     if result.summary is not None:
         store.add_summary(trial_id, result.summary, client=ALL_CLIENTS, exit_code=result.exit_code)

@@ -33,10 +33,10 @@ def parsed(name: str, warmup: float = 0) -> object:
 
 
 def test_schema_version_and_wal(store: Store) -> None:
-    assert store.version == SCHEMA_VERSION == 2
+    assert store.version == SCHEMA_VERSION == 3
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.migrate()  # idempotent
-    assert store.version == 2
+    assert store.version == 3
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -136,3 +136,27 @@ def test_exports(store: Store) -> None:
     with pytest.raises(InputError, match="no run 42 in the store"):
         store.export_csv(42)
     assert [r.id for r in store.list_runs()] == [run]
+
+
+def test_trial_clients_round_trip_and_an_old_store_gains_the_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    from clusterbench.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(MIGRATIONS[0] + MIGRATIONS[1] + ";PRAGMA user_version=2;")
+    conn.close()
+    with Store.open(path) as s:
+        assert s.version == 3
+        run = s.create_run("run")
+        trial = s.add_trial(run, 1, "oltp_read_only", {})
+        s.add_trial_client(trial, {"client": 1, "host": "cb-x-c2", "database": "sbtest2", "pid": 42,
+                                   "started_ns": 10**18, "start_wall": 1e9, "rate_asked": 100.0,
+                                   "rate_achieved": 50.5, "cpu": {"proc_frac": 0.5},
+                                   "flags": ["rate_not_achieved"]})  # fmt: skip
+        [row] = s.trial_clients(trial)
+        assert row == {"client": 1, "host": "cb-x-c2", "database": "sbtest2", "pid": 42, "started_ns": 10**18,
+                       "start_wall": 1e9, "rate_asked": 100.0, "rate_achieved": 50.5,
+                       "cpu": {"proc_frac": 0.5}, "flags": ["rate_not_achieved"]}  # fmt: skip
+        assert s.export_json(run)["trials"][0]["clients"] == [row]
