@@ -270,6 +270,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     assert "password" not in str(prov)
     per_trial = store.provenance(out.run_id, trial.id)
     assert sorted(per_trial) == [
+        "clients",
         "server_errors@end",
         "server_variables@end",
         "server_variables@start",
@@ -339,3 +340,50 @@ def test_failed_trial_fails_the_run_and_says_why(store: Store) -> None:
     assert out.failures == ["oltp_point_select: sysbench oltp_point_select exited with 1 and no summary"]
     ev = store.events(out.run_id)[-1]
     assert ev["kind"] == "trial_failed" and ev["detail"]["stderr"] == ["boom"]
+
+
+class TwoClientSysbench(FakeSysbench):
+    """Two clients on two hosts; client 1 missed its --rate."""
+
+    def run(self, opts: SysbenchOptions, endpoint: Endpoint, **kw: Any) -> RunResult:
+        from clusterbench.workloads.parse import merge_summaries
+
+        self.hosts = kw.get("hosts")
+        parsed = recorded()
+        clients = []
+        for i in range(2):
+            cr = ClientRun(
+                client=i, database=f"sbtest{i + 1}", command=SysbenchCommand(argv=("sysbench",)),
+                host=f"h{i + 1}", pid=100 + i, started_ns=10**18 + i * 1000, rate_asked=50000.0,
+            )  # fmt: skip
+            cr.returncode, cr.samples, cr.summary = 0, parsed.samples, parsed.summary
+            cr.flags = ["rate_not_achieved"] if i == 1 else []
+            clients.append(cr)
+        return RunResult(test=opts.test, clients=clients, samples=parsed.samples * 2,
+                         summary=merge_summaries([parsed.summary] * 2), exit_code=0, stderr_tail=[],
+                         killed=False, start_ns=10**18, start_skew=0.01, launch_skew=0.000001)  # fmt: skip
+
+
+def test_clients_hosts_skew_fairness_and_saturation_are_recorded(store: Store) -> None:
+    from clusterbench.workloads.placement import LocalClientHost
+
+    fake = TwoClientSysbench()
+    hosts = (LocalClientHost("h1"), LocalClientHost("h2"))
+    p = plan("oltp_point_select", clients=2, separate_schemas=True, client_hosts=hosts)
+    out = bench(fake, []).execute(p, store)
+    assert out.status == "completed" and fake.hosts == hosts
+    [t] = store.trials(out.run_id)
+    assert t.params["client_hosts"] == ["h1", "h2"]
+    assert store.provenance(out.run_id)["workload"]["client_hosts"] == ["h1", "h2"]
+    info = store.provenance(out.run_id, t.id)["clients"]
+    assert info["start_skew_s"] == 0.01 and [c["host"] for c in info["clients"]] == ["h1", "h2"]
+    assert info["fairness_tps"]["jain"] == pytest.approx(1.0) and info["fairness_tps"]["n"] == 2
+    rows = store.trial_clients(t.id)
+    assert [(r["client"], r["host"], r["database"], r["flags"]) for r in rows] == [
+        (0, "h1", "sbtest1", []), (1, "h2", "sbtest2", ["rate_not_achieved"])]  # fmt: skip
+    assert rows[1]["rate_achieved"] == pytest.approx(26076.67, abs=0.01)
+    [ev] = [e for e in store.events(out.run_id) if e["kind"] == "client_saturated"]
+    assert ev["detail"]["client"] == 1 and ev["detail"]["flags"] == ["rate_not_achieved"]
+    assert ev["detail"]["warnings"] == [
+        "client 1 on h2: reached 26076.7 tps of the 50000 asked with --rate (52%)"
+    ]
