@@ -31,12 +31,13 @@ from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.components.keepalived.config import KeepalivedConfig
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts import process
-from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost, NetnsHost
 from clusterbench.providers import preflight
 from clusterbench.providers.cgroups import CgroupV1
 from clusterbench.providers.naming import Names
 from clusterbench.providers.network import HostPlan, down_plan, up_plan
+from clusterbench.providers.ssh import SshProvider
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology
 
@@ -131,6 +132,44 @@ class Cluster:
         self.creds: Credentials | None = None
         self.cgroups = CgroupV1()
         self.local = LocalHost()
+        # Over ssh the hosts are the inventory's machines; locally, namespaces on this machine.
+        self.ssh: SshProvider | None = SshProvider(topology, self.home) if topology.remote else None
+
+    # ------------------------------------------------------------------ hosts
+
+    @property
+    def remote(self) -> bool:
+        return self.ssh is not None
+
+    def host(self, role: str) -> Machine:
+        """Where role n<i>, lb<k> or c<k> runs."""
+        if self.ssh is not None:
+            return self.ssh.host(role)
+        return NetnsHost(self.names.netns(role))
+
+    def role_dir(self, role: str) -> Path:
+        """A role's files: the local cluster directory, or `<base_dir>/<cluster>/<role>` remotely."""
+        if self.ssh is not None:
+            return self.ssh.role_dir(role)
+        return self.dir / role
+
+    def client_hosts(self) -> list[Machine]:
+        """Hosts that run load clients: the local client namespaces (`[clients] hosts = K`) or the
+        inventory's hosts with role client; [] when there are none (load then runs here)."""
+        if self.ssh is not None:
+            return list(self.ssh.client_hosts())
+        return [NetnsHost(self.names.netns(f"c{k}")) for k in self.topology.client_indexes()]
+
+    def interface(self, role: str) -> str:
+        """The interface a role's host reaches its peers on (eth0 inside a local namespace)."""
+        if self.ssh is not None:
+            return self.ssh.interface(role)
+        return "eth0"
+
+    def close(self) -> None:
+        """Close SSH connections (nothing to do locally)."""
+        if self.ssh is not None:
+            self.ssh.close()
 
     # ------------------------------------------------------------------ state
 
@@ -175,7 +214,7 @@ class Cluster:
     # ------------------------------------------------------------------ components
 
     def node_dir(self, index: int) -> Path:
-        return self.dir / f"n{index}"
+        return self.role_dir(f"n{index}")
 
     def node_config(self, index: int) -> NodeConfig:
         t = self.topology
@@ -199,7 +238,7 @@ class Cluster:
         check = ProcessRef.from_json(st["check"]) if st.get("check") else None
         return GaleraNode(
             self.node_config(index),
-            NetnsHost(self.names.netns(self.names.node_role(index))),
+            self.host(self.names.node_role(index)),
             self.credentials(),
             proc=proc,
             check_proc=check,
@@ -248,14 +287,14 @@ class Cluster:
         cfg = HAProxyConfig(
             cluster_name=t.name,
             address=t.balancer_address(index),
-            dir=self.dir / role,
+            dir=self.role_dir(role),
             settings=t.balancer,
             servers=tuple((f"n{i}", t.node_address(i)) for i in t.node_indexes()),
             vip=t.vip_address(),
         )
         st = self._balancer_state(role)
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
-        return HAProxy(cfg, NetnsHost(self.names.netns(role)), proc=proc, clock=self.clock)
+        return HAProxy(cfg, self.host(role), proc=proc, clock=self.clock)
 
     def haproxies(self) -> list[HAProxy]:
         """Every HAProxy: [lb1] or [lb1, lb2]; [] without a balancer."""
@@ -278,17 +317,19 @@ class Cluster:
         cfg = KeepalivedConfig(
             cluster_name=t.name,
             index=index,
-            dir=self.dir / role,
+            dir=self.role_dir(role),
             src_ip=t.balancer_address(index),
             peer_ip=t.balancer_address(peer),
             vip=vip,
-            prefixlen=t.network.prefixlen,
-            haproxy_socket=HAProxyConfig.stats_socket_in(self.dir / role),
+            # Over ssh there is no subnet plan: the VIP is a host address of its own.
+            prefixlen=32 if self.remote else t.network.prefixlen,
+            haproxy_socket=HAProxyConfig.stats_socket_in(self.role_dir(role)),
             advert_int=t.balancer.advert_int,
+            interface=self.interface(role) if self.remote else "eth0",
         )
         st = self._balancer_state(role)
         proc = ProcessRef.from_json(st["keepalived"]) if st.get("keepalived") else None
-        return Keepalived(cfg, NetnsHost(self.names.netns(role)), proc=proc, clock=self.clock)
+        return Keepalived(cfg, self.host(role), proc=proc, clock=self.clock)
 
     def keepaliveds(self) -> list[Keepalived]:
         out = []
@@ -351,13 +392,20 @@ class Cluster:
         ]
         for k in t.balancer_indexes():
             plans.append(HostPlan(balancer_role(k), t.balancer_address(k)))
+        for k in t.client_indexes():
+            plans.append(HostPlan(f"c{k}", t.client_host_address(k)))
         return plans
 
     def up(self, report: Report = _quiet) -> dict[str, float]:
         """Bring the cluster up. On any failure or interrupt, tear down what was started."""
         timings: dict[str, float] = {}
         t0 = time.monotonic()
-        preflight.check_up(self.topology, self.home, self.local)
+        if self.ssh is not None:
+            from clusterbench.providers import ssh_check  # noqa: PLC0415 - only the ssh provider needs it
+
+            ssh_check.check_up(self.topology, self.home, self.ssh)
+        else:
+            preflight.check_up(self.topology, self.home, self.local)
         # A failed earlier `up` keeps its files (logs) for reading; a new one starts from nothing.
         if self.dir.exists():
             shutil.rmtree(self.dir)
@@ -374,7 +422,14 @@ class Cluster:
         }
         self.save()
         try:
-            self._up_network(report)
+            if self.ssh is not None:
+                # Our role directories only (<base_dir>/<cluster>/<role>): a failed earlier up
+                # may have left files there; like the local cluster directory, start from nothing.
+                self.ssh.remove_files()
+                made = self.ssh.prepare()
+                report(f"hosts: {len(self.topology.hosts)} machines over ssh, {len(made)} role directories")
+            else:
+                self._up_network(report)
             timings["network"] = time.monotonic() - t0
             self._up_nodes(report, timings, t0)
             self._up_balancer(report)
@@ -431,31 +486,37 @@ class Cluster:
         first = nodes[0]
         first.install_db()
         first.run_bootstrap_sql(account_sql(self.credentials()))
-        # Seed: bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the
-        # same uuid:seqno, then give every other node a copy. Joiners then need only an IST of a
-        # few cluster-change events instead of a full SST each (InnoDB's own wsrep position wins
-        # over grastate.dat, so a copy of a never-started datadir would still need an SST).
-        self._start_node(first, bootstrap=True)
-        first.wait_synced(60)
-        first.stop(timeout=60)
-        seed = first.grastate()
-        if seed is None or seed.seqno < 0:
-            raise ComponentError(
-                f"node n1 did not record its position at shutdown; see {first.cfg.error_log}"
-            )
-        for n in nodes[1:]:
-            self.local.run(
-                [
-                    "rsync",
-                    "-a",
-                    "--exclude=galera.cache",
-                    "--exclude=*.pid",
-                    f"{first.cfg.datadir}/",
-                    f"{n.cfg.datadir}/",
-                ]
-            )
-            n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
-        timings["seed"] = time.monotonic() - t0
+        if self.ssh is None:
+            # Seed: bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the
+            # same uuid:seqno, then give every other node a copy. Joiners then need only an IST of a
+            # few cluster-change events instead of a full SST each (InnoDB's own wsrep position wins
+            # over grastate.dat, so a copy of a never-started datadir would still need an SST).
+            self._start_node(first, bootstrap=True)
+            first.wait_synced(60)
+            first.stop(timeout=60)
+            seed = first.grastate()
+            if seed is None or seed.seqno < 0:
+                raise ComponentError(
+                    f"node n1 did not record its position at shutdown; see {first.cfg.error_log}"
+                )
+            for n in nodes[1:]:
+                self.local.run(
+                    [
+                        "rsync",
+                        "-a",
+                        "--exclude=galera.cache",
+                        "--exclude=*.pid",
+                        f"{first.cfg.datadir}/",
+                        f"{n.cfg.datadir}/",
+                    ]
+                )
+                n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
+            timings["seed"] = time.monotonic() - t0
+        else:
+            # Over ssh there is no shared filesystem to copy a seeded datadir with: joiners start
+            # empty and get a full SST from a donor (wsrep_sst_method, rsync by default; both ends
+            # need it installed, which the up-front check verifies).
+            timings["seed"] = time.monotonic() - t0
         self._start_node(first, bootstrap=True)
         first.wait_synced(60)
         report(f"n1 bootstrapped ({time.monotonic() - t0:.1f} s)")
@@ -591,7 +652,20 @@ class Cluster:
             what = n.stop(timeout=30)
             if what != "not running":
                 done.append(f"n{n.index} {what}")
-        done += self._kill_namespace_leftovers()
+        if self.ssh is not None:
+            done += self._down_remote(keep_files)
+        else:
+            done += self._down_local()
+        if not keep_files and self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+        elif self.state_path.exists():
+            self.state_path.unlink()
+        for line in done:
+            report(line)
+        return done
+
+    def _down_local(self) -> list[str]:
+        done = self._kill_namespace_leftovers()
         for cg in self.cgroups.existing(f"{self.topology.name}-"):
             self.cgroups.remove(cg)
             done.append(f"cgroup {cg} removed")
@@ -601,12 +675,22 @@ class Cluster:
             self.local.run(argv, check=False)
         if netns or links:
             done.append(f"removed {len(netns)} namespaces and {len(links)} links")
-        if not keep_files and self.dir.exists():
-            shutil.rmtree(self.dir, ignore_errors=True)
-        elif self.state_path.exists():
-            self.state_path.unlink()
-        for line in done:
-            report(line)
+        return done
+
+    def _down_remote(self, keep_files: bool) -> list[str]:
+        """Over ssh: the machines stay as they were before `up`, minus our processes and files
+        (never any `ip netns`, link or cgroup cleanup there). With keep_files the remote files
+        stay and the logs are copied into the local cluster directory."""
+        assert self.ssh is not None
+        done = self.ssh.kill_leftovers()
+        if keep_files:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            got = self.ssh.collect_logs(self.dir / "remote-logs")
+            if got:
+                done.append(f"copied {len(got)} remote logs to {self.dir / 'remote-logs'}")
+        else:
+            self.ssh.remove_files()
+        self.ssh.close()
         return done
 
     def _kill_namespace_leftovers(self) -> list[str]:

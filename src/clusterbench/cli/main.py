@@ -85,7 +85,7 @@ def up(
             if topo.balancer.kind == "haproxy"
             else ""
         )
-        + f" on {topo.network}"
+        + (f" on {len(topo.hosts)} machines over ssh" if topo.remote else f" on {topo.network}")
     )
     timings = cluster.up(report=console.step)
     _print_endpoints(cluster)

@@ -39,6 +39,13 @@ BALANCER_OFFSET = BALANCER_OFFSETS[0]
 VIP_OFFSET = 3
 NODE_OFFSET = 10
 MAX_BALANCERS = len(BALANCER_OFFSETS)
+# Local client namespaces (`[clients] hosts = K`): client k at .30+k, clear of the nodes (.11-.19)
+# and inside the smallest subnet allowed (/26: host numbers up to .62).
+CLIENT_OFFSET = 30
+MAX_CLIENTS = 16
+HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
+IFNAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
+ROLES = ("db", "balancer", "client")
 
 
 class _Strict(BaseModel):
@@ -190,12 +197,168 @@ class ClusterSettings(_Strict):
         return v
 
 
+class ProviderSettings(_Strict):
+    """Where the hosts come from: `local` makes namespaces on this machine, `ssh` attaches to the
+    machines listed in [[hosts]] (it never creates or destroys them)."""
+
+    kind: Literal["local", "ssh"] = "local"
+    # accept-new: record an unknown host key in <home>/known_hosts, refuse a changed one;
+    # strict: only keys already in that file or ~/.ssh/known_hosts.
+    host_keys: Literal["accept-new", "strict"] = "accept-new"
+    # Node and balancer files on the remote machines: <base_dir>/<cluster>/<role>.
+    base_dir: str = "/var/lib/clusterbench/remote"
+    connect_timeout: float = Field(10.0, gt=0, le=120)
+
+    @field_validator("base_dir")
+    @classmethod
+    def _base_dir(cls, v: str) -> str:
+        return _absolute(v)
+
+
+def _absolute(v: str) -> str:
+    if not v.startswith("/") or "/.." in v or len(v) < 2:
+        raise ValueError(f"'{v}' must be an absolute path like /var/lib/clusterbench/remote")
+    return v.rstrip("/")
+
+
+class InventoryHost(_Strict):
+    """One existing machine reached over SSH, with the roles it plays."""
+
+    name: str
+    address: str
+    user: str = "root"
+    port: int = Field(22, ge=1, le=65535)
+    key: str | None = None
+    roles: list[Literal["db", "balancer", "client"]] = Field(min_length=1)
+    base_dir: str | None = None
+    interface: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not HOST_NAME_RE.match(v):
+            raise ValueError(f"'{v}' must be 1-32 characters: lowercase letters, digits, '.', '_' or '-'")
+        return v
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        try:
+            ipaddress.IPv4Address(v)
+        except ValueError:
+            # Galera, HAProxy and keepalived are configured with the address itself.
+            raise ValueError(f"'{v}' is not an IPv4 address like 10.0.0.11") from None
+        return v
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, v: str) -> str:
+        if not re.match(r"^[a-z_][a-z0-9_.-]{0,31}$", v):
+            raise ValueError(f"'{v}' is not a user name")
+        return v
+
+    @field_validator("roles")
+    @classmethod
+    def _roles(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("a role is listed twice; one host runs at most one node and one balancer")
+        return v
+
+    @field_validator("base_dir")
+    @classmethod
+    def _host_base_dir(cls, v: str | None) -> str | None:
+        return None if v is None else _absolute(v)
+
+    @field_validator("interface")
+    @classmethod
+    def _interface(cls, v: str | None) -> str | None:
+        if v is not None and not IFNAME_RE.match(v):
+            raise ValueError(f"'{v}' is not a network interface name like eth0")
+        return v
+
+
+class ClientSettings(_Strict):
+    """Load generators. Locally, `hosts = K` makes K client namespaces cb-<cluster>-c<k> on the
+    bridge (client k at subnet host .30+k); over ssh, clients are the [[hosts]] with role client."""
+
+    hosts: int = Field(0, ge=0, le=MAX_CLIENTS)
+
+
 class Topology(_Strict):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     resources: Resources = Field(default_factory=Resources)
     node: list[NodeOverride] = Field(default_factory=list)
     mariadb: MariaDBSettings = Field(default_factory=MariaDBSettings)
     balancer: BalancerSettings = Field(default_factory=BalancerSettings)
+    provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    hosts: list[InventoryHost] = Field(default_factory=list)
+    clients: ClientSettings = Field(default_factory=ClientSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nodes_from_inventory(cls, data: Any) -> Any:
+        """Over ssh, cluster.nodes is the number of db hosts unless it is given."""
+        if not isinstance(data, dict):
+            return data
+        provider = data.get("provider")
+        hosts = data.get("hosts")
+        if not (isinstance(provider, dict) and provider.get("kind") == "ssh" and isinstance(hosts, list)):
+            return data
+        cluster = data.get("cluster", {})
+        if isinstance(cluster, dict) and "nodes" not in cluster:
+            dbs = sum(1 for h in hosts if isinstance(h, dict) and "db" in (h.get("roles") or []))
+            if 1 <= dbs <= MAX_NODES:
+                data = {**data, "cluster": {**cluster, "nodes": dbs}}
+        return data
+
+    @model_validator(mode="after")
+    def _inventory(self) -> Topology:
+        if self.provider.kind == "local":
+            if self.hosts:
+                raise ValueError(
+                    "hosts: [[hosts]] needs provider.kind = 'ssh' (the local provider makes its own)"
+                )
+            return self
+        if self.clients.hosts:
+            raise ValueError(
+                "clients.hosts is for the local provider; "
+                "over ssh give client machines role 'client' in [[hosts]]"
+            )
+        limits = ("cpu_quota", "cpuset", "bandwidth")
+        if any(getattr(o, k) is not None for o in [self.resources, *self.node] for k in limits):
+            raise ValueError(
+                "resources / node limits (cpu_quota, cpuset, bandwidth) are for the local provider; "
+                "over ssh use throttle-link faults or limit the machines themselves"
+            )
+        seen: set[str] = set()
+        for h in self.hosts:
+            if h.name in seen:
+                raise ValueError(f"hosts: name '{h.name}' is given twice")
+            seen.add(h.name)
+        dbs = self.db_hosts()
+        if not dbs:
+            raise ValueError("hosts: no host has role 'db'; provider.kind = 'ssh' needs at least one")
+        if len(dbs) > MAX_NODES:
+            raise ValueError(f"hosts: {len(dbs)} hosts have role 'db'; at most {MAX_NODES}")
+        if self.cluster.nodes != len(dbs):
+            raise ValueError(
+                f"cluster.nodes = {self.cluster.nodes} but {len(dbs)} hosts have role 'db'; "
+                "remove cluster.nodes (it follows the inventory) or fix the roles"
+            )
+        lbs = self.balancer_hosts()
+        b = self.balancer
+        if b.kind == "none" and lbs:
+            raise ValueError("hosts: a host has role 'balancer' but balancer.kind = 'none'")
+        if b.kind == "haproxy" and len(lbs) != b.count:
+            if not lbs:
+                raise ValueError(
+                    "hosts: no host has role 'balancer'; add one or set balancer.kind = 'none'"
+                )
+            raise ValueError(
+                f"hosts: {len(lbs)} hosts have role 'balancer' but balancer.count = {b.count}; "
+                "a keepalived pair is count = 2 with two balancer hosts"
+            )
+        return self
 
     @model_validator(mode="after")
     def _overrides(self) -> Topology:
@@ -219,6 +382,15 @@ class Topology(_Strict):
             )
         if b.count == 2 and b.vip is False:
             raise ValueError("balancer.count = 2 needs a VIP; remove vip = false or set vip = true")
+        if self.provider.kind == "ssh":
+            if b.count == 2 and not isinstance(b.vip, str):
+                raise ValueError(
+                    "balancer.vip must be an address (e.g. vip = \"10.0.0.100\") with provider.kind = 'ssh': "
+                    "there is no subnet plan to take it from"
+                )
+            if isinstance(b.vip, str) and b.vip in {h.address for h in self.hosts}:
+                raise ValueError(f"balancer.vip {b.vip} is already the address of a host in [[hosts]]")
+            return self
         if isinstance(b.vip, str):
             vip = ipaddress.IPv4Address(b.vip)
             net = self.network
@@ -251,8 +423,33 @@ class Topology(_Strict):
         return list(range(1, self.balancer.count + 1))
 
     def balancer_address(self, index: int = 1) -> str:
-        """The own address of HAProxy `index` (lb1 .2, lb2 .4)."""
+        """The own address of HAProxy `index` (lb1 .2, lb2 .4; over ssh the K-th balancer host)."""
+        if self.provider.kind == "ssh":
+            return self.balancer_hosts()[index - 1].address
         return str(self.network[BALANCER_OFFSETS[index - 1]])
+
+    @property
+    def remote(self) -> bool:
+        return self.provider.kind == "ssh"
+
+    def db_hosts(self) -> list[InventoryHost]:
+        """Inventory hosts with role db, in file order: node N is the N-th."""
+        return [h for h in self.hosts if "db" in h.roles]
+
+    def balancer_hosts(self) -> list[InventoryHost]:
+        """Inventory hosts with role balancer, in file order: lbK is the K-th."""
+        return [h for h in self.hosts if "balancer" in h.roles]
+
+    def client_hosts(self) -> list[InventoryHost]:
+        return [h for h in self.hosts if "client" in h.roles]
+
+    def client_indexes(self) -> list[int]:
+        """Local client namespaces c1..cK (`[clients] hosts = K`)."""
+        return list(range(1, self.clients.hosts + 1))
+
+    def client_host_address(self, index: int) -> str:
+        """The address of local client namespace c<index>."""
+        return str(self.network[CLIENT_OFFSET + index])
 
     def vip_address(self) -> str | None:
         """The keepalived virtual IP of a balancer pair, or None with one (or no) HAProxy."""
@@ -270,6 +467,8 @@ class Topology(_Strict):
         return self.vip_address() or self.balancer_address()
 
     def node_address(self, index: int) -> str:
+        if self.provider.kind == "ssh":
+            return self.db_hosts()[index - 1].address
         return str(self.network[NODE_OFFSET + index])
 
     def node_indexes(self) -> list[int]:

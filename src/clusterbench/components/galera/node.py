@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import pwd
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,8 +29,7 @@ from clusterbench.components.galera.status import (
     render_grastate,
 )
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import ProcessRef, terminate, wait_dead
-from clusterbench.hosts.local import LocalHost
+from clusterbench.hosts.base import Machine, ProcessRef, terminate, wait_dead
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +81,7 @@ class GaleraNode:
     def __init__(
         self,
         cfg: NodeConfig,
-        host: LocalHost,
+        host: Machine,
         creds: Credentials,
         proc: ProcessRef | None = None,
         check_proc: ProcessRef | None = None,
@@ -109,8 +106,9 @@ class GaleraNode:
 
     def write_files(self) -> None:
         d = self.cfg.dir
+        # Owned by mysql: mariadbd runs as mysql (rsync SST fails as root, RECIPES G1).
         for sub in (d, d / "data", d / "tmp"):
-            sub.mkdir(parents=True, exist_ok=True)
+            self.host.mkdir(sub, owner="mysql", mode=0o755)
         self.host.put_file(self.cfg.cnf_path, render_my_cnf(self.cfg), mode=0o644)
         self.host.put_file(
             self.cfg.mon_cnf,
@@ -119,9 +117,6 @@ class GaleraNode:
         )
         self.host.put_file(self.admin_cnf, self.admin_cnf_text(), mode=0o600)
         self.host.put_file(self.cfg.clustercheck_path, render_clustercheck(self.cfg), mode=0o700)
-        pw = pwd.getpwnam("mysql")
-        for sub in (d, d / "data", d / "tmp"):
-            os.chown(sub, pw.pw_uid, pw.pw_gid)
 
     @property
     def admin_cnf(self) -> Path:
@@ -159,10 +154,7 @@ class GaleraNode:
         self.host.put_file(self.cfg.datadir / "grastate.dat", render_grastate(g), mode=0o660, owner="mysql")
 
     def error_log_size(self) -> int:
-        try:
-            return self.cfg.error_log.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return self.host.file_size(self.cfg.error_log)
 
     def error_log_since(self, offset: int) -> str:
         text = self.host.read_file(self.cfg.error_log) or ""
@@ -195,7 +187,7 @@ class GaleraNode:
         """After a crash, read the last committed position from InnoDB so the restart gets IST
         instead of a full SST (RECIPES §2, G3)."""
         rlog = self.cfg.dir / "recover.log"
-        rlog.unlink(missing_ok=True)
+        self.host.remove(rlog)
         self.host.run(
             ["mariadbd", f"--defaults-file={self.cfg.cnf_path}", "--wsrep-recover", f"--log-error={rlog}"],
             timeout=120,
@@ -254,8 +246,15 @@ class GaleraNode:
 
     @contextmanager
     def connect(self, timeout: float = 2.0, **kw: Any) -> Iterator[pymysql.connections.Connection]:
+        # The unix socket is on this machine's filesystem only for local hosts; a remote node is
+        # reached over TCP, as the admin account exists for '%' too.
+        where: dict[str, Any] = (
+            {"host": self.cfg.address, "port": 3306}
+            if self.host.remote
+            else {"unix_socket": str(self.cfg.socket)}
+        )
         conn = pymysql.connect(
-            unix_socket=str(self.cfg.socket),
+            **where,
             user=self.creds.admin_user,
             password=self.creds.admin_password,
             connect_timeout=timeout,

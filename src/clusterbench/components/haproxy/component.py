@@ -9,13 +9,12 @@ from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.config import HAProxyConfig, render_haproxy_cfg
 from clusterbench.components.haproxy.status import BackendServer, parse_show_stat
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import ProcessRef, terminate
-from clusterbench.hosts.local import LocalHost
+from clusterbench.hosts.base import Machine, ProcessRef, terminate
 
 
 class HAProxy:
     def __init__(
-        self, cfg: HAProxyConfig, host: LocalHost, proc: ProcessRef | None = None, clock: Clock | None = None
+        self, cfg: HAProxyConfig, host: Machine, proc: ProcessRef | None = None, clock: Clock | None = None
     ) -> None:
         self.cfg = cfg
         self.host = host
@@ -23,7 +22,7 @@ class HAProxy:
         self.clock = clock or SystemClock()
 
     def write_files(self) -> None:
-        self.cfg.dir.mkdir(parents=True, exist_ok=True)
+        self.host.mkdir(self.cfg.dir)
         self.host.put_file(self.cfg.cfg_path, render_haproxy_cfg(self.cfg), mode=0o644)
 
     def validate(self) -> None:
@@ -45,7 +44,7 @@ class HAProxy:
             if not self.alive():
                 text = self.host.read_file(self.cfg.dir / "haproxy.log") or ""
                 raise ComponentError(f"haproxy exited at start: {' | '.join(text.strip().splitlines()[-3:])}")
-            if self.cfg.stats_socket.exists():
+            if self.host.exists(self.cfg.stats_socket):
                 try:
                     self.command("show info")
                     return self.proc
@@ -65,6 +64,17 @@ class HAProxy:
         return "killed"
 
     def command(self, cmd: str, timeout: float = 2.0) -> str:
+        if self.host.remote:
+            # The stats socket is on the balancer's machine: talk to it there through socat.
+            res = self.host.run(
+                ["socat", f"-t{timeout:g}", "-", f"UNIX-CONNECT:{self.cfg.stats_socket}"],
+                input=cmd + "\n",
+                timeout=timeout + 10,
+                check=False,
+            )
+            if not res.ok:
+                raise ConnectionError(f"haproxy stats socket: {res.tail()}")
+            return res.stdout
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
             s.connect(str(self.cfg.stats_socket))

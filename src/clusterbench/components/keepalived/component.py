@@ -8,8 +8,7 @@ import re
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.keepalived.config import KeepalivedConfig, render_keepalived_conf
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import ProcessRef, terminate
-from clusterbench.hosts.local import LocalHost
+from clusterbench.hosts.base import Machine, ProcessRef, terminate
 
 _STATE_RE = re.compile(r"\) Entering (MASTER|BACKUP|FAULT|STOP) STATE")
 
@@ -36,7 +35,7 @@ class Keepalived:
     def __init__(
         self,
         cfg: KeepalivedConfig,
-        host: LocalHost,
+        host: Machine,
         proc: ProcessRef | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -46,7 +45,7 @@ class Keepalived:
         self.clock = clock or SystemClock()
 
     def write_files(self) -> None:
-        self.cfg.dir.mkdir(parents=True, exist_ok=True)
+        self.host.mkdir(self.cfg.dir)
         # Root's and not writable by others: it names a script that runs as root.
         self.host.put_file(self.cfg.cfg_path, render_keepalived_conf(self.cfg), mode=0o644)
 
@@ -64,7 +63,7 @@ class Keepalived:
             return self.proc
         c = self.cfg
         for p in (c.pid_path, c.vrrp_pid_path, c.checkers_pid_path):
-            p.unlink(missing_ok=True)
+            self.host.remove(p)
         # -n: stay in the foreground (we detach it and track its PID); -l -D: detailed log to the
         # console, i.e. our log file (there is no syslog here); own PID files, since the defaults
         # in /run would collide with the other balancer's keepalived.
@@ -93,7 +92,7 @@ class Keepalived:
                     f"keepalived on {c.role} exited at start: {' | '.join(text.strip().splitlines()[-3:])}"
                 )
             # The VRRP child writes its PID file once it runs.
-            if c.vrrp_pid_path.exists():
+            if self.host.exists(c.vrrp_pid_path):
                 return self.proc
             self.clock.sleep(0.05)
         raise ComponentError(f"keepalived on {c.role} did not start its VRRP process in {timeout:g} s")
