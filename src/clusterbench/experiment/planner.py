@@ -159,7 +159,7 @@ class CostModel:
     up_per_node: float = 4.5
     down_base: float = 1.0
     down_per_node: float = 0.3
-    node_start: float = 2.0  # each joiner, by IST
+    node_start: float = 8.0  # each joiner, by IST under load (about 16 s per pair measured here)
     node_stop: float = 0.3
     fault_settle: float = 3.0  # per trial with faults: heal, then every running node Synced again
     balancer_settle: float = 2.5  # HAProxy marks a node UP/DOWN after rise/fall checks
@@ -286,7 +286,7 @@ def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
             server = tuple((k, int(p.get(k, getattr(exp.topology.mariadb, k)))) for k in server_used)
             for rep in range(1, exp.settings.repetitions + 1):
                 raw.append(_trial(part, point, rep, topo, nodes, server, wl, p))
-    ordered = tuple(order(raw))
+    ordered = tuple(order(raw, interleaved=exp.settings.repetition_order == "interleaved"))
     for t in ordered:
         t.planned_faults()  # a schedule that cannot run is refused before anything starts
     return Plan(exp, ordered)
@@ -331,17 +331,27 @@ def _trial(
     )
 
 
-def order(trials: list[TrialSpec]) -> list[TrialSpec]:
+def order(trials: list[TrialSpec], interleaved: bool = False) -> list[TrialSpec]:
     """Group by cluster (first appearance), size each group's cluster for its largest node count,
     then order inside a group: descending nodes (the cluster only shrinks), rate_of_max last
-    within a node count, then server variables, then grid order."""
+    within a node count, then server variables, then grid order. `interleaved` puts the
+    repetition first: every point once, then every point again (the cluster shrinks once per
+    repetition and grows back in between)."""
     groups: dict[str, list[tuple[int, TrialSpec]]] = {}
     for i, t in enumerate(trials):
         groups.setdefault(_build_key(t.topology), []).append((i, t))
     out: list[TrialSpec] = []
     for g, members in enumerate(groups.values(), start=1):
         capacity = max(t.nodes for _, t in members)
-        members.sort(key=lambda it: (-it[1].nodes, it[1].rate_of_max is not None, it[1].server, it[0]))
+        members.sort(
+            key=lambda it: (
+                it[1].rep if interleaved else 0,
+                -it[1].nodes,
+                it[1].rate_of_max is not None,
+                it[1].server,
+                it[0],
+            )
+        )
         for _, t in members:
             # Each trial keeps its own limits; the runner applies them before the trial.
             out.append(_replace(t, topology=sized(t.topology, capacity), group=g, index=len(out) + 1))

@@ -5,7 +5,8 @@ with one line per problem, each naming the file (and profile) and the field.
 
 Layout of a file:
 
-    [experiment]   name, description, repetitions, design ("full-grid"), baseline, cv_warn
+    [experiment]   name, description, repetitions, repetition_order ("blocked" or "interleaved"),
+                   design ("full-grid"), baseline, cv_warn
     [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
     [workload]     tests, tables, table_size, threads, clients, separate_schemas, rate, rate_of_max,
                    rand_type, target, tls, compression, duration, warmup, cooldown, and
@@ -193,6 +194,11 @@ class ExperimentSettings(_Strict):
     description: str = ""
     repetitions: int = Field(3, ge=1, le=100)
     design: Literal["full-grid"] = "full-grid"
+    # blocked: a point's repetitions back to back (fewest node changes). interleaved: repetition 1
+    # of every point, then repetition 2 ...: slow drift (a warming buffer pool, a growing table)
+    # then spreads over all points instead of biasing the later ones, at the price of growing the
+    # cluster again (nodes rejoin by IST) once per repetition.
+    repetition_order: Literal["blocked", "interleaved"] = "blocked"
     baseline: dict[str, Level] = Field(default_factory=dict)
     cv_warn: float = Field(0.10, gt=0, description="flag a point whose coefficient of variation is above")
 

@@ -277,3 +277,23 @@ def test_an_unknown_fault_field_names_it() -> None:
     text = FAULTY.replace("for = 4", "for = 4\nseconds = 3")
     with pytest.raises(InputError, match=r"unknown key 'workload\.faults\[0\]\.seconds'"):
         exp(text)
+
+
+def test_interleaved_repetitions_run_every_point_once_per_round() -> None:
+    text = SMALL.replace('repetitions = 2', 'repetitions = 2\nrepetition_order = "interleaved"')
+    plan = expand(exp(text))
+    got = [(t.rep, t.nodes, t.threads) for t in plan.trials]
+    assert got == [
+        (1, 2, 1), (1, 2, 4), (1, 1, 1), (1, 1, 4),
+        (2, 2, 1), (2, 2, 4), (2, 1, 1), (2, 1, 4),
+    ]  # fmt: skip
+    est = plan.estimate(CostModel())
+    c = CostModel()
+    # shrinks 2 -> 1 in each round, grows back 1 -> 2 once between them
+    shrink, grow = c.node_stop + c.balancer_settle, c.node_start + c.balancer_settle
+    assert est.phases["node changes"] == pytest.approx(2 * shrink + grow)
+
+
+def test_unknown_repetition_order_is_refused() -> None:
+    with pytest.raises(InputError, match=r"experiment\.repetition_order"):
+        exp(SMALL.replace('repetitions = 2', 'repetitions = 2\nrepetition_order = "random"'))
