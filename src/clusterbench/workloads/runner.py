@@ -36,7 +36,7 @@ from clusterbench.workloads.placement import (
     start_at_argv,
     start_lead,
 )
-from clusterbench.workloads.saturation import WARNING, ClientCpu, client_flags, cpu_use, describe
+from clusterbench.workloads.saturation import WARNING, ClientCpu, client_flags, cpu_use, describe, num
 from clusterbench.workloads.sysbench import (
     SysbenchCommand,
     SysbenchOptions,
@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 STDERR_TAIL = 40
 OTHER_TAIL = 40
+# sysbench 1.0.20 aborts with this when --rate generates events faster than its threads finish them
+QUEUE_FULL = "The event queue is full"
 
 
 class Process(Protocol):
@@ -109,7 +111,13 @@ class ClientRun:
     cpu_readings: list[CpuReading] = field(default_factory=list)
     cpu: ClientCpu | None = None
     rate_asked: float = 0.0
+    own_host: bool = False  # the client host is a machine of its own (not this one's namespaces)
     flags: list[str] = field(default_factory=list)
+
+    @property
+    def queue_overflow(self) -> bool:
+        """sysbench gave up because the --rate event queue was full (it cannot keep up)."""
+        return any(QUEUE_FULL in ln for ln in self.other_tail + self.stderr_tail)
 
     @property
     def rate_achieved(self) -> float | None:
@@ -173,6 +181,13 @@ class RunResult:
             return None
         if self.killed:
             return f"sysbench {self.test} overran its time limit and was killed"
+        overflow = next((c for c in self.clients if c.queue_overflow), None)
+        if overflow is not None:
+            return (
+                f"sysbench {self.test} client {overflow.client} on {overflow.host} gave up: --rate "
+                f"{num(overflow.rate_asked)} is more than it could serve (its event queue overflowed); "
+                "ask for a lower --rate"
+            )
         fatal = next((ln for c in self.clients for ln in c.other_tail + c.stderr_tail if "FATAL" in ln), None)
         if fatal:
             return f"sysbench {self.test} failed: {fatal.strip()}"
@@ -403,7 +418,8 @@ class SysbenchRunner:
                 opts, endpoint, "run", database=db, sysbench_bin=self.sysbench_bin, shim=self.shim
             )
             runs.append(ClientRun(client=i, database=db, command=cmd, host=placed[i].name,
-                                  rate_asked=float(opts.rate)))  # fmt: skip
+                                  rate_asked=float(opts.rate),
+                                  own_host=bool(getattr(placed[i], "remote", False))))  # fmt: skip
             parsers.append(OutputParser(client=i, warmup=opts.warmup, threads=opts.threads))
             stderr_tails.append(deque(maxlen=STDERR_TAIL))
             other_tails.append(deque(maxlen=OTHER_TAIL))
@@ -467,7 +483,9 @@ class SysbenchRunner:
             r.other_tail = list(other_tails[i])
             r.cpu_readings = sampler.readings[i]
             r.cpu = cpu_use(r.cpu_readings, opts.threads)
-            r.flags = client_flags(r.cpu, r.rate_asked, r.rate_achieved)
+            seconds = r.summary.duration if r.summary is not None else sum(s.interval for s in r.samples)
+            r.flags = client_flags(r.cpu, r.rate_asked, r.rate_achieved, seconds=seconds,
+                                   own_host=r.own_host, queue_overflow=r.queue_overflow)  # fmt: skip
         summaries = [r.summary for r in runs if r.summary is not None]
         summary = merge_summaries(summaries) if len(summaries) == len(runs) else None
         exit_code: int = next((rc for rc in rcs if rc is not None and rc != 0), 0)

@@ -130,7 +130,9 @@ def test_cpu_use_and_flags() -> None:
     rs = [reading(0.0, 0, 0, 0), reading(10.0, 1000, 1900, 2000)]
     cpu = cpu_use(rs, threads=2)
     assert cpu is not None and cpu.proc_frac == pytest.approx(0.5)
-    assert client_flags(cpu, 0, None) == [FLAG_HOST]
+    assert client_flags(cpu, 0, None, own_host=True) == [FLAG_HOST]
+    # on a namespace of this machine the host is shared with the nodes: recorded, not flagged
+    assert client_flags(cpu, 0, None) == []
     # one thread can use one CPU only
     cpu = cpu_use(rs, threads=1)
     assert cpu is not None and cpu.usable == 1 and FLAG_CPU in client_flags(cpu, 0, None)
@@ -141,10 +143,16 @@ def test_cpu_use_and_flags() -> None:
     assert cpu_use(rs[:1], threads=2) is None
 
 
-def test_rate_flag_at_95_percent() -> None:
-    assert client_flags(None, 100, 94.9) == [FLAG_RATE]
-    assert client_flags(None, 100, 95.0) == []
-    assert client_flags(None, 0, 1.0) == []
+def test_rate_flag_below_95_percent_and_beyond_poisson_noise() -> None:
+    # 100/s for 1000 s: sigma is 0.32/s, so 94.9 is far beyond chance
+    assert client_flags(None, 100, 94.9, seconds=1000) == [FLAG_RATE]
+    assert client_flags(None, 100, 95.0, seconds=1000) == []
+    # 100/s for 5 s: sigma is 4.5/s; 94 is 1.3 sigma short, 80 is 4.5 sigma short
+    assert client_flags(None, 100, 94.0, seconds=5) == []
+    assert client_flags(None, 100, 80.0, seconds=5) == [FLAG_RATE]
+    assert client_flags(None, 0, 1.0, seconds=5) == []
+    assert client_flags(None, 100, None, queue_overflow=True) == [FLAG_RATE]
+    assert client_flags(None, 0, None, queue_overflow=True) == []
 
 
 @pytest.fixture
@@ -213,3 +221,25 @@ def test_a_client_that_cannot_start_stops_the_others(fake_bin: str, monkeypatch:
         "check that the client host is reachable and has sysbench"
     )
     assert len(started) == 1 and started[0].poll() is not None
+
+
+def test_event_queue_overflow_is_a_rate_finding(
+    fake_bin: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "overflow.out"
+    out.write_text(
+        "FATAL: The event queue is full. This means the worker threads are unable to keep up with "
+        "the specified event generation rate\n"
+    )
+    monkeypatch.setenv("FAKE_OUT", str(out))
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=FakeServer(), cpu_interval=0)
+    res = runner.run(SysbenchOptions(test="oltp_point_select", time=2, rate=1_000_000), EP, clients=2,
+                     hosts=[LocalClientHost("a"), LocalClientHost("b")])  # fmt: skip
+    assert not res.ok and [c.flags for c in res.clients] == [[FLAG_RATE], [FLAG_RATE]]
+    assert res.failure() == (
+        "sysbench oltp_point_select client 0 on a gave up: --rate 1000000 is more than it could serve "
+        "(its event queue overflowed); ask for a lower --rate"
+    )
+    assert res.saturation_warnings()[1] == (
+        "client 0 on a: sysbench's event queue overflowed: --rate 1000000 was far out of reach"
+    )
