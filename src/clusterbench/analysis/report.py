@@ -20,7 +20,11 @@ import plotly.io as pio  # type: ignore[import-untyped, unused-ignore]
 from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
 
 from clusterbench.store.store import Store
-from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram, merge_all
+from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram
+from clusterbench.workloads.merge import merge_intervals
+from clusterbench.workloads.parse import Sample
+from clusterbench.workloads.saturation import WARNING as SATURATION_WARNING
+from clusterbench.workloads.saturation import num
 
 
 @dataclass(frozen=True)
@@ -117,53 +121,133 @@ class SeriesPoint:
     p99: float | None
     errors: int
     reconnects: int
+    clients: int = 1  # clients that reported this interval
+    complete: bool = True  # every client of the trial reported it
+
+
+def _row_sample(r: Any) -> Sample:
+    """A stored sample as a Sample: its stored rates are kept as they are, so sums stay exact."""
+    hist = LatencyHistogram.from_pairs(DEFAULT_SCHEME, json.loads(r["hist"])) if r["hist"] else None
+    return Sample(
+        t=r["t"], interval=r["interval"], threads=r["threads"], events=r["events"], reads=0, writes=0,
+        other=0, errors=r["errors"], reconnects=r["reconnects"], percentile=r["percentile"] or 0.0,
+        lat_pct_ms=r["lat_pct"], client=r["client"], hist=hist,
+        rates=(r["tps"], r["qps_read"], r["qps_write"], r["qps_other"]),
+    )  # fmt: skip
+
+
+def trial_samples(store: Store, trial_id: int) -> list[Sample]:
+    rows = store.conn.execute(
+        "SELECT client, t, interval, threads, events, tps, qps_read, qps_write, qps_other, percentile, "
+        "lat_pct, errors, reconnects, hist FROM samples WHERE trial_id = ? ORDER BY t, client",
+        (trial_id,),
+    ).fetchall()
+    return [_row_sample(r) for r in rows]
+
+
+def trial_clients_of(store: Store, trial_id: int) -> list[int]:
+    """The trial's clients: from its client rows, else from its per-client summaries or samples."""
+    rows = store.trial_clients(trial_id)
+    if rows:
+        return [r["client"] for r in rows]
+    found = {s["client"] for s in store.summaries(trial_id) if s["client"] >= 0}
+    found |= {r[0] for r in store.conn.execute("SELECT DISTINCT client FROM samples WHERE trial_id = ?",
+                                                (trial_id,)).fetchall()}  # fmt: skip
+    return sorted(found)
 
 
 def trial_series(store: Store, trial_id: int) -> list[SeriesPoint]:
-    """Per-second series of a trial, clients added up (by rounded t), percentiles from merged histograms."""
-    rows = store.conn.execute(
-        "SELECT t, tps, qps_read + qps_write + qps_other AS qps, lat_avg, p95, p99, errors, reconnects, "
-        "events, hist FROM samples WHERE trial_id = ? ORDER BY t",
-        (trial_id,),
-    ).fetchall()
-    by_t: dict[int, list[Any]] = {}
-    for r in rows:
-        by_t.setdefault(round(r["t"]), []).append(r)
+    """Per-interval series of a trial: the clients added up per interval index (tps, qps, errors
+    as sums of the clients' own figures), latency from the sum of their interval histograms, never
+    from averaged percentiles. `complete` is False where some client did not report."""
+    samples = trial_samples(store, trial_id)
     out = []
-    for t in sorted(by_t):
-        group = by_t[t]
-        if len(group) == 1:
-            r = group[0]
-            out.append(
-                SeriesPoint(
-                    float(t),
-                    r["tps"],
-                    r["qps"],
-                    r["lat_avg"],
-                    r["p95"],
-                    r["p99"],
-                    r["errors"],
-                    r["reconnects"],
-                )
-            )
-            continue
-        hist = merge_all(
-            LatencyHistogram.from_pairs(DEFAULT_SCHEME, json.loads(r["hist"])) if r["hist"] else None
-            for r in group
-        )
+    for m in merge_intervals(samples, trial_clients_of(store, trial_id) or None):
+        s = m.sample
         out.append(
             SeriesPoint(
-                t=float(t),
-                tps=sum(r["tps"] for r in group),
-                qps=sum(r["qps"] for r in group),
-                lat_avg=hist.mean_ms() if hist else None,
-                p95=hist.percentile(95) if hist else None,
-                p99=hist.percentile(99) if hist else None,
-                errors=sum(r["errors"] for r in group),
-                reconnects=sum(r["reconnects"] for r in group),
+                t=float(m.index), tps=s.tps, qps=s.qps, lat_avg=s.lat_avg_ms, p95=s.pct(95), p99=s.pct(99),
+                errors=s.errors, reconnects=s.reconnects, clients=len(m.clients), complete=m.complete,
             )
-        )
+        )  # fmt: skip
     return out
+
+
+CLIENT_HEADER = [
+    "client", "host", "schema", "threads", "tps", "p95 ms", "errors", "--rate", "reached",
+    "client CPU", "host CPU", "flags",
+]  # fmt: skip
+
+
+def _pct(x: Any) -> str:
+    return "—" if x is None else f"{float(x):.0%}"
+
+
+def client_rows(store: Store, trial_id: int) -> list[list[str]]:
+    """One row per load client: where it ran, its own tps and p95 (from its own histogram), the
+    rate it was asked for and reached, its CPU use and its saturation flags."""
+    summaries = {s["client"]: s for s in store.summaries(trial_id) if s["client"] >= 0}
+    placed = {r["client"]: r for r in store.trial_clients(trial_id)}
+    rows = []
+    for c in sorted(set(summaries) | set(placed)):
+        s, p = summaries.get(c), placed.get(c, {})
+        cpu = p.get("cpu") or {}
+        proc = "—"
+        if cpu.get("proc_cores") is not None:
+            proc = f"{cpu['proc_cores']:.2f}/{cpu.get('usable') or '?'} ({_pct(cpu.get('proc_frac'))})"
+        rate = p.get("rate_asked") or 0
+
+        def cell(key: str, s: dict[str, Any] | None = s) -> str:
+            return format_cell(key, s[key] if s else None)
+
+        rows.append(
+            [
+                str(c), str(p.get("host", "—")), str(p.get("database", "—")), cell("threads"), cell("tps"),
+                cell("p95"), cell("errors"), num(rate) if rate else "—",
+                format_cell("tps", p.get("rate_achieved")) if rate else "—",
+                proc, _pct(cpu.get("host_busy")), ", ".join(p.get("flags") or []) or "—",
+            ]
+        )  # fmt: skip
+    return rows
+
+
+def client_notes(store: Store, run_id: int, trial_id: int) -> list[str]:
+    """Start skew and fairness of a trial with several clients, as sentences."""
+    info = store.provenance(run_id, trial_id).get("clients") or {}
+    notes = []
+    skew, launch = info.get("start_skew_s"), info.get("launch_skew_s")
+    if skew is not None:
+        notes.append(
+            f"Clients started measuring within {skew * 1000:.0f} ms of each other"
+            + (f" (sysbench exec'd within {launch * 1000:.0f} ms)" if launch is not None else "")
+            + "; their intervals are summed by index."
+        )
+    fair = info.get("fairness_tps")
+    if fair:
+        notes.append(
+            f"Fairness of tps across {fair['n']} clients: min {fair['min']:,.1f}, max {fair['max']:,.1f}, "
+            f"mean {fair['mean']:,.1f}, CV {fair['cv']:.1%}, Jain's index {fair['jain']:.3f} (1 = even)."
+        )
+    return notes
+
+
+def saturation_lines(store: Store, run_id: int) -> list[tuple[int | None, str]]:
+    """(trial id, line) per saturated client of the run, from its client_saturated events."""
+    out = []
+    for e in store.events(run_id):
+        if e["kind"] == "client_saturated":
+            out += [(e["trial_id"], w) for w in e["detail"].get("warnings", [])]
+    return out
+
+
+def _trial_seq(store: Store, run_id: int) -> dict[int, int]:
+    return {t.id: t.seq for t in store.trials(run_id)}
+
+
+def multi_client(store: Store, trial_id: int) -> bool:
+    return len(trial_clients_of(store, trial_id)) > 1 or any(
+        r["flags"] for r in store.trial_clients(trial_id)
+    )
 
 
 def fault_windows(store: Store, run_id: int, trial_id: int) -> list[tuple[str, float, float]]:
@@ -276,6 +360,20 @@ def render_markdown(store: Store, run_id: int) -> str:
         "Latency in ms. p95 from the merged latency histogram of all clients; tps and qps per second of",
         "measured time (warm-up excluded).",
     ]
+    sat = saturation_lines(store, run_id)
+    if sat:
+        seqs = _trial_seq(store, run_id)
+        lines += ["", f"> **Warning: {SATURATION_WARNING}.** A client was the bottleneck; its trial's tps is",
+                  "> a floor for what the cluster can do, not its limit.", ">"]  # fmt: skip
+        lines += [f"> - trial {seqs.get(t, '?') if t is not None else '?'}: {w}" for t, w in sat]
+    for tr in store.trials(run_id):
+        if not multi_client(store, tr.id):
+            continue
+        lines += ["", f"## Clients of trial {tr.seq} ({tr.workload})", ""]
+        lines += _md_table(CLIENT_HEADER, client_rows(store, tr.id))
+        notes = client_notes(store, run_id, tr.id)
+        if notes:
+            lines += [""] + notes
     verdicts = verdict_rows(store, run_id)
     if verdicts:
         lines += ["", "## Verdicts", ""]
@@ -320,12 +418,27 @@ def render_markdown(store: Store, run_id: int) -> str:
 def trial_figure(
     store: Store, trial_id: int, title: str, windows: Sequence[tuple[str, float, float]] = ()
 ) -> go.Figure:
-    pts = trial_series(store, trial_id)
+    every = trial_series(store, trial_id)
+    # an interval some client did not report would show as a drop that never happened
+    pts = [p for p in every if p.complete]
     ts = [p.t for p in pts]
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, subplot_titles=("transactions / s", "latency (ms)")
     )
-    fig.add_trace(go.Scatter(x=ts, y=[p.tps for p in pts], name="tps", mode="lines+markers"), row=1, col=1)
+    clients = trial_clients_of(store, trial_id)
+    fig.add_trace(
+        go.Scatter(x=ts, y=[p.tps for p in pts], name="tps" if len(clients) < 2 else "tps, all clients",
+                   mode="lines+markers"),
+        row=1, col=1,
+    )  # fmt: skip
+    if len(clients) > 1:
+        for c in clients:
+            own = store.samples(trial_id, client=c)
+            fig.add_trace(
+                go.Scatter(x=[round(r["t"]) for r in own], y=[r["tps"] for r in own], name=f"client {c}",
+                           mode="lines", line={"dash": "dot", "width": 1}),
+                row=1, col=1,
+            )  # fmt: skip
     fig.add_trace(go.Scatter(x=ts, y=[p.lat_avg for p in pts], name="avg", mode="lines"), row=2, col=1)
     fig.add_trace(go.Scatter(x=ts, y=[p.p95 for p in pts], name="p95", mode="lines"), row=2, col=1)
     fig.add_trace(go.Scatter(x=ts, y=[p.p99 for p in pts], name="p99", mode="lines"), row=2, col=1)
@@ -366,6 +479,22 @@ def render_html(store: Store, run_id: int) -> str:
         first = False
     verdicts = verdict_rows(store, run_id)
     extra = ""
+    sat = saturation_lines(store, run_id)
+    if sat:
+        seqs = _trial_seq(store, run_id)
+        extra += (
+            f"<div class='warn'><b>Warning: {html.escape(SATURATION_WARNING)}.</b> A client was the "
+            "bottleneck; its trial's tps is a floor for what the cluster can do, not its limit.<ul>"
+            + "".join(f"<li>trial {seqs.get(t, '?') if t is not None else '?'}: {html.escape(w)}</li>"
+                      for t, w in sat)
+            + "</ul></div>"
+        )  # fmt: skip
+    for tr in store.trials(run_id):
+        if not multi_client(store, tr.id):
+            continue
+        extra += f"<h2>Clients of trial {tr.seq} ({html.escape(tr.workload)})</h2>"
+        extra += _html_table(CLIENT_HEADER, client_rows(store, tr.id), "clients")
+        extra += "".join(f"<p>{html.escape(n)}</p>" for n in client_notes(store, run_id, tr.id))
     if verdicts:
         colors = {"PASS": "#2a2", "FAIL": "#c22", "UNKNOWN": "#b80"}
         extra += "<h2>Verdicts</h2><table class='verdicts'><thead><tr><th>checker</th><th>result</th>"
@@ -392,6 +521,7 @@ def render_html(store: Store, run_id: int) -> str:
     style = (
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}"
+        ".warn{border:2px solid #c60;background:#fff4e5;padding:0.5em 1em;margin:1em 0}"
     )
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style>"

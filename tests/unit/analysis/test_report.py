@@ -96,3 +96,52 @@ def test_html_is_self_contained(store: tuple[Store, int], tmp_path: Path) -> Non
     assert page.count('class="plotly-graph-div"') == 2
     md, html_path = write_report(st, run, tmp_path / "out")
     assert md.name == "report-1.md" and html_path.read_text().startswith(page[:200])
+
+
+def test_series_marks_intervals_not_every_client_reported(store: tuple[Store, int]) -> None:
+    st, run = store
+    trial2 = st.trials(run)[1].id
+    per = {c: {round(s["t"]): s for s in st.samples(trial2, client=c)} for c in (0, 1)}
+    pts = {round(p.t): p for p in trial_series(st, trial2)}
+    for t, p in pts.items():
+        present = [c for c in (0, 1) if t in per[c]]
+        assert p.clients == len(present) and p.complete == (len(present) == 2)
+        assert p.tps == sum(per[c][t]["tps"] for c in present)  # exact: the clients' own rates added
+
+
+def test_clients_fairness_and_saturation_in_the_report(store: tuple[Store, int]) -> None:
+    from clusterbench.analysis.report import client_rows
+
+    st, run = store
+    t2 = st.trials(run)[1].id
+    a = parse_output((DATA / "oltp_read_write_warmup1.out").read_text().splitlines(), warmup=1, threads=2)
+    b = parse_output((DATA / "oltp_read_write_reconnect.out").read_text().splitlines(), threads=4, client=1)
+    assert a.summary is not None and b.summary is not None
+    st.add_summary(t2, a.summary, client=0)
+    st.add_summary(t2, b.summary, client=1)
+    cpu = {"proc_cores": 1.9, "usable": 2, "proc_frac": 0.95, "host_busy": 0.97}
+    st.add_trial_client(t2, {"client": 0, "host": "cb-lab-c1", "database": "sbtest1", "rate_asked": 0,
+                             "cpu": cpu, "flags": ["cpu_saturated"]})  # fmt: skip
+    st.add_trial_client(t2, {"client": 1, "host": "cb-lab-c2", "database": "sbtest2", "rate_asked": 0,
+                             "cpu": None, "flags": []})  # fmt: skip
+    st.set_provenance(run, "clients", {"start_skew_s": 0.012, "launch_skew_s": 0.001, "fairness_tps": {
+        "n": 2, "min": 100.0, "max": 300.0, "mean": 200.0, "cv": 0.5, "jain": 0.8, "spread": 1.0}},
+        trial_id=t2)  # fmt: skip
+    warning = "client 0 on cb-lab-c1: sysbench used 1.90 of the 2 CPU(s) it can use (95%)"
+    st.add_event(run, "client_saturated", {"client": 0, "warnings": [warning]}, trial_id=t2)
+    rows = client_rows(st, t2)
+    assert [r[:3] for r in rows] == [["0", "cb-lab-c1", "sbtest1"], ["1", "cb-lab-c2", "sbtest2"]]
+    assert rows[0][9:] == ["1.90/2 (95%)", "97%", "cpu_saturated"] and rows[1][9:] == ["—", "—", "—"]
+    md = render_markdown(st, run)
+    assert "> **Warning: load not as asked (a client was saturated or its --rate was not reached); " in md
+    assert "> - trial 2: client 0 on cb-lab-c1: sysbench used 1.90 of the 2 CPU(s) it can use (95%)" in md
+    assert "## Clients of trial 2 (oltp_read_write)" in md
+    assert "| client | host | schema | threads | tps | p95 ms |" in md
+    assert "Clients started measuring within 12 ms of each other (sysbench exec'd within 1 ms)" in md
+    assert (
+        "Fairness of tps across 2 clients: min 100.0, max 300.0, mean 200.0, CV 50.0%, Jain's index 0.800"
+        in md
+    )
+    page = render_html(st, run)
+    assert "<div class='warn'><b>Warning: load not as asked" in page and "Clients of trial 2" in page
+    assert page.count('class="plotly-graph-div"') == 2 and "client 1" in page
