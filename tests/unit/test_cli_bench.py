@@ -39,6 +39,15 @@ def one_error(capsys: pytest.CaptureFixture[str]) -> str:
         (["-w", "oltp_read_write", "--host", "h", "--target", "node:1"], "leave out --target and --name"),
         (["-w", "oltp_read_write", "--host", "h", "--password-env", "CB_NO_SUCH_VAR"], "CB_NO_SUCH_VAR"),
         (["-w", "oltp_read_write", "-n", "nosuch"], "cluster 'nosuch' is not up"),
+        (
+            ["-w", "oltp_read_write", "--host", "h", "--client-hosts", "2"],
+            "--client-hosts 2 needs a clusterbench cluster's client hosts; leave it out with --host",
+        ),
+        (
+            ["-w", "oltp_read_write", "--host", "h", "--client-hosts", "some"],
+            "--client-hosts must be auto, local or a number of client hosts, got 'some'",
+        ),
+        (["-w", "oltp_read_write", "--clients", "0"], "Invalid value for '--clients': 0 is not in the range"),
     ],
 )
 def test_run_bad_input_is_one_line_exit_2(

@@ -25,6 +25,14 @@ from rich.table import Table
 from rich.text import Text
 
 from clusterbench.analysis import summary_rows, table_cells, write_report
+from clusterbench.analysis.report import (
+    CLIENT_HEADER,
+    SATURATION_WARNING,
+    client_notes,
+    client_rows,
+    multi_client,
+    saturation_lines,
+)
 from clusterbench.cli import console
 from clusterbench.cluster import Cluster, home_dir
 from clusterbench.errors import InputError
@@ -42,10 +50,12 @@ from clusterbench.runner import (
     parse_tests,
     resolve_run,
 )
+from clusterbench.runner.bench import choose_client_hosts, default_clients
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
 from clusterbench.workloads import KNOWN_TESTS, RunResult, Sample, SysbenchOptions, SysbenchRunner, build_shim
 from clusterbench.workloads.parse import combine_samples
+from clusterbench.workloads.placement import ClientHost
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
@@ -63,7 +73,17 @@ WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --ti
 RateOpt = Annotated[int, typer.Option(min=0, help="Target transactions per second (0 = unlimited).")]
 RandTypeOpt = Annotated[str, typer.Option(help="uniform, gaussian, special or pareto.")]
 IntervalOpt = Annotated[int, typer.Option(min=1, help="Seconds per sample.")]
-ClientsOpt = Annotated[int, typer.Option(min=1, help="sysbench processes running at once.")]
+ClientsOpt = Annotated[
+    int | None,
+    typer.Option(min=1, help="sysbench processes running at once (default: one per client host, else 1)."),
+]
+ClientHostsOpt = Annotated[
+    str,
+    typer.Option(
+        help="Where the clients run, round-robin: auto (the cluster's client hosts if it has any, "
+        "else here), local (here) or N (its first N client hosts)."
+    ),
+]
 SeparateOpt = Annotated[bool, typer.Option(help="Give each client process its own schema (sbtest1..N).")]
 TlsOpt = Annotated[
     bool | None, typer.Option("--tls/--no-tls", help="TLS on or off (default: the endpoint's).")
@@ -144,6 +164,7 @@ class Target:
     probe: ServerProbe
     topology: dict[str, Any] | None
     label: str
+    client_hosts: tuple[ClientHost, ...] = ()
 
 
 def _resolve_target(
@@ -156,8 +177,10 @@ def _resolve_target(
     password_env: str | None,
     database: str,
     galera: bool,
+    client_hosts: str = "auto",
 ) -> Target:
     if host is not None:
+        choose_client_hosts(client_hosts, [], external=True)
         if target is not None or name is not None:
             raise InputError("--host runs against any server: leave out --target and --name")
         password = ""
@@ -181,8 +204,9 @@ def _resolve_target(
     tgt = target or "balancer"
     ep = cluster.endpoint(tgt, database=database)
     addrs = ",".join(f"{a.host}:{a.port}" for a in ep.addresses)
+    hosts = tuple(choose_client_hosts(client_hosts, cluster.client_hosts()))
     return Target(ep, ClusterProbe(cluster), cluster.topology.model_dump(mode="json"),
-                  f"cluster {cluster.topology.name} {tgt} ({addrs})")  # fmt: skip
+                  f"cluster {cluster.topology.name} {tgt} ({addrs})", hosts)  # fmt: skip
 
 
 def _sysbench_runner() -> SysbenchRunner:
@@ -302,6 +326,12 @@ class LiveView(BenchListener):
             self.progress.update(self.task, completed=task.total)
         elif not self.per_sample_lines:
             console.step(f"{seq:>2} {test:<22} {stats}")
+        for line in result.saturation_warnings():
+            msg = f"  [yellow]{line}[/]" if line == SATURATION_WARNING else f"    {line}"
+            if self.progress is not None:
+                self.progress.console.print(msg, soft_wrap=True)
+            else:
+                console.out.print(msg, soft_wrap=True)
 
 
 # ---- printing results ---------------------------------------------------------------------------
@@ -322,8 +352,37 @@ def summary_table(store: Store, run_id: int, title: str) -> Table:
     return table
 
 
+def clients_table(store: Store, trial_id: int, title: str) -> Table:
+    """Per client: host, schema, its own tps and p95, --rate asked and reached, CPU, flags."""
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
+    )
+    for i, h in enumerate(CLIENT_HEADER):
+        table.add_column(h, justify="left" if i in (1, 2, 11) else "right", no_wrap=True)
+    for row in client_rows(store, trial_id):
+        table.add_row(*row)
+    return table
+
+
+def print_clients(store: Store, run_id: int) -> None:
+    """Per-client tables and fairness of trials with several clients, then the saturation warning."""
+    for tr in store.trials(run_id):
+        if multi_client(store, tr.id):
+            console.out.print(clients_table(store, tr.id, f"clients of trial {tr.seq} ({tr.workload})"))
+            for note in client_notes(store, run_id, tr.id):
+                console.out.print(f"  {note}", markup=False, soft_wrap=True)
+    sat = saturation_lines(store, run_id)
+    if sat:
+        seqs = {t.id: t.seq for t in store.trials(run_id)}
+        console.out.print(f"[bold yellow]warning:[/] {SATURATION_WARNING}", soft_wrap=True)
+        for trial_id, line in sat:
+            where = seqs.get(trial_id or -1, "?")
+            console.out.print(f"  trial {where}: {line}", markup=False, soft_wrap=True)
+
+
 def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
     console.out.print(summary_table(store, outcome.run_id, title))
+    print_clients(store, outcome.run_id)
     colour = "green" if outcome.status == "completed" else "red"
     console.out.print(
         f"run [bold]{outcome.run_id}[/] [{colour}]{outcome.status}[/] "
@@ -338,6 +397,7 @@ def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines:
         f"{plan.kind} {', '.join(plan.tests) if len(plan.tests) <= 3 else f'{len(plan.tests)} tests'} on "
         f"{target.label}: {plan.options.threads} threads x {plan.clients} client(s), {plan.options.time} s"
         + (f" + {plan.options.warmup} s warm-up" if plan.options.warmup else "")
+        + (f", clients on {', '.join(h.name for h in plan.client_hosts)}" if plan.client_hosts else "")
         + f"; results in {store_path_of(store)}"
     )
     view = LiveView(clients=plan.clients, per_sample_lines=per_sample_lines)
@@ -376,7 +436,8 @@ def run(
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
     report_interval: IntervalOpt = 1,
-    clients: ClientsOpt = 1,
+    clients: ClientsOpt = None,
+    client_hosts: ClientHostsOpt = "auto",
     separate_schemas: SeparateOpt = False,
     tls: TlsOpt = None,
     compression: CompressionOpt = False,
@@ -398,11 +459,13 @@ def run(
     )  # fmt: skip
     with _store(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
-                              password_env=password_env, database=database, galera=galera)  # fmt: skip
+                              password_env=password_env, database=database, galera=galera,
+                              client_hosts=client_hosts)  # fmt: skip
         plan = BenchPlan(
-            kind="run", tests=(workload,), options=opts, endpoint=tgt.endpoint, clients=clients,
-            separate_schemas=separate_schemas, prepare=prepare, cleanup=cleanup, name=workload,
-            command_line=_command_line(), topology=tgt.topology,
+            kind="run", tests=(workload,), options=opts, endpoint=tgt.endpoint,
+            clients=default_clients(clients, tgt.client_hosts), separate_schemas=separate_schemas,
+            prepare=prepare, cleanup=cleanup, name=workload, command_line=_command_line(),
+            topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
         _execute(plan, tgt, store, per_sample_lines=True, title=f"{workload} on {tgt.label}")
 
@@ -420,7 +483,8 @@ def suite(
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
     report_interval: IntervalOpt = 1,
-    clients: ClientsOpt = 1,
+    clients: ClientsOpt = None,
+    client_hosts: ClientHostsOpt = "auto",
     separate_schemas: SeparateOpt = False,
     tls: TlsOpt = None,
     compression: CompressionOpt = False,
@@ -442,11 +506,13 @@ def suite(
     )  # fmt: skip
     with _store(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
-                              password_env=password_env, database=database, galera=galera)  # fmt: skip
+                              password_env=password_env, database=database, galera=galera,
+                              client_hosts=client_hosts)  # fmt: skip
         plan = BenchPlan(
-            kind="suite", tests=chosen, options=opts, endpoint=tgt.endpoint, clients=clients,
-            separate_schemas=separate_schemas, prepare=True, cleanup=cleanup, name="suite",
-            command_line=_command_line(), topology=tgt.topology,
+            kind="suite", tests=chosen, options=opts, endpoint=tgt.endpoint,
+            clients=default_clients(clients, tgt.client_hosts), separate_schemas=separate_schemas,
+            prepare=True, cleanup=cleanup, name="suite", command_line=_command_line(),
+            topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
         _execute(plan, tgt, store, per_sample_lines=False, title=f"sysbench suite on {tgt.label}")
 
@@ -500,6 +566,7 @@ def results_show(
         if r.command_line:
             console.out.print(f"  command: {r.command_line}", markup=False)
         console.out.print(summary_table(store, run_id, "summary"))
+        print_clients(store, run_id)
         prov = store.provenance(run_id)
         for key in ("versions", "kernel", "cpu", "memory", "endpoint", "workload"):
             if key in prov:

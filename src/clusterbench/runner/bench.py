@@ -416,6 +416,45 @@ class BenchRunner:
                 )  # fmt: skip
 
 
+CLIENT_HOSTS_HELP = "auto, local or a number of client hosts"
+
+
+def choose_client_hosts(
+    spec: str, available: Sequence[ClientHost], *, external: bool = False
+) -> list[ClientHost]:
+    """The hosts the clients run on, from --client-hosts.
+
+    auto: the cluster's client hosts when it has any (its topology put them there to carry the
+    load), else this machine; local: this machine; N: the first N client hosts. [] means this
+    machine.
+    """
+    spec = spec.strip().lower()
+    if spec == "local":
+        return []
+    if spec == "auto":
+        return list(available)
+    if not spec.isdigit() or int(spec) < 1:
+        raise InputError(f"--client-hosts must be {CLIENT_HOSTS_HELP}, got {spec!r}")
+    if external:
+        raise InputError(
+            f"--client-hosts {spec} needs a clusterbench cluster's client hosts; leave it out with --host"
+        )
+    n = int(spec)
+    if n > len(available):
+        raise InputError(
+            f"--client-hosts {n}: the cluster has {len(available)} client host(s); add them with "
+            "`[clients] hosts = K` in the topology (or hosts with role client over ssh) and run `up` again"
+        )
+    return list(available[:n])
+
+
+def default_clients(clients: int | None, hosts: Sequence[ClientHost]) -> int:
+    """--clients, or one client per client host (one here when there are none)."""
+    if clients is not None:
+        return clients
+    return max(1, len(hosts))
+
+
 def resolve_run(store: Store, ref: str) -> int:
     """A run id, or 'last' for the newest run."""
     if ref == "last":

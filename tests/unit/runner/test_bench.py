@@ -387,3 +387,26 @@ def test_clients_hosts_skew_fairness_and_saturation_are_recorded(store: Store) -
     assert ev["detail"]["warnings"] == [
         "client 1 on h2: reached 26076.7 tps of the 50000 asked with --rate (52%)"
     ]
+
+
+def test_choose_client_hosts() -> None:
+    from clusterbench.runner.bench import choose_client_hosts, default_clients
+    from clusterbench.workloads.placement import LocalClientHost
+
+    hosts = [LocalClientHost("c1"), LocalClientHost("c2"), LocalClientHost("c3")]
+    assert choose_client_hosts("auto", hosts) == hosts and choose_client_hosts("auto", []) == []
+    assert choose_client_hosts("local", hosts) == []
+    assert choose_client_hosts("2", hosts) == hosts[:2]
+    with pytest.raises(InputError) as e:
+        choose_client_hosts("4", hosts)
+    assert str(e.value) == (
+        "--client-hosts 4: the cluster has 3 client host(s); add them with `[clients] hosts = K` in the "
+        "topology (or hosts with role client over ssh) and run `up` again"
+    )
+    with pytest.raises(InputError, match=r"got '0'"):
+        choose_client_hosts("0", hosts)
+    assert (
+        default_clients(None, hosts) == 3
+        and default_clients(None, []) == 1
+        and default_clients(5, hosts) == 5
+    )
