@@ -1,5 +1,7 @@
-"""Applying and healing faults on a live local cluster. Each action returns a detail dict that is
-stored as the fault's event; every heal is idempotent so `heal_all()` can run at any time."""
+"""Applying and healing faults on a live cluster, local or over ssh. Each action returns a detail
+dict that is stored as the fault's event; every heal is idempotent so `heal_all()` can run at any
+time. Actions that cannot work on the cluster's provider or kernel refuse when they are built,
+before the trial starts."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clusterbench.cluster import Cluster
+from clusterbench.errors import PreflightError
 from clusterbench.faults.spec import PlannedFault
+from clusterbench.hosts.base import Machine
+from clusterbench.hosts.ssh import on_hosts
 from clusterbench.providers.cgroups import CFS_PERIOD_US
-from clusterbench.providers.network import shape_plan
+from clusterbench.providers.network import shape_plan, tbf_args
 
 log = logging.getLogger(__name__)
 
@@ -20,47 +25,108 @@ log = logging.getLogger(__name__)
 CHAIN = "CBPART"
 
 
-def partition_plan(
-    ns_of: dict[int, str], addr_of: dict[int, str], pairs: list[tuple[int, int]]
-) -> list[list[str]]:
-    """iptables commands that cut each pair both ways, inside each node's namespace (pure)."""
-    cmds: list[list[str]] = []
-    involved = sorted({i for p in pairs for i in p})
-    for i in involved:
-        ns = ns_of[i]
-        cmds += [
-            ["ip", "netns", "exec", ns, "iptables", "-w", "-N", CHAIN],
-            ["ip", "netns", "exec", ns, "iptables", "-w", "-I", "INPUT", "-j", CHAIN],
-            ["ip", "netns", "exec", ns, "iptables", "-w", "-I", "OUTPUT", "-j", CHAIN],
-        ]
+def _chain(ipt: list[str]) -> list[list[str]]:
+    return [
+        [*ipt, "-N", CHAIN],
+        [*ipt, "-I", "INPUT", "-j", CHAIN],
+        [*ipt, "-I", "OUTPUT", "-j", CHAIN],
+    ]
+
+
+def partition_rules(addr_of: dict[int, str], pairs: list[tuple[int, int]]) -> list[tuple[int, list[str]]]:
+    """(node, iptables argv) that cut each pair both ways, run on each node's host (pure)."""
+    ipt = ["iptables", "-w"]
+    cmds: list[tuple[int, list[str]]] = []
+    for i in sorted({i for p in pairs for i in p}):
+        cmds += [(i, argv) for argv in _chain(ipt)]
     for a, b in pairs:
         for me, peer in ((a, b), (b, a)):
-            ns = ns_of[me]
             cmds += [
-                ["ip", "netns", "exec", ns, "iptables", "-w", "-A", CHAIN, "-s", addr_of[peer], "-j", "DROP"],
-                ["ip", "netns", "exec", ns, "iptables", "-w", "-A", CHAIN, "-d", addr_of[peer], "-j", "DROP"],
+                (me, [*ipt, "-A", CHAIN, "-s", addr_of[peer], "-j", "DROP"]),
+                (me, [*ipt, "-A", CHAIN, "-d", addr_of[peer], "-j", "DROP"]),
             ]
     return cmds
 
 
-def unpartition_plan(ns_of: dict[int, str], nodes: list[int]) -> list[list[str]]:
-    cmds: list[list[str]] = []
+def partition_plan(
+    ns_of: dict[int, str], addr_of: dict[int, str], pairs: list[tuple[int, int]]
+) -> list[list[str]]:
+    """partition_rules as run inside each node's local namespace (pure)."""
+    return [["ip", "netns", "exec", ns_of[i], *argv] for i, argv in partition_rules(addr_of, pairs)]
+
+
+def unpartition_rules(nodes: list[int]) -> list[tuple[int, list[str]]]:
+    ipt = ["iptables", "-w"]
+    cmds: list[tuple[int, list[str]]] = []
     for i in sorted(nodes):
-        ns = ns_of[i]
         cmds += [
-            ["ip", "netns", "exec", ns, "iptables", "-w", "-D", "INPUT", "-j", CHAIN],
-            ["ip", "netns", "exec", ns, "iptables", "-w", "-D", "OUTPUT", "-j", CHAIN],
-            ["ip", "netns", "exec", ns, "iptables", "-w", "-F", CHAIN],
-            ["ip", "netns", "exec", ns, "iptables", "-w", "-X", CHAIN],
+            (i, [*ipt, "-D", "INPUT", "-j", CHAIN]),
+            (i, [*ipt, "-D", "OUTPUT", "-j", CHAIN]),
+            (i, [*ipt, "-F", CHAIN]),
+            (i, [*ipt, "-X", CHAIN]),
         ]
     return cmds
 
 
+def unpartition_plan(ns_of: dict[int, str], nodes: list[int]) -> list[list[str]]:
+    return [["ip", "netns", "exec", ns_of[i], *argv] for i, argv in unpartition_rules(nodes)]
+
+
+def isolate_rules(ssh_port: int) -> list[list[str]]:
+    """A remote node cut off from everybody, except loopback and our SSH session to it (we could
+    not heal it otherwise): the link itself must stay up over ssh (pure)."""
+    ipt = ["iptables", "-w"]
+    return [
+        *_chain(ipt),
+        [*ipt, "-A", CHAIN, "-s", "127.0.0.0/8", "-j", "RETURN"],
+        [*ipt, "-A", CHAIN, "-p", "tcp", "--dport", str(ssh_port), "-j", "RETURN"],
+        [*ipt, "-A", CHAIN, "-p", "tcp", "--sport", str(ssh_port), "-j", "RETURN"],
+        [*ipt, "-A", CHAIN, "-j", "DROP"],
+    ]
+
+
+def node_host(cluster: Cluster, i: int) -> Machine:
+    return cluster.host(cluster.names.node_role(i))
+
+
+def netem_args(params: dict[str, Any]) -> list[str]:
+    """The netem qdisc of a delay-link or loss-link fault (pure)."""
+    if "delay" in params:
+        jitter = [str(params["jitter"])] if params.get("jitter") else []
+        return ["netem", "delay", str(params["delay"]), *jitter]
+    return ["netem", "loss", f"{float(params['loss']):g}%"]
+
+
+# Exit 0 when the kernel can run netem: the module is loaded, loads, or (built in) a netem qdisc
+# can be added to an idle loopback and removed again.
+_HAS_NETEM = (
+    "[ -d /sys/module/sch_netem ] && exit 0; "
+    "command -v modprobe >/dev/null 2>&1 && modprobe -q sch_netem 2>/dev/null && exit 0; "
+    "tc qdisc show dev lo | grep -q noqueue || exit 1; "
+    "tc qdisc add dev lo root netem delay 0ms 2>/dev/null || exit 1; tc qdisc del dev lo root; exit 0"
+)
+
+
+def netem_missing(cluster: Cluster, nodes: tuple[int, ...]) -> list[str]:
+    """Nodes whose host kernel has no netem, as 'n2 (host h2)'."""
+    hosts = [(i, cluster.local if not cluster.remote else node_host(cluster, i)) for i in nodes]
+    out = []
+    for (i, host), res in on_hosts(hosts, lambda ih: ih[1].run(["sh", "-c", _HAS_NETEM], check=False)):
+        if isinstance(res, Exception) or not res.ok:
+            out.append(f"n{i} (host {host.name})")
+    return out
+
+
 def restore_link(cluster: Cluster, i: int) -> str:
     """Put node i's link back to the topology's shaping (tbf at its bandwidth, or none); returns
-    what it is now. Used by the throttle-link heal and by healing a killed run's leftovers."""
+    what it is now. Used by the throttle-link/netem heals and by healing a killed run's leftovers."""
     names = cluster.names
     role = names.node_role(i)
+    if cluster.remote:
+        # No shaping in an ssh topology: removing our root qdisc gives the interface back its
+        # default one.
+        node_host(cluster, i).run(["tc", "qdisc", "del", "dev", cluster.interface(role), "root"], check=False)
+        return "unlimited"
     configured = cluster.topology.node_resources(i).bandwidth
     if configured:
         # `tc qdisc replace` swaps whatever root qdisc is there for the configured one.
@@ -148,7 +214,9 @@ class PauseNodes(_Base):
 
 
 class IsolateNodes(_Base):
-    """Link down on the host side of the node's veth: the node reaches nobody, nobody reaches it."""
+    """Locally: link down on the host side of the node's veth. Over ssh the link must stay up (it
+    carries our session): iptables drops everything but loopback and SSH instead. Either way the
+    node reaches nobody and nobody reaches it."""
 
     def _veth(self, i: int) -> str:
         return self.cluster.names.veth(self.cluster.names.node_role(i))
@@ -156,7 +224,12 @@ class IsolateNodes(_Base):
     def apply(self) -> dict[str, Any]:
         self.active = True
         for i in self.fault.nodes:
-            self.cluster.local.run(["ip", "link", "set", self._veth(i), "down"])
+            if self.cluster.remote:
+                port = self.cluster.topology.db_hosts()[i - 1].port
+                for argv in isolate_rules(port):
+                    node_host(self.cluster, i).run(argv)
+            else:
+                self.cluster.local.run(["ip", "link", "set", self._veth(i), "down"])
         return {"isolated": [f"n{i}" for i in self.fault.nodes]}
 
     def heal(self) -> dict[str, Any]:
@@ -164,33 +237,31 @@ class IsolateNodes(_Base):
             return {}
         self.active = False
         for i in self.fault.nodes:
-            self.cluster.local.run(["ip", "link", "set", self._veth(i), "up"], check=False)
+            if self.cluster.remote:
+                for j, argv in unpartition_rules([i]):
+                    node_host(self.cluster, j).run(argv, check=False)
+            else:
+                self.cluster.local.run(["ip", "link", "set", self._veth(i), "up"], check=False)
         return {"reconnected": [f"n{i}" for i in self.fault.nodes]}
 
 
 class Partition(_Base):
-    def _maps(self) -> tuple[dict[int, str], dict[int, str]]:
-        t = self.cluster.topology
-        names = self.cluster.names
-        ns_of = {i: names.netns(names.node_role(i)) for i in t.node_indexes()}
-        addr_of = {i: t.node_address(i) for i in t.node_indexes()}
-        return ns_of, addr_of
-
     def apply(self) -> dict[str, Any]:
         self.active = True
-        ns_of, addr_of = self._maps()
+        t = self.cluster.topology
+        addr_of = {i: t.node_address(i) for i in t.node_indexes()}
         pairs = [(int(p[0]), int(p[1])) for p in self.fault.params["pairs"]]
-        for argv in partition_plan(ns_of, addr_of, pairs):
-            self.cluster.local.run(argv)
+        # On each node's own host: its namespace here, its machine over ssh.
+        for i, argv in partition_rules(addr_of, pairs):
+            node_host(self.cluster, i).run(argv)
         return {"cut": [f"n{a}|n{b}" for a, b in pairs]}
 
     def heal(self) -> dict[str, Any]:
         if not self.active:
             return {}
         self.active = False
-        ns_of, _ = self._maps()
-        for argv in unpartition_plan(ns_of, list(self.fault.nodes)):
-            self.cluster.local.run(argv, check=False)
+        for i, argv in unpartition_rules(list(self.fault.nodes)):
+            node_host(self.cluster, i).run(argv, check=False)
         return {"healed": [f"n{i}" for i in self.fault.nodes]}
 
 
@@ -200,8 +271,15 @@ class ThrottleLink(_Base):
         rate = str(self.fault.params["rate"])
         names = self.cluster.names
         for i in self.fault.nodes:
-            for argv in shape_plan(names, names.node_role(i), rate):
-                self.cluster.local.run(argv)
+            role = names.node_role(i)
+            if self.cluster.remote:
+                # Egress of the node's interface only: ingress shaping would need an ifb device.
+                dev = self.cluster.interface(role)
+                argv = ["tc", "qdisc", "replace", "dev", dev, "root", *tbf_args(rate)]
+                node_host(self.cluster, i).run(argv)
+            else:
+                for argv in shape_plan(names, role, rate):
+                    self.cluster.local.run(argv)
         return {"rate": rate, "nodes": [f"n{i}" for i in self.fault.nodes]}
 
     def heal(self) -> dict[str, Any]:
@@ -212,7 +290,50 @@ class ThrottleLink(_Base):
         return {"restored": restored}
 
 
+class NetemLink(_Base):
+    """Added delay or loss with netem, where the kernel has sch_netem (this lab machine's does not;
+    many distribution kernels do). Locally on both ends of the node's veth, over ssh on the
+    egress of the node's interface."""
+
+    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
+        super().__init__(cluster, fault)
+        missing = netem_missing(cluster, fault.nodes)
+        if missing:
+            raise PreflightError(
+                f"{fault.kind} needs netem (sch_netem), which the kernel of {', '.join(missing)} does not "
+                "have; use throttle-link (tbf) there, or a machine whose kernel has netem"
+            )
+
+    def apply(self) -> dict[str, Any]:
+        self.active = True
+        qdisc = netem_args(self.fault.params)
+        names = self.cluster.names
+        for i in self.fault.nodes:
+            role = names.node_role(i)
+            if self.cluster.remote:
+                dev = self.cluster.interface(role)
+                node_host(self.cluster, i).run(["tc", "qdisc", "replace", "dev", dev, "root", *qdisc])
+            else:
+                self.cluster.local.run(["tc", "qdisc", "replace", "dev", names.veth(role), "root", *qdisc])
+                node_host(self.cluster, i).run(["tc", "qdisc", "replace", "dev", "eth0", "root", *qdisc])
+        return {"netem": " ".join(qdisc[1:]), "nodes": [f"n{i}" for i in self.fault.nodes]}
+
+    def heal(self) -> dict[str, Any]:
+        if not self.active:
+            return {}
+        self.active = False
+        return {"restored": {f"n{i}": restore_link(self.cluster, i) for i in self.fault.nodes}}
+
+
 class ThrottleCpu(_Base):
+    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
+        super().__init__(cluster, fault)
+        if cluster.remote:
+            raise PreflightError(
+                "throttle-cpu is not available with the ssh provider (it would need cgroups set up on "
+                "the remote machines); use pause-node, throttle-link, or limit the machines themselves"
+            )
+
     def _group(self, i: int) -> str:
         return self.cluster.names.cgroup(self.cluster.names.node_role(i))
 
@@ -317,6 +438,8 @@ ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "desync-node": DesyncNodes,
     "rolling-restart": RollingRestart,
     "kill-balancer": KillBalancer,
+    "delay-link": NetemLink,
+    "loss-link": NetemLink,
 }
 
 

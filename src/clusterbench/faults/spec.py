@@ -27,6 +27,8 @@ FaultKind = Literal[
     "desync-node",
     "rolling-restart",
     "kill-balancer",
+    "delay-link",
+    "loss-link",
 ]
 
 KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -40,7 +42,10 @@ NODE_KINDS = {
     "throttle-link",
     "throttle-cpu",
     "desync-node",
+    "delay-link",
+    "loss-link",
 }
+DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
 TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|balancer|lb:[12])$")
 
 
@@ -58,6 +63,17 @@ class FaultSpec(BaseModel):
     cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
     groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
     cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
+    # delay-link / loss-link (netem; only where the kernel has sch_netem): "100ms", 5.0 (%)
+    delay: str | None = None
+    jitter: str | None = None
+    loss: float | None = Field(None, gt=0, le=100)
+
+    @field_validator("delay", "jitter")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        if v is not None and not DELAY_RE.match(v):
+            raise ValueError(f"'{v}' is not a delay like '100ms' or '1.5ms'")
+        return v
 
     @field_validator("target")
     @classmethod
@@ -194,6 +210,20 @@ def plan(
             if s.cpu_quota is None:
                 errors.append(f"{where}: cpu_quota is required (CPUs, e.g. 0.1)")
             params["cpu_quota"] = s.cpu_quota
+        if s.kind == "delay-link":
+            if s.delay is None:
+                errors.append(f'{where}: delay is required, e.g. delay = "50ms"')
+            params["delay"] = s.delay
+            if s.jitter is not None:
+                params["jitter"] = s.jitter
+        if s.kind == "loss-link":
+            if s.loss is None:
+                errors.append(f"{where}: loss is required (percent, e.g. 5)")
+            params["loss"] = s.loss
+        if s.kind != "delay-link" and (s.delay is not None or s.jitter is not None):
+            errors.append(f"{where}: delay/jitter only apply to delay-link")
+        if s.kind != "loss-link" and s.loss is not None:
+            errors.append(f"{where}: loss only applies to loss-link")
         if s.kind != "throttle-link" and s.rate is not None:
             errors.append(f"{where}: rate only applies to throttle-link")
         if s.kind != "throttle-cpu" and s.cpu_quota is not None:

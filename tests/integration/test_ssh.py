@@ -1,0 +1,308 @@
+"""The ssh provider for real: machines are network namespaces running Debian's sshd (sshlab.py),
+reached only over SSH. A 3-node cluster + HAProxy comes up through the provider, takes sysbench
+load from this machine, survives a kill -9 with nothing acknowledged lost, and goes down leaving
+nothing behind. Bad inventories fail in the up-front check: one line each, exit 2, nothing started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterbench.checkers.verdict import Result
+from clusterbench.cluster import Cluster
+from clusterbench.hosts import process
+from clusterbench.hosts.local import NetnsHost
+from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget
+from clusterbench.scenario.engine import ScenarioEngine
+from clusterbench.scenario.spec import ScenarioSpec
+from clusterbench.scenario.verification import companions, run_checkers
+from clusterbench.workloads import SysbenchRunner, build_shim
+from tests.integration.sshlab import SshLab, lab_available
+
+pytestmark = pytest.mark.integration
+
+NAME = "cbssh1"
+FAST_EVS = {"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5}
+
+
+@pytest.fixture(scope="module")
+def lab(cb_home: Path) -> Iterator[SshLab]:
+    reason = lab_available()
+    if reason:
+        pytest.skip(reason)
+    # h1-h4 carry the cluster, h5-h7 the bad inventories (which must not see its ports in use).
+    lab = SshLab(count=7)
+    try:
+        lab.start()
+        yield lab
+    finally:
+        extra = lab.stop()
+    assert extra == [], f"processes left in the lab's namespaces: {extra}"
+
+
+def toml_value(v: Any) -> str:
+    return json.dumps(v)  # TOML basic strings, numbers, booleans and arrays read the same
+
+
+def write_topology(path: Path, data: dict[str, Any], hosts: list[dict[str, Any]]) -> Path:
+    lines = []
+    for section, values in data.items():
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
+    for h in hosts:
+        lines.append("[[hosts]]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in h.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def base_dir(home: Path) -> Path:
+    return home / "remote"
+
+
+def inventory(lab: SshLab) -> list[dict[str, Any]]:
+    k = str(lab.key)
+    hosts = [{"name": f"h{i}", "address": lab.address(i), "key": k, "roles": ["db"]} for i in (1, 2, 3)]
+    hosts.append({"name": "h4", "address": lab.address(4), "key": k, "roles": ["balancer", "client"]})
+    return hosts
+
+
+def spare_inventory(lab: SshLab) -> list[dict[str, Any]]:
+    """Three db hosts h5-h7 (h7 also a client), for topologies with balancer.kind = 'none'."""
+    k = str(lab.key)
+    hosts = [{"name": f"h{i}", "address": lab.address(i), "key": k, "roles": ["db"]} for i in (5, 6, 7)]
+    hosts[2]["roles"] = ["db", "client"]
+    return hosts
+
+
+NO_LB = {"balancer": {"kind": "none"}}
+
+
+def topology_data(name: str, home: Path, **extra: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "cluster": {"name": name},
+        "provider": {"kind": "ssh", "base_dir": str(base_dir(home)), "connect_timeout": 3},
+        "mariadb": dict(FAST_EVS),
+    }
+    for k, v in extra.items():
+        data.setdefault(k, {}).update(v)
+    return data
+
+
+def cli(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(home), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "clusterbench", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def remote_processes(home: Path, name: str) -> list[str]:
+    """Live processes whose command line names the cluster's remote files (the lab shares /proc)."""
+    marker = f"{base_dir(home)}/{name}/"
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or process.state(int(pid)) in (None, "Z", "X"):
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            found.append(f"{pid} {cmd[:100]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def ssh_cluster(lab: SshLab, cb_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    f = write_topology(
+        tmp_path_factory.mktemp("ssh") / "ssh.toml", topology_data(NAME, cb_home), inventory(lab)
+    )
+    t0 = time.monotonic()
+    r = cli(cb_home, "up", "-f", str(f))
+    up_seconds = time.monotonic() - t0
+    print(f"ssh up of 3 nodes + HAProxy: {up_seconds:.1f} s\n{r.stdout}")
+    try:
+        assert r.returncode == 0, r.stdout + r.stderr
+        c = Cluster.load(NAME, home=cb_home)
+        yield c
+        c.close()
+    finally:
+        d = cli(cb_home, "down", "-n", NAME)
+        assert d.returncode == 0, d.stderr
+    assert remote_processes(cb_home, NAME) == []
+    assert not (base_dir(cb_home) / NAME).exists()
+    assert not (cb_home / "clusters" / NAME).exists()
+
+
+def test_ssh_host_runs_commands_files_daemons_and_streams(lab: SshLab, tmp_path: Path) -> None:
+    h = SshHost(SshTarget("h4", lab.address(4), key=lab.key), known_hosts=KnownHosts(tmp_path / "kh"))
+    try:
+        assert h.run(["ip", "-o", "-4", "addr", "show", "dev", "eth0"]).stdout.count(lab.address(4)) == 1
+        d = lab.dir / "hostfiles"
+        h.mkdir(d / "sub", owner="mysql", mode=0o750)
+        assert (os.stat(d / "sub").st_mode & 0o777) == 0o750
+        h.put_file(d / "sub" / "secret", "x=1\n", mode=0o600, owner="mysql")
+        assert h.read_file(d / "sub" / "secret") == "x=1\n" and h.read_file(d / "none") is None
+        assert (os.stat(d / "sub" / "secret").st_mode & 0o777) == 0o600 and h.file_size(
+            d / "sub" / "secret"
+        ) == 4
+        proc = h.spawn(["sleep", "60"], log=d / "sleep.log")
+        assert h.alive(proc)
+        # A start time that does not match is somebody else's process: never signalled.
+        assert not h.signal(type(proc)(proc.pid, proc.start_ticks + 1), signal.SIGKILL) and h.alive(proc)
+        assert h.signal(proc, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while h.alive(proc) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not h.alive(proc)
+        p = h.popen(["sh", "-c", 'echo "$CB_X"; echo err >&2; exit 3'], env={"CB_X": "hello"})
+        assert p.stdout is not None and p.stderr is not None
+        assert (p.stdout.read(), p.stderr.read(), p.wait(10)) == (b"hello\n", b"err\n", 3)
+        p = h.popen(["sleep", "60"])
+        p.kill()
+        p.wait(10)
+        assert process.state(p.pid) in (None, "Z", "X")  # the remote process is gone, not just the channel
+    finally:
+        h.close()
+
+
+def test_up_status_load_and_logs_over_ssh(ssh_cluster: Cluster, cb_home: Path) -> None:
+    st = cli(cb_home, "status", "-n", NAME)
+    assert st.returncode == 0, st.stderr
+    assert st.stdout.count("Synced") == 3 and st.stdout.count(" UP ") >= 3, st.stdout
+    assert "fault left in place" not in st.stderr
+    r = cli(
+        cb_home, "run", "-n", NAME, "-w", "oltp_read_write", "--threads", "2", "--time", "5",
+        "--tables", "2", "--table-size", "1000",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    lg = cli(cb_home, "logs", "2", "-n", NAME, "-l", "200")
+    assert lg.returncode == 0 and "Synchronized with group, ready for connections" in lg.stdout
+    # Node files live on the node's machine under the provider's base dir, state stays local.
+    assert ssh_cluster.node(2).cfg.dir == base_dir(cb_home) / NAME / "n2"
+    assert (cb_home / "clusters" / NAME / "state.json").exists()
+    assert ssh_cluster.client_hosts()[0].name == "h4"
+
+
+def test_kill_node_under_load_over_ssh_loses_no_acknowledged_write(ssh_cluster: Cluster) -> None:
+    spec = ScenarioSpec.model_validate(
+        {
+            "name": "kill n2 over ssh",
+            "load": {
+                "workload": "oltp_read_write",
+                "threads": 2,
+                "time": 18,
+                "tables": 2,
+                "table_size": 1000,
+            },
+            "verify": {"ledger_clients": 1},
+            "fault": [{"kind": "kill-node", "target": "node:2", "at": 4, "for": 5}],
+        }
+    )
+    engine = ScenarioEngine(
+        ssh_cluster,
+        spec,
+        spec.planned(3, 1, "test"),
+        ssh_cluster.home / "results.db",
+        SysbenchRunner(shim=build_shim(ssh_cluster.home / "lib")),
+        companions=companions,
+    )
+    out = engine.run("test", checkers=run_checkers)
+    v = {x.checker: x.result for x in out.verdicts}
+    assert v["ledger"] is Result.PASS and v["convergence"] is Result.PASS, out
+    st = ssh_cluster.status()
+    assert all(n.wsrep is not None and n.wsrep.synced and n.wsrep.cluster_size == 3 for n in st.nodes)
+
+
+# ---------------------------------------------------------------- bad input: the up-front check
+
+
+def expect_refused(home: Path, f: Path, name: str, *needles: str) -> str:
+    r = cli(home, "up", "-f", str(f), timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+    for n in needles:
+        assert sum(n in ln for ln in lines) == 1, r.stderr
+    assert not (home / "clusters" / name / "state.json").exists()
+    assert not (base_dir(home) / name).exists()
+    assert remote_processes(home, name) == []
+    return r.stderr
+
+
+def test_wrong_key_and_unreachable_host_are_one_line_each(lab: SshLab, cb_home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    hosts = spare_inventory(lab)
+    hosts[1]["key"] = str(other)
+    hosts[2]["address"] = "198.18.214.99"  # in the lab's subnet, nobody there
+    f = write_topology(tmp_path / "bad.toml", topology_data("cbssh2", cb_home, **NO_LB), hosts)
+    err = expect_refused(
+        cb_home,
+        f,
+        "cbssh2",
+        "host h6 (root@198.18.214.26:22): authentication failed",
+        "host h7 (root@198.18.214.99:22): unreachable",
+    )
+    assert "h5" not in err
+
+
+def test_port_in_use_on_a_remote_host(lab: SshLab, cb_home: Path, tmp_path: Path) -> None:
+    ns = NetnsHost(lab.hosts[4].netns)
+    listener = ns.spawn(
+        ["socat", "TCP-LISTEN:4567,reuseaddr,fork", "SYSTEM:true"], log=tmp_path / "socat.log"
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while ":4567 " not in ns.run(["ss", "-ltnH"]).stdout and time.monotonic() < deadline:
+            time.sleep(0.05)
+        f = write_topology(
+            tmp_path / "port.toml", topology_data("cbssh3", cb_home, **NO_LB), spare_inventory(lab)
+        )
+        expect_refused(cb_home, f, "cbssh3", "host h5 (198.18.214.25): port(s) already in use: 4567")
+    finally:
+        ns.signal(listener, signal.SIGTERM)
+
+
+def test_two_db_nodes_on_one_host(lab: SshLab, cb_home: Path, tmp_path: Path) -> None:
+    hosts = spare_inventory(lab)
+    hosts[2]["address"] = lab.address(5)
+    f = write_topology(tmp_path / "two.toml", topology_data("cbssh4", cb_home, **NO_LB), hosts)
+    expect_refused(
+        cb_home, f, "cbssh4", "hosts h5 and h7 are one machine: 2 db nodes there would share ports"
+    )
+
+
+def test_missing_package_without_provision(
+    lab: SshLab,
+    cb_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from clusterbench.cli.main import main
+    from clusterbench.providers import ssh_check
+
+    monkeypatch.setenv("CLUSTERBENCH_HOME", str(cb_home))
+    monkeypatch.setitem(ssh_check.PACKAGES, "client", ("sysbench", "cbssh-no-such-package"))
+    f = write_topology(tmp_path / "pkg.toml", topology_data("cbssh5", cb_home, **NO_LB), spare_inventory(lab))
+    assert main(["up", "-f", str(f)]) == 2
+    err = capfd.readouterr().err
+    assert (
+        "host h7 (198.18.214.27): missing packages cbssh-no-such-package; run `clusterbench provision" in err
+    )
+    assert err.count("missing packages") == 1
+    assert not (base_dir(cb_home) / "cbssh5").exists()
