@@ -189,10 +189,14 @@ name = "cbexpl"
 subnet = "198.18.208.0/24"
 nodes = 1
 
+[topology.clients]
+hosts = 2
+
 [workload]
 tests = ["oltp_point_select"]
 tables = 1
 table_size = 1000
+clients = 2
 duration = 2
 warmup = 0
 
@@ -224,7 +228,7 @@ class SeeLimits(ExperimentListener):
 
 
 @pytest.mark.integration
-def test_resource_factors_change_on_the_running_cluster(cb_home: Path, tmp_path: Path) -> None:
+def test_limits_change_at_runtime_and_clients_use_client_hosts(cb_home: Path, tmp_path: Path) -> None:
     exp = experiment_from_data(parse_toml(LIMITS_SPEC, "itestl.toml"), "itestl.toml")
     plan = expand(exp)
     assert len(plan.groups()) == 1
@@ -233,6 +237,10 @@ def test_resource_factors_change_on_the_running_cluster(cb_home: Path, tmp_path:
         with Store.open(tmp_path / "results.db") as store:
             out = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home, listener=view).run()
             assert out.status == "completed" and out.ran == 4
+            # the two client processes of every trial ran on the two client namespaces
+            for tr in store.trials(out.run_id):
+                hosts = [c["host"] for c in store.trial_clients(tr.id)]
+                assert hosts == ["cb-cbexpl-c1", "cb-cbexpl-c2"], hosts
     finally:
         from clusterbench.cluster import Cluster
 

@@ -178,6 +178,7 @@ class ExperimentRunner:
         self.running = 0
         self.prepared: set[tuple[str, int, int]] = set()
         self.certs: Path | None = None
+        self.client_hosts: list[Any] = []
 
     # ---- the run ------------------------------------------------------------------------------
 
@@ -285,6 +286,7 @@ class ExperimentRunner:
             c.up(report=self.lis.phase)
         self.running = topo.cluster.nodes
         self.prepared = set()
+        self.client_hosts = list(c.client_hosts())
 
     def _teardown(self) -> None:
         c = self.cluster
@@ -517,6 +519,9 @@ class ExperimentRunner:
                 separate_schemas=t.separate_schemas,
                 on_sample=on_sample,
                 preflight=False,
+                # Client machines of the topology ([clients] hosts locally, role client over ssh):
+                # the trial's client processes are spread over them round-robin.
+                hosts=self.client_hosts or None,
             )
         finally:
             load = self.ledger.monotonic() - t_load
