@@ -363,8 +363,7 @@ def render_markdown(store: Store, run_id: int) -> str:
     sat = saturation_lines(store, run_id)
     if sat:
         seqs = _trial_seq(store, run_id)
-        lines += ["", f"> **Warning: {SATURATION_WARNING}.** A client was the bottleneck; its trial's tps is",
-                  "> a floor for what the cluster can do, not its limit.", ">"]  # fmt: skip
+        lines += ["", f"> **Warning: {SATURATION_WARNING}.**", ">"]
         lines += [f"> - trial {seqs.get(t, '?') if t is not None else '?'}: {w}" for t, w in sat]
     for tr in store.trials(run_id):
         if not multi_client(store, tr.id):
@@ -483,8 +482,7 @@ def render_html(store: Store, run_id: int) -> str:
     if sat:
         seqs = _trial_seq(store, run_id)
         extra += (
-            f"<div class='warn'><b>Warning: {html.escape(SATURATION_WARNING)}.</b> A client was the "
-            "bottleneck; its trial's tps is a floor for what the cluster can do, not its limit.<ul>"
+            f"<div class='warn'><b>Warning: {html.escape(SATURATION_WARNING)}.</b><ul>"
             + "".join(f"<li>trial {seqs.get(t, '?') if t is not None else '?'}: {html.escape(w)}</li>"
                       for t, w in sat)
             + "</ul></div>"

@@ -134,14 +134,18 @@ def describe(
     if flag == FLAG_CPU and cpu is not None and cpu.proc_frac is not None:
         return (
             f"{who}: sysbench used {cpu.proc_cores:.2f} of the {cpu.usable} CPU(s) it can use "
-            f"({cpu.proc_frac:.0%})"
+            f"({cpu.proc_frac:.0%}); its tps is a floor for the cluster's capacity"
         )
     if flag == FLAG_HOST and cpu is not None and cpu.host_busy is not None:
-        return f"{who}: the client host's {cpu.host_cores} CPU(s) were {cpu.host_busy:.0%} busy"
+        return (
+            f"{who}: the client host's {cpu.host_cores} CPU(s) were {cpu.host_busy:.0%} busy; "
+            "its tps is a floor for the cluster's capacity"
+        )
     if flag == FLAG_RATE and rate_achieved is not None:
         return (
             f"{who}: reached {rate_achieved:.1f} tps of the {num(rate_asked)} asked with --rate "
-            f"({rate_achieved / rate_asked:.0%})"
+            f"({rate_achieved / rate_asked:.0%}); less load than asked was applied, and latencies "
+            "include the time events queued in sysbench"
         )
     if flag == FLAG_RATE:
         return f"{who}: sysbench's event queue overflowed: --rate {num(rate_asked)} was far out of reach"
