@@ -192,9 +192,13 @@ class Plan:
 
     @property
     def id(self) -> str:
-        """Identifies the trial list (not its order): a resumed run must have the same trials."""
-        keys = sorted(t.key for t in self.trials)
-        blob = json.dumps([self.experiment.name, self.experiment.profile, keys])
+        """Identifies what the trials are (not their order): a resumed run must have the same
+        trials with the same settings, so an edited file (another duration, topology setting or
+        fault schedule) starts a new run instead of mixing results measured two ways."""
+        trials = sorted(
+            [t.key, t.describe(), t.topology.model_dump(mode="json")] for t in self.trials
+        )
+        blob = json.dumps([self.experiment.name, self.experiment.profile, trials], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def groups(self) -> list[list[TrialSpec]]:

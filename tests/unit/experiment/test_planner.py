@@ -297,3 +297,14 @@ def test_interleaved_repetitions_run_every_point_once_per_round() -> None:
 def test_unknown_repetition_order_is_refused() -> None:
     with pytest.raises(InputError, match=r"experiment\.repetition_order"):
         exp(SMALL.replace('repetitions = 2', 'repetitions = 2\nrepetition_order = "random"'))
+
+
+def test_plan_id_changes_with_any_setting_but_not_with_the_order() -> None:
+    base = expand(exp()).id
+    assert expand(exp()).id == base
+    assert expand(exp(SMALL.replace("duration = 3", "duration = 4"))).id != base
+    assert expand(exp(SMALL.replace('name = "cbexp"', 'name = "cbexp"\nnodes = 2'))).id == base
+    tweaked = SMALL.replace("[workload]", "[topology.mariadb]\ngcache_size = \"256M\"\n\n[workload]")
+    assert expand(exp(tweaked)).id != base
+    interleaved = SMALL.replace("repetitions = 2", 'repetitions = 2\nrepetition_order = "interleaved"')
+    assert expand(exp(interleaved)).id == base
