@@ -18,7 +18,7 @@ from rich.table import Table
 from clusterbench import __version__
 from clusterbench.cli import console
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
-from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError
+from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
 from clusterbench.providers import preflight
 from clusterbench.spec.topology import Topology, load_topology
 
@@ -73,7 +73,8 @@ def up(
         Path | None, typer.Option("--file", "-f", help="Topology TOML file (default: 3 nodes + HAProxy).")
     ] = None,
 ) -> None:
-    """Bring up a local MariaDB Galera cluster behind HAProxy; returns when all nodes are Synced."""
+    """Bring up a MariaDB Galera cluster behind HAProxy (in local namespaces, or on the [[hosts]]
+    machines with provider.kind = "ssh"); returns when all nodes are Synced."""
     topo = load_topology(file)
     for w in topo.warnings():
         console.warn(w)
@@ -283,7 +284,18 @@ def sql(
         raise ClusterStateError(
             f"node {index} is not running; start it with `clusterbench node start {index}`"
         )
-    argv = ["mariadb", f"--defaults-extra-file={n.admin_cnf}"]
+    cnf = n.admin_cnf
+    if cluster.remote:
+        # The node's own admin.cnf is on its machine: connect over TCP with a local copy.
+        c = cluster.credentials()
+        cnf = cluster.dir / f"admin-n{index}.cnf"
+        cluster.local.put_file(
+            cnf,
+            f"[client]\nhost={n.cfg.address}\nport=3306\nuser={c.admin_user}\n"
+            f'password="{c.admin_password}"\n',
+            mode=0o600,
+        )
+    argv = ["mariadb", f"--defaults-extra-file={cnf}"]
     if execute is not None:
         argv += ["-e", execute]
     rc = subprocess.call(argv)
@@ -303,6 +315,35 @@ def logs(
     console.out.print(f"[dim]{n.cfg.error_log}[/]")
     for ln in text.splitlines()[-lines:]:
         console.out.print(ln, markup=False, soft_wrap=True)
+
+
+@app.command()
+def provision(
+    file: Annotated[
+        Path, typer.Option("--file", "-f", "-t", help="Topology TOML file with provider.kind = 'ssh'.")
+    ],
+) -> None:
+    """Install the Debian packages each [[hosts]] machine needs for its roles (apt-get, ssh
+    provider only); packages are kept from starting services, nothing else is touched."""
+    from clusterbench.providers.provision import provision as run_provision
+    from clusterbench.providers.ssh import SshProvider
+
+    topo = load_topology(file)
+    if not topo.remote:
+        raise InputError(
+            f"{file}: provision is for provider.kind = 'ssh'; on this machine run `make setup` instead"
+        )
+    ssh = SshProvider(topo, home_dir())
+    try:
+        outcomes = run_provision(topo, {h.name: ssh.host_of(h) for h in topo.hosts})
+    finally:
+        ssh.close()
+    errors = [o.line() for o in outcomes if o.error]
+    for o in outcomes:
+        if not o.error:
+            console.step(o.line())
+    if errors:
+        raise PreflightError("\n".join(errors))
 
 
 @app.command()

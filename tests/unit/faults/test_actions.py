@@ -33,3 +33,32 @@ def test_unpartition_removes_exactly_our_chain() -> None:
         [*x, "-F", "CBPART"],
         [*x, "-X", "CBPART"],
     ]
+
+
+def test_partition_rules_run_on_each_nodes_own_host() -> None:
+    from clusterbench.faults.actions import partition_rules, unpartition_rules
+
+    rules = partition_rules(ADDR, [(1, 3)])
+    assert [i for i, _ in rules] == [1, 1, 1, 3, 3, 3, 1, 1, 3, 3]
+    assert rules[6] == (1, ["iptables", "-w", "-A", "CBPART", "-s", "198.18.0.13", "-j", "DROP"])
+    assert unpartition_rules([2])[-1] == (2, ["iptables", "-w", "-X", "CBPART"])
+
+
+def test_isolation_over_ssh_keeps_loopback_and_the_ssh_session() -> None:
+    from clusterbench.faults.actions import isolate_rules
+
+    rules = isolate_rules(2222)
+    assert rules[3:] == [
+        ["iptables", "-w", "-A", "CBPART", "-s", "127.0.0.0/8", "-j", "RETURN"],
+        ["iptables", "-w", "-A", "CBPART", "-p", "tcp", "--dport", "2222", "-j", "RETURN"],
+        ["iptables", "-w", "-A", "CBPART", "-p", "tcp", "--sport", "2222", "-j", "RETURN"],
+        ["iptables", "-w", "-A", "CBPART", "-j", "DROP"],
+    ]
+
+
+def test_netem_args() -> None:
+    from clusterbench.faults.actions import netem_args
+
+    assert netem_args({"delay": "50ms"}) == ["netem", "delay", "50ms"]
+    assert netem_args({"delay": "50ms", "jitter": "5ms"}) == ["netem", "delay", "50ms", "5ms"]
+    assert netem_args({"loss": 2.5}) == ["netem", "loss", "2.5%"]

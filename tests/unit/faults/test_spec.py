@@ -90,3 +90,25 @@ def test_bad_values_are_rejected_by_the_model() -> None:
         spec(kind="nuke-node", at=1, **{"for": 1})
     with pytest.raises(ValueError):
         spec(kind="kill-node", at=-1, **{"for": 1})
+
+
+def test_netem_faults_need_their_value_and_nothing_else() -> None:
+    [f] = plan([FaultSpec.model_validate({"kind": "delay-link", "target": "node:2", "at": 1, "for": 2,
+                                          "delay": "40ms", "jitter": "5ms"})], 3, 1, 10)  # fmt: skip
+    assert (f.nodes, f.params) == ((2,), {"delay": "40ms", "jitter": "5ms"})
+    [f] = plan([spec(kind="loss-link", target="node:1", at=1, loss=3, **{"for": 2})], 3, 1, 10)
+    assert f.params == {"loss": 3.0}
+    with pytest.raises(ValueError) as info:
+        plan(
+            [
+                FaultSpec.model_validate({"kind": "delay-link", "target": "node:1", "at": 1, "for": 2}),
+                spec(kind="kill-node", target="node:2", at=1, loss=1, **{"for": 2}),
+            ],
+            3, 1, 10,
+        )  # fmt: skip
+    assert str(info.value).splitlines() == [
+        'fault 1 (delay-link): delay is required, e.g. delay = "50ms"',
+        "fault 2 (kill-node): loss only applies to loss-link",
+    ]
+    with pytest.raises(ValueError, match="is not a delay like"):
+        FaultSpec.model_validate({"kind": "delay-link", "at": 1, "for": 2, "delay": "fast"})
