@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from clusterbench.errors import ClusterbenchError, WorkloadError
 
@@ -105,6 +105,53 @@ class NetnsClientHost(LocalClientHost):
 
     def wrap(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *argv]
+
+
+# Where a client machine of its own gets the files sysbench reads (the report hook, TLS files).
+REMOTE_DIR = Path("/var/tmp/clusterbench")
+TLS_FILES = (("cacert.pem", 0o644), ("client-cert.pem", 0o644), ("client-key.pem", 0o600))
+
+
+@runtime_checkable
+class _PutFile(Protocol):
+    def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None: ...
+
+
+def stage_files(host: ClientHost, files: Sequence[tuple[Path, str, int]]) -> None:
+    """Write (path, content, mode) files on a client host that has `put_file` (hosts.SshHost)."""
+    if not isinstance(host, _PutFile):
+        raise WorkloadError(
+            f"client host {host.name} is a machine of its own but cannot receive files; "
+            "give it put_file or install clusterbench's files there"
+        )
+    for path, content, mode in files:
+        host.put_file(path, content, mode=mode)
+
+
+def stage_command(
+    host: ClientHost, argv: Sequence[str], cwd: Path | None, local_script: Path
+) -> tuple[list[str], Path | None]:
+    """argv and cwd of a sysbench run for `host`.
+
+    A host that shares this machine's filesystem (`remote` False) uses them as they are. A machine
+    of its own gets the report hook, and the TLS files when the run uses them (sysbench loads them
+    from its working directory), under REMOTE_DIR first; argv and cwd then point there. The
+    reconnect shim is not copied (a binary for this machine's libmariadb): on a machine without it
+    at the same path, the dynamic loader ignores LD_PRELOAD with a warning, and sysbench 1.0.20
+    may crash on a lost connection (akopytov/sysbench#527).
+    """
+    if not getattr(host, "remote", False):
+        return list(argv), cwd
+    files: list[tuple[Path, str, int]] = []
+    script = REMOTE_DIR / local_script.name
+    files.append((script, local_script.read_text(), 0o644))
+    new_argv = [str(script) if a == str(local_script) else a for a in argv]
+    new_cwd = None
+    if cwd is not None:
+        new_cwd = REMOTE_DIR / "tls"
+        files += [(new_cwd / name, (cwd / name).read_text(), mode) for name, mode in TLS_FILES]
+    stage_files(host, files)
+    return new_argv, new_cwd
 
 
 def assign_round_robin(clients: int, hosts: Sequence[ClientHost]) -> list[ClientHost]:

@@ -33,6 +33,7 @@ from clusterbench.workloads.placement import (
     assign_round_robin,
     parse_start_line,
     probe_cpu,
+    stage_command,
     start_at_argv,
     start_lead,
 )
@@ -44,6 +45,7 @@ from clusterbench.workloads.sysbench import (
     client_databases,
     expected_tables,
     prepare_group,
+    report_script,
     use_tls,
 )
 
@@ -449,8 +451,9 @@ class SysbenchRunner:
                 env_note = " ".join(f"{k}={v}" for k, v in sorted(r.command.env.items()))
                 log.info("running on %s at %d: %s %s", host.name, start_ns, env_note,
                          shlex.join(r.command.masked_argv()))  # fmt: skip
-                argv = start_at_argv(r.command.argv, start_ns)
-                procs.append(host.popen(argv, env=dict(r.command.env), cwd=r.command.cwd))
+                staged, cwd = stage_command(host, r.command.argv, r.command.cwd, report_script())
+                argv = start_at_argv(staged, start_ns)
+                procs.append(host.popen(argv, env=dict(r.command.env), cwd=cwd))
         except BaseException as exc:
             for p in procs:
                 if p.poll() is None:

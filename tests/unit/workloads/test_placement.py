@@ -243,3 +243,46 @@ def test_event_queue_overflow_is_a_rate_finding(
     assert res.saturation_warnings()[1] == (
         "client 0 on a: sysbench's event queue overflowed: --rate 1000000 was far out of reach"
     )
+
+
+def test_remote_client_hosts_get_the_report_hook_and_tls_files(tmp_path: Path) -> None:
+    from clusterbench.workloads.placement import REMOTE_DIR, stage_command
+
+    script = tmp_path / "cb_report.lua"
+    script.write_text("-- hook")
+    tls = tmp_path / "tls"
+    tls.mkdir()
+    for name in ("cacert.pem", "client-cert.pem", "client-key.pem"):
+        (tls / name).write_text(name)
+
+    class Remote(LocalClientHost):
+        remote = True
+
+        def __init__(self) -> None:
+            super().__init__("far")
+            self.files: dict[Path, tuple[str, int]] = {}
+
+        def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None:
+            self.files[path] = (content, mode)
+
+    argv = ["sysbench", str(script), "--threads=2", "run"]
+    # a host on this machine's filesystem runs the command as it is
+    assert stage_command(LocalClientHost(), argv, tls, script) == (argv, tls)
+    far = Remote()
+    got_argv, got_cwd = stage_command(far, argv, tls, script)
+    assert got_argv == ["sysbench", str(REMOTE_DIR / "cb_report.lua"), "--threads=2", "run"]
+    assert got_cwd == REMOTE_DIR / "tls"
+    assert far.files == {
+        REMOTE_DIR / "cb_report.lua": ("-- hook", 0o644),
+        REMOTE_DIR / "tls" / "cacert.pem": ("cacert.pem", 0o644),
+        REMOTE_DIR / "tls" / "client-cert.pem": ("client-cert.pem", 0o644),
+        REMOTE_DIR / "tls" / "client-key.pem": ("client-key.pem", 0o600),
+    }
+
+    class Bare(LocalClientHost):
+        remote = True
+
+    with pytest.raises(
+        WorkloadError, match="client host bare is a machine of its own but cannot receive files"
+    ):
+        stage_command(Bare("bare"), argv, None, script)
