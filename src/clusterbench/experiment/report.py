@@ -224,8 +224,8 @@ def render_html(store: Store, run_id: int) -> str:
                               yaxis_title="%", margin={"l": 60, "r": 20, "t": 60, "b": 120})  # fmt: skip
             body.append(plot(fig))
         body.append(_points_table(pts))
-    if first:  # no plot yet: plotly.js is still needed by the series block
-        body.append(plot(go.Figure()))
+    if first:  # no plot yet (a single point): plotly.js is still needed by the series block
+        body.append(f"<div style='display:none'>{plot(go.Figure())}</div>")
     wall = next((e["detail"] for e in reversed(store.events(run_id)) if e["kind"] == "wall_time"), None)
     wall_html = ""
     if wall:
