@@ -306,3 +306,40 @@ def test_missing_package_without_provision(
     )
     assert err.count("missing packages") == 1
     assert not (base_dir(cb_home) / "cbssh5").exists()
+
+
+def test_provision_on_hosts_that_have_everything_installs_nothing(
+    lab: SshLab, cb_home: Path, tmp_path: Path
+) -> None:
+    f = write_topology(
+        tmp_path / "prov.toml", topology_data("cbssh6", cb_home, **NO_LB), spare_inventory(lab)
+    )
+    r = cli(cb_home, "provision", "-t", str(f), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("nothing to install") == 3, r.stdout
+
+
+def test_local_client_namespaces(cb_home: Path) -> None:
+    """[clients] hosts = K on the local provider: K namespaces on the bridge that reach the nodes."""
+    from tests.integration.conftest import leftovers, make_topology
+
+    topo = make_topology(
+        "cbssh7", "198.18.215.0/24", nodes=1, clients={"hosts": 2}, balancer={"kind": "none"}
+    )
+    c = Cluster(topo, home=cb_home)
+    c.up()
+    try:
+        hosts = c.client_hosts()
+        assert [h.name for h in hosts] == ["cb-cbssh7-c1", "cb-cbssh7-c2"]
+        creds = c.credentials()
+        p = hosts[1].popen(
+            ["mariadb", "-h", topo.node_address(1), "-u", creds.app_user, "-N", "-e", "SELECT 1"],
+            env={"MYSQL_PWD": creds.app_password},
+        )
+        assert p.stdout is not None
+        assert p.wait(30) == 0 and p.stdout.read() == b"1\n"
+        addr = hosts[1].run(["ip", "-o", "-4", "addr", "show", "dev", "eth0"]).stdout
+        assert "198.18.215.32/24" in addr
+    finally:
+        c.down()
+    assert leftovers("cbssh7") == []
