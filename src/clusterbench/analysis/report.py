@@ -20,6 +20,7 @@ import plotly.io as pio  # type: ignore[import-untyped, unused-ignore]
 from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
 
 from clusterbench.store.store import Store
+from clusterbench.verify.latency import workload_latency
 from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram
 from clusterbench.workloads.merge import merge_intervals
 from clusterbench.workloads.parse import Sample
@@ -250,6 +251,27 @@ def multi_client(store: Store, trial_id: int) -> bool:
     )
 
 
+VERIFY_LATENCY_HEADER = [
+    "trial", "workload", "clients", "ops", "ok", "p50 ms", "p95 ms", "p99 ms", "max ms", "p95 ms per client",
+]  # fmt: skip
+
+
+def verification_latency_rows(store: Store, run_id: int) -> list[list[str]]:
+    """Per trial and verification workload: ok-operation latency from the clients' merged HDR
+    histograms, and each client's own p95."""
+
+    def ms(x: float | None) -> str:
+        return "—" if x is None else f"{x:.2f}"
+
+    rows = []
+    for tr in store.trials(run_id):
+        for w in workload_latency(store.ops(tr.id)):
+            per = ", ".join(f"{c}: {v:.2f}" for c, v in w.client_p95_ms.items()) or "—"
+            rows.append([str(tr.seq), w.workload, str(w.clients), str(w.ops), str(w.ok), ms(w.p50_ms),
+                         ms(w.p95_ms), ms(w.p99_ms), ms(w.max_ms), per])  # fmt: skip
+    return rows
+
+
 def fault_windows(store: Store, run_id: int, trial_id: int) -> list[tuple[str, float, float]]:
     """(label, start, end) of every fault of a trial, from its start/end events (seconds since the
     load started). A fault without an end event (a killed run) ends at its last event."""
@@ -397,6 +419,11 @@ def render_markdown(store: Store, run_id: int) -> str:
             "",
         ]
         lines += _md_table(AVAILABILITY_HEADER, avail)
+    vlat = verification_latency_rows(store, run_id)
+    if vlat:
+        note = "Successful operations; percentiles from the sum of the clients' HDR histograms."
+        lines += ["", "## Verification latency", "", note, ""]
+        lines += _md_table(VERIFY_LATENCY_HEADER, vlat)
     faults = fault_rows(store, run_id)
     if faults:
         lines += ["", "## Faults", ""]
@@ -512,6 +539,12 @@ def render_html(store: Store, run_id: int) -> str:
             "<h2>Availability</h2><p>Per entry point: a fresh connection and a small write every 100 ms.</p>"
         )
         extra += _html_table(AVAILABILITY_HEADER, avail, "availability")
+    vlat = verification_latency_rows(store, run_id)
+    if vlat:
+        extra += (
+            "<h2>Verification latency</h2><p>Successful operations; percentiles from the sum of the "
+            "clients' HDR histograms.</p>" + _html_table(VERIFY_LATENCY_HEADER, vlat, "vlatency")
+        )
     faults = fault_rows(store, run_id)
     if faults:
         extra += "<h2>Faults</h2>" + _html_table(["t s", "fault", "phase", "detail"], faults, "faults")

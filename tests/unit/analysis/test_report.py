@@ -145,3 +145,18 @@ def test_clients_fairness_and_saturation_in_the_report(store: tuple[Store, int])
     page = render_html(st, run)
     assert "<div class='warn'><b>Warning: load not as asked" in page and "Clients of trial 2" in page
     assert page.count('class="plotly-graph-div"') == 2 and "client 1" in page
+
+
+def test_verification_latency_from_merged_hdr_histograms(store: tuple[Store, int]) -> None:
+    st, run = store
+    t1 = st.trials(run)[0].id
+    base = {"process": "balancer", "address": "a", "kind": "insert", "key": None, "value": None,
+            "wall_start": 0.0, "wall_end": 0.0, "error_code": None, "error": None}  # fmt: skip
+    ops = [{**base, "workload": "ledger", "client": 0, "t_start": 1.0, "t_end": 1.001, "outcome": "ok"}] * 100
+    ops += [{**base, "workload": "ledger", "client": 1, "t_start": 1.0, "t_end": 1.010, "outcome": "ok"}] * 90
+    ops += [{**base, "workload": "ledger", "client": 1, "t_start": 1.0, "t_end": 1.300, "outcome": "ok"}] * 10
+    st.add_ops(t1, ops)
+    md = render_markdown(st, run)
+    assert "## Verification latency" in md
+    assert "| 1 | ledger | 2 | 200 | 200 | 1.00 | 10.01 | 300.03 | 300.03 | 0: 1.00, 1: 300.03 |" in md
+    assert "<h2>Verification latency</h2>" in render_html(st, run)
