@@ -60,7 +60,7 @@ def bench(cluster: Cluster) -> BenchRunner:
 
 
 def run_plan(bench: BenchRunner, cluster: Cluster, store: Store, test: str, hosts: list[ClientHost],
-             time: int, rate: int = 0, prepare: bool = True) -> int:  # fmt: skip
+             time: int, rate: int = 0, prepare: bool = True, must_complete: bool = True) -> int:  # fmt: skip
     opts = make_options(test=test, threads=2, time=time, rate=rate, **SMALL)
     plan = BenchPlan(
         kind="run", tests=(test,), options=opts, endpoint=cluster.endpoint("balancer"), clients=2,
@@ -68,7 +68,8 @@ def run_plan(bench: BenchRunner, cluster: Cluster, store: Store, test: str, host
     )  # fmt: skip
     bench.check(plan)
     out = bench.execute(plan, store)
-    assert out.status == "completed", out.failures
+    if must_complete:
+        assert out.status == "completed", out.failures
     [t] = store.trials(out.run_id)
     return t.id
 
@@ -132,13 +133,14 @@ def test_rate_out_of_reach_is_flagged_and_a_modest_one_is_not(
         # what each client reaches unthrottled right now (the machine is shared and noisy)
         free = run_plan(bench, cluster, store, "oltp_point_select", client_hosts, time=3)
         cap = min(c["rate_achieved"] for c in store.trial_clients(free))
-        # sysbench's --rate is per process. Twice the capacity: the shortfall is plain, and the
-        # queue (sysbench gives up when it is full) stays short in 4 s
+        # sysbench's --rate is per process. Four times the capacity: the shortfall is plain even
+        # when the shared machine's capacity swings 2x between runs. Should sysbench's queue
+        # overflow all the same, it gives up, and that is the same finding.
         high = run_plan(bench, cluster, store, "oltp_point_select", client_hosts, time=4,
-                        rate=int(2 * cap), prepare=False)  # fmt: skip
+                        rate=int(4 * cap), prepare=False, must_complete=False)  # fmt: skip
         flagged = store.trial_clients(high)
-        print(f"capacity {cap:.0f}/client; rate {int(2 * cap)}:",
-              [(round(c["rate_achieved"]), c["flags"]) for c in flagged])  # fmt: skip
+        print(f"capacity {cap:.0f}/client; rate {int(4 * cap)}:",
+              [(c["rate_achieved"], c["flags"]) for c in flagged])  # fmt: skip
         assert all(FLAG_RATE in c["flags"] for c in flagged), flagged
         run_id = store.conn.execute("SELECT run_id FROM trials WHERE id = ?", (high,)).fetchone()[0]
         events = [e for e in store.events(run_id) if e["kind"] == "client_saturated"]
