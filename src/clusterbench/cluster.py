@@ -33,6 +33,7 @@ from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts import process
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost, NetnsHost
+from clusterbench.hosts.ssh import copy_tree
 from clusterbench.providers import preflight
 from clusterbench.providers.cgroups import CgroupV1
 from clusterbench.providers.naming import Names
@@ -486,37 +487,11 @@ class Cluster:
         first = nodes[0]
         first.install_db()
         first.run_bootstrap_sql(account_sql(self.credentials()))
-        if self.ssh is None:
-            # Seed: bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the
-            # same uuid:seqno, then give every other node a copy. Joiners then need only an IST of a
-            # few cluster-change events instead of a full SST each (InnoDB's own wsrep position wins
-            # over grastate.dat, so a copy of a never-started datadir would still need an SST).
-            self._start_node(first, bootstrap=True)
-            first.wait_synced(60)
-            first.stop(timeout=60)
-            seed = first.grastate()
-            if seed is None or seed.seqno < 0:
-                raise ComponentError(
-                    f"node n1 did not record its position at shutdown; see {first.cfg.error_log}"
-                )
-            for n in nodes[1:]:
-                self.local.run(
-                    [
-                        "rsync",
-                        "-a",
-                        "--exclude=galera.cache",
-                        "--exclude=*.pid",
-                        f"{first.cfg.datadir}/",
-                        f"{n.cfg.datadir}/",
-                    ]
-                )
-                n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
-            timings["seed"] = time.monotonic() - t0
-        else:
-            # Over ssh there is no shared filesystem to copy a seeded datadir with: joiners start
-            # empty and get a full SST from a donor (wsrep_sst_method, rsync by default; both ends
-            # need it installed, which the up-front check verifies).
-            timings["seed"] = time.monotonic() - t0
+        # With provider.seed = "sst" joiners start empty and each takes a full SST from a donor,
+        # machine to machine (for a controller far from the machines).
+        if self.ssh is None or self.topology.provider.seed == "copy":
+            self._seed(first, nodes[1:], report)
+        timings["seed"] = time.monotonic() - t0
         self._start_node(first, bootstrap=True)
         first.wait_synced(60)
         report(f"n1 bootstrapped ({time.monotonic() - t0:.1f} s)")
@@ -532,6 +507,40 @@ class Cluster:
         for n in nodes:
             n.start_clustercheck()
             self._record_node(n)
+
+    def _seed(self, first: GaleraNode, joiners: list[GaleraNode], report: Report) -> None:
+        # Seed: bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the
+        # same uuid:seqno, then give every other node a copy. Joiners then need only an IST of a
+        # few cluster-change events instead of a full SST each (InnoDB's own wsrep position wins
+        # over grastate.dat, so a copy of a never-started datadir would still need an SST).
+        self._start_node(first, bootstrap=True)
+        first.wait_synced(60)
+        first.stop(timeout=60)
+        seed = first.grastate()
+        if seed is None or seed.seqno < 0:
+            raise ComponentError(
+                f"node n1 did not record its position at shutdown; see {first.cfg.error_log}"
+            )
+        excludes = ["galera.cache", "*.pid"]
+        if self.ssh is None:
+            for n in joiners:
+                self.local.run(
+                    ["rsync", "-a", *(f"--exclude={e}" for e in excludes),
+                     f"{first.cfg.datadir}/", f"{n.cfg.datadir}/"]
+                )  # fmt: skip
+        elif joiners:
+            # No shared filesystem: one gzip'd tar stream from n1's machine, fanned out through
+            # this machine to every joiner's (provider.seed = "copy").
+            sent = copy_tree(
+                self.ssh.host("n1"),
+                first.cfg.datadir,
+                [(self.ssh.host(f"n{n.index}"), n.cfg.datadir) for n in joiners],
+                owner="mysql",
+                excludes=excludes,
+            )
+            report(f"n1's datadir copied to {len(joiners)} joiners ({sent / 1e6:.1f} MB compressed)")
+        for n in joiners:
+            n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
 
     def _backend_names(self) -> list[str]:
         return [f"n{i}" for i in self.topology.node_indexes()]

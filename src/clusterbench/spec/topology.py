@@ -208,6 +208,10 @@ class ProviderSettings(_Strict):
     # Node and balancer files on the remote machines: <base_dir>/<cluster>/<role>.
     base_dir: str = "/var/lib/clusterbench/remote"
     connect_timeout: float = Field(10.0, gt=0, le=120)
+    # How joiners get their first datadir at `up`: "copy" streams node 1's seeded datadir through
+    # this machine (joiners then need only an IST), "sst" lets each joiner take a full SST from a
+    # donor, machine to machine (better when this machine is far from the cluster).
+    seed: Literal["copy", "sst"] = "copy"
 
     @field_validator("base_dir")
     @classmethod
