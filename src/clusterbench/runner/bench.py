@@ -30,7 +30,6 @@ from clusterbench.workloads import (
     group_tests,
     needed_schemas,
 )
-from clusterbench.workloads.merge import fairness
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.runner import causal_reads
 from clusterbench.workloads.sysbench import check_known_tests, expected_tables, prepare_group, use_tls
@@ -380,7 +379,6 @@ class BenchRunner:
             hosts=plan.client_hosts or None,
         )
         record_run_result(store, trial_id, result)
-        self._record_clients(store, run_id, trial_id, result)
         self._snapshot(store, run_id, trial_id, "end")
         out.failure = result.failure()
         out.status = "completed" if result.ok else "failed"
@@ -394,26 +392,6 @@ class BenchRunner:
         store.finish_trial(trial_id, out.status)  # type: ignore[arg-type]
         lis.trial_finished(seq, test, result, out.status)
         return out
-
-    @staticmethod
-    def _record_clients(store: Store, run_id: int, trial_id: int, result: RunResult) -> None:
-        """Placement, start skew and fairness in the trial's provenance; one event per saturated
-        client, so that a client bottleneck is on record next to the numbers it limited."""
-        info = result.placement()
-        tps = [c.summary.tps for c in result.clients if c.summary is not None]
-        fair = fairness(tps) if len(tps) > 1 and len(tps) == len(result.clients) else None
-        info["fairness_tps"] = fair.to_json() if fair is not None else None
-        store.set_provenance(run_id, "clients", info, trial_id=trial_id)
-        for c in result.clients:
-            if c.flags:
-                store.add_event(
-                    run_id,
-                    "client_saturated",
-                    {"client": c.client, "host": c.host, "flags": c.flags, "warnings": c.warnings(),
-                     "cpu": c.cpu.to_json() if c.cpu is not None else None,
-                     "rate_asked": c.rate_asked, "rate_achieved": c.rate_achieved},
-                    trial_id=trial_id,
-                )  # fmt: skip
 
 
 CLIENT_HOSTS_HELP = "auto, local or a number of client hosts"

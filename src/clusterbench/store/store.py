@@ -22,7 +22,7 @@ from typing import Any, Literal
 from clusterbench.errors import InputError
 from clusterbench.store.schema import MIGRATIONS, SCHEMA_VERSION
 from clusterbench.workloads.histogram import LatencyHistogram
-from clusterbench.workloads.merge import client_start_walls
+from clusterbench.workloads.merge import client_start_walls, fairness
 from clusterbench.workloads.parse import Sample, Summary
 
 Status = Literal["running", "completed", "interrupted", "failed"]
@@ -499,8 +499,10 @@ class Store:
 
 
 def record_run_result(store: Store, trial_id: int, result: Any) -> None:
-    """Store a workloads.runner.RunResult's summaries (per client and merged), histograms, and
-    where each client ran with its CPU use and saturation flags.
+    """Store a workloads.runner.RunResult: summaries (per client and merged) and histograms; where
+    each client ran, its CPU use and saturation flags (trial_clients); placement, start skew and
+    tps fairness (the trial's provenance `clients`); one `client_saturated` event per client with
+    a finding, so that a client bottleneck is on record next to the numbers it limited.
 
     Samples are expected to have been stored as they arrived (on_sample=lambda s: store.add_sample(...)).
     """
@@ -519,3 +521,19 @@ def record_run_result(store: Store, trial_id: int, result: Any) -> None:
         )  # fmt: skip
     if result.summary is not None:
         store.add_summary(trial_id, result.summary, client=ALL_CLIENTS, exit_code=result.exit_code)
+    run_id = int(store.conn.execute("SELECT run_id FROM trials WHERE id = ?", (trial_id,)).fetchone()[0])
+    info = result.placement()
+    tps = [c.summary.tps for c in result.clients if c.summary is not None]
+    fair = fairness(tps) if len(tps) > 1 and len(tps) == len(result.clients) else None
+    info["fairness_tps"] = fair.to_json() if fair is not None else None
+    store.set_provenance(run_id, "clients", info, trial_id=trial_id)
+    for c in result.clients:
+        if c.flags:
+            store.add_event(
+                run_id,
+                "client_saturated",
+                {"client": c.client, "host": c.host, "flags": c.flags, "warnings": c.warnings(),
+                 "cpu": c.cpu.to_json() if c.cpu is not None else None,
+                 "rate_asked": c.rate_asked, "rate_achieved": c.rate_achieved},
+                trial_id=trial_id,
+            )  # fmt: skip
