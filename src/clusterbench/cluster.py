@@ -442,7 +442,9 @@ class Cluster:
         except BaseException:
             report(f"bring-up failed; tearing down what was started (logs kept in {self.dir})")
             try:
-                self.down(report=_quiet, keep_files=True)
+                # Logs stay readable here; over ssh they are copied back and the machines are
+                # left as they were.
+                self.down(report=_quiet, keep_files=True, keep_remote=False)
             except Exception as exc:  # noqa: BLE001 - the original error matters more
                 log.warning("teardown after failed up: %s", exc)
             raise
@@ -640,8 +642,13 @@ class Cluster:
 
     # ------------------------------------------------------------------ down
 
-    def down(self, report: Report = _quiet, keep_files: bool = False) -> list[str]:
-        """Stop everything we started and remove namespaces, links and cgroups. Idempotent."""
+    def down(
+        self, report: Report = _quiet, keep_files: bool = False, keep_remote: bool | None = None
+    ) -> list[str]:
+        """Stop everything we started and remove namespaces, links and cgroups (local) or our
+        files on the machines (ssh). Idempotent. `keep_files` keeps the local cluster directory
+        and, over ssh, copies the remote logs into it; `keep_remote` (default: keep_files) keeps
+        the files on the machines too."""
         done: list[str] = []
         if self.state:
             for ka in self.keepaliveds():
@@ -662,7 +669,7 @@ class Cluster:
             if what != "not running":
                 done.append(f"n{n.index} {what}")
         if self.ssh is not None:
-            done += self._down_remote(keep_files)
+            done += self._down_remote(keep_files, keep_files if keep_remote is None else keep_remote)
         else:
             done += self._down_local()
         if not keep_files and self.dir.exists():
@@ -686,7 +693,7 @@ class Cluster:
             done.append(f"removed {len(netns)} namespaces and {len(links)} links")
         return done
 
-    def _down_remote(self, keep_files: bool) -> list[str]:
+    def _down_remote(self, keep_files: bool, keep_remote: bool) -> list[str]:
         """Over ssh: the machines stay as they were before `up`, minus our processes and files
         (never any `ip netns`, link or cgroup cleanup there). With keep_files the remote files
         stay and the logs are copied into the local cluster directory."""
@@ -697,7 +704,7 @@ class Cluster:
             got = self.ssh.collect_logs(self.dir / "remote-logs")
             if got:
                 done.append(f"copied {len(got)} remote logs to {self.dir / 'remote-logs'}")
-        else:
+        if not keep_remote:
             self.ssh.remove_files()
         self.ssh.close()
         return done

@@ -50,6 +50,8 @@ def lab(cb_home: Path) -> Iterator[SshLab]:
 
 
 def toml_value(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + "}"
     return json.dumps(v)  # TOML basic strings, numbers, booleans and arrays read the same
 
 
@@ -343,3 +345,71 @@ def test_local_client_namespaces(cb_home: Path) -> None:
     finally:
         c.down()
     assert leftovers("cbssh7") == []
+
+
+def wait_for(what: str, fn: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not fn():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_isolate_and_throttle_over_ssh_heal_and_unavailable_faults_refuse(ssh_cluster: Cluster) -> None:
+    from clusterbench.errors import PreflightError
+    from clusterbench.faults import leftovers
+    from clusterbench.faults.actions import make_action, netem_missing
+    from clusterbench.faults.spec import FaultSpec, plan
+
+    def size_seen_by_n1() -> int:
+        st = ssh_cluster.node(1).status()
+        return st.cluster_size if st is not None and st.primary else 0
+
+    specs = [
+        FaultSpec.model_validate({"kind": "isolate-node", "target": "node:3", "at": 0, "for": 5}),
+        FaultSpec.model_validate(
+            {"kind": "throttle-link", "target": "node:2", "at": 0, "for": 5, "rate": "1mbit"}
+        ),
+    ]
+    isolate, throttle = (make_action(ssh_cluster, f) for f in plan(specs, 3, 1, 10))
+    try:
+        isolate.apply()
+        throttle.apply()
+        # n3 reaches nobody, yet we still reach its machine over SSH (the rule keeps port 22).
+        wait_for("n1 to see 2 members", lambda: size_seen_by_n1() == 2)
+        assert ssh_cluster.node(3).alive()
+        qd = ssh_cluster.host("n2").run(["tc", "qdisc", "show", "dev", "eth0"]).stdout
+        assert "tbf" in qd and "1Mbit" in qd
+        assert {(x.node, x.what) for x in leftovers.find(ssh_cluster)} == {(3, "partition"), (2, "shaping")}
+    finally:
+        isolate.heal()
+        throttle.heal()
+    assert leftovers.find(ssh_cluster) == []
+    wait_for("n3 to rejoin", lambda: size_seen_by_n1() == 3)
+    wait_for("n3 Synced", lambda: (st := ssh_cluster.node(3).status()) is not None and st.synced)
+
+    def one(**kw: Any) -> Any:
+        return plan([FaultSpec.model_validate({"target": "node:1", "at": 0, "for": 1, **kw})], 3, 1, 10)[0]
+
+    cpu = [one(kind="throttle-cpu", cpu_quota=0.1)]
+    with pytest.raises(PreflightError, match="throttle-cpu is not available with the ssh provider"):
+        make_action(ssh_cluster, cpu[0])
+    delay = [one(kind="delay-link", delay="20ms")]
+    if netem_missing(ssh_cluster, (1,)):
+        with pytest.raises(
+            PreflightError, match=r"delay-link needs netem \(sch_netem\), which the kernel of n1"
+        ):
+            make_action(ssh_cluster, delay[0])
+
+
+def test_failed_up_over_ssh_copies_logs_back_and_leaves_the_machines_clean(
+    lab: SshLab, cb_home: Path, tmp_path: Path
+) -> None:
+    # IST also runs wsrep_sst_<method>; a method with no script makes every join fail.
+    data = topology_data("cbssh10", cb_home, **NO_LB, mariadb={"extra": {"wsrep_sst_method": "nosuch"}})
+    f = write_topology(tmp_path / "fail.toml", data, spare_inventory(lab))
+    r = cli(cb_home, "up", "-f", str(f))
+    assert r.returncode == 2 and "node n2" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    logs = cb_home / "clusters" / "cbssh10" / "remote-logs"
+    assert (logs / "n2" / "error.log").exists() and (logs / "n1" / "error.log").exists()
+    assert remote_processes(cb_home, "cbssh10") == []
+    assert not (base_dir(cb_home) / "cbssh10").exists()
