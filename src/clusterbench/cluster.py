@@ -705,7 +705,8 @@ class Cluster:
             if got:
                 done.append(f"copied {len(got)} remote logs to {self.dir / 'remote-logs'}")
         if not keep_remote:
-            self.ssh.remove_files()
+            removed = self.ssh.remove_files()
+            done.append(f"removed our files on {len({r.split(':')[0] for r in removed})} machine(s)")
         self.ssh.close()
         return done
 

@@ -413,3 +413,26 @@ def test_failed_up_over_ssh_copies_logs_back_and_leaves_the_machines_clean(
     assert (logs / "n2" / "error.log").exists() and (logs / "n1" / "error.log").exists()
     assert remote_processes(cb_home, "cbssh10") == []
     assert not (base_dir(cb_home) / "cbssh10").exists()
+
+
+def test_down_with_the_topology_file_cleans_up_when_state_is_lost(
+    lab: SshLab, cb_home: Path, tmp_path: Path
+) -> None:
+    name = "cbssh11"
+    f = write_topology(tmp_path / "lost.toml", topology_data(name, cb_home, **NO_LB), spare_inventory(lab))
+    role_dir = base_dir(cb_home) / name / "n2"
+    role_dir.mkdir(parents=True)
+    (role_dir / "data").mkdir()
+    # A process of ours whose state was lost: its command line names our role directory.
+    ns = NetnsHost(lab.hosts[5].netns)
+    stray = ns.spawn(["sh", "-c", "sleep 300", f"{role_dir}/stray"], log=tmp_path / "stray.log")
+    other = ns.spawn(["sleep", "300"], log=tmp_path / "other.log")  # not ours: must survive
+    try:
+        r = cli(cb_home, "down", "-f", str(f))
+        assert r.returncode == 0, r.stderr
+        assert "n2: stopped 2 leftover processes" in r.stdout  # the shell and its sleep
+        assert not ns.alive(stray) and ns.alive(other)
+        assert not (base_dir(cb_home) / name).exists()
+    finally:
+        ns.signal(other, signal.SIGKILL)
+        ns.signal(stray, signal.SIGKILL)

@@ -24,8 +24,8 @@ from clusterbench.spec.topology import Topology, load_topology
 
 app = typer.Typer(
     name="clusterbench",
-    help="A lab for MySQL-compatible clusters: real MariaDB Galera + HAProxy in network namespaces, "
-    "real load, faults and checkers.",
+    help="A lab for MySQL-compatible clusters: real MariaDB Galera + HAProxy in network namespaces "
+    "or on your machines over SSH, real load, faults and checkers.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -126,18 +126,33 @@ def _print_endpoints(cluster: Cluster) -> None:
 def down(
     name: NameOpt = None,
     all_clusters: Annotated[bool, typer.Option("--all", help="Take down every known cluster.")] = False,
-    keep_files: Annotated[bool, typer.Option(help="Keep data directories and logs.")] = False,
+    keep_files: Annotated[
+        bool,
+        typer.Option(help="Keep data directories and logs (over ssh: also copy the logs back here)."),
+    ] = False,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file", "-f", help="Topology file: finds an ssh cluster's machines when its state is lost."
+        ),
+    ] = None,
 ) -> None:
-    """Stop everything a cluster runs and remove its namespaces, links and cgroups (idempotent)."""
+    """Stop everything a cluster runs and remove its namespaces, links and cgroups, or over ssh only
+    our processes and files on the machines (idempotent)."""
     preflight.require_root()
-    names = known_clusters(home_dir()) if all_clusters else [_resolve_name(name)]
+    from_file = load_topology(file) if file is not None else None
+    if from_file is not None:
+        names = [from_file.name]
+    else:
+        names = known_clusters(home_dir()) if all_clusters else [_resolve_name(name)]
     for n in names:
         t0 = time.monotonic()
         try:
             cluster = Cluster.load(n)
         except ClusterStateError:
-            # No usable state: still remove leftovers found by the name prefix.
-            cluster = Cluster(Topology.model_validate({"cluster": {"name": n}}))
+            # No usable state: still remove leftovers found by the name prefix (local) or by our
+            # role directories on the file's machines (ssh).
+            cluster = Cluster(from_file or Topology.model_validate({"cluster": {"name": n}}))
         done = cluster.down(report=console.step, keep_files=keep_files)
         verb = "down" if done else "nothing to do"
         console.out.print(f"cluster [bold]{n}[/]: {verb} ({time.monotonic() - t0:.1f} s)")

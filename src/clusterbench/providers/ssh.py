@@ -125,7 +125,8 @@ class SshProvider:
 
     def kill_leftovers(self) -> list[str]:
         """Processes whose command line names one of our role directories are ours (an SST
-        helper, a daemon whose state was lost): stop them. Nothing else on the machine is touched."""
+        helper, a daemon whose state was lost), and so are their descendants: stop them, by PID and
+        start time. Nothing else on the machine is touched."""
         out: list[str] = []
 
         def one(role: str) -> list[str]:
@@ -135,12 +136,10 @@ class SshProvider:
             # line (and sudo's) would otherwise match too.
             listing = host.shell(_LIST_PROCS, timeout=30).stdout
             refs = []
-            for line in listing.splitlines():
-                pid, _, cmd = line.partition("\t")
-                if pid.isdigit() and d in cmd:
-                    st = host.proc_state(int(pid))
-                    if st is not None and st[0] not in ("Z", "X"):
-                        refs.append(ProcessRef(int(pid), st[1]))
+            for pid in ours_and_descendants(listing, d):
+                st = host.proc_state(pid)
+                if st is not None and st[0] not in ("Z", "X"):
+                    refs.append(ProcessRef(pid, st[1]))
             for ref in refs:
                 terminate(host, ref, SystemClock(), 10)
             return [f"{role}: stopped {len(refs)} leftover processes"] if refs else []
@@ -156,7 +155,7 @@ class SshProvider:
         for role in self.roles():
             host = self.host(role)
             host.remove_tree(self.role_dir(role))
-            out.append(f"removed {host.name}:{self.role_dir(role)}")
+            out.append(f"{host.name}:{self.role_dir(role)}")
             dirs[f"{host.name}:{self.role_dir(role).parent}"] = (host, self.role_dir(role).parent)
         for host, d in dirs.values():
             # Only when empty: another cluster's roles may share the machine and the parent.
@@ -170,11 +169,37 @@ class SshProvider:
             h.close()
 
 
-# Every process as "PID<TAB>command line".
+# Every process as "PID<TAB>PPID<TAB>command line".
 _LIST_PROCS = (
-    'for f in /proc/[0-9]*; do printf "%s\\t" "${f#/proc/}"; '
+    'for f in /proc/[0-9]*; do printf "%s\\t%s\\t" "${f#/proc/}" '
+    '"$(sed -n "s/^PPid:[[:space:]]*//p" "$f/status" 2>/dev/null)"; '
     'tr "\\0" " " <"$f/cmdline" 2>/dev/null; echo; done'
 )
+
+
+def ours_and_descendants(listing: str, marker: str) -> list[int]:
+    """PIDs whose command line contains `marker` (one of our role directories), and their
+    descendants (a shell's sleep, an SST script's rsync): all started by our daemons (pure)."""
+    children: dict[int, list[int]] = {}
+    found: list[int] = []
+    for line in listing.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) < 3 or not parts[0].isdigit():
+            continue
+        pid = int(parts[0])
+        if parts[1].isdigit():
+            children.setdefault(int(parts[1]), []).append(pid)
+        if marker in parts[2]:
+            found.append(pid)
+    out: list[int] = []
+    todo = list(found)
+    while todo:
+        pid = todo.pop()
+        if pid in out:
+            continue
+        out.append(pid)
+        todo += children.get(pid, [])
+    return sorted(out)
 
 
 def route_interface(host: SshHost, peer: str) -> str:

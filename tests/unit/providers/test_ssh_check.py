@@ -195,3 +195,20 @@ def test_provision_installs_only_what_is_missing() -> None:
         t, t.hosts[0], RecordingSsh("alice"), lambda _h, _p: HostFacts(uid=1000, sudo=False, complete=True)
     )
     assert nosudo.error is not None and "`sudo -n` needs a password" in nosudo.error
+
+
+def test_leftovers_are_processes_naming_our_directory_and_their_descendants() -> None:
+    from clusterbench.providers.ssh import ours_and_descendants
+
+    listing = "\n".join(
+        [
+            "1\t0\t/sbin/init ",
+            "100\t1\tmariadbd --defaults-file=/var/lib/clusterbench/remote/prod/n2/my.cnf ",
+            "101\t100\tsh /usr/bin/wsrep_sst_rsync --role joiner ",
+            "102\t101\trsync --daemon ",
+            "200\t1\tmariadbd --defaults-file=/var/lib/clusterbench/remote/prod/n20/my.cnf ",
+            "300\t1\tsleep 300 ",
+            "garbage",
+        ]
+    )
+    assert ours_and_descendants(listing, "/var/lib/clusterbench/remote/prod/n2/") == [100, 101, 102]
