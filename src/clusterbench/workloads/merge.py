@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from clusterbench.workloads.parse import Sample, combine_group, interval_key
@@ -57,10 +57,13 @@ def client_start_walls(samples: Iterable[Sample]) -> dict[int, float]:
     return {c: statistics.median(v) for c, v in sorted(per.items())}
 
 
-def start_skew(samples: Iterable[Sample]) -> float | None:
+def start_skew(samples: Iterable[Sample], clock_offsets: Mapping[int, float] | None = None) -> float | None:
     """Seconds between the first and the last client to start measuring; None with < 2 clients
-    that carry wall clocks."""
-    starts = list(client_start_walls(samples).values())
+    that carry wall clocks. `clock_offsets` (client → its host's clock minus ours, s) put clients
+    on other machines on one clock: each client reports, and waits for the common start, on its
+    own host's clock, so an offset between machines would otherwise not show as skew."""
+    offsets = clock_offsets or {}
+    starts = [w - offsets.get(c, 0.0) for c, w in client_start_walls(samples).items()]
     if len(starts) < 2:
         return None
     return max(starts) - min(starts)

@@ -11,6 +11,7 @@ import logging
 import os
 import selectors
 import shlex
+import statistics
 import subprocess
 import threading
 import time
@@ -114,6 +115,7 @@ class ClientRun:
     cpu: ClientCpu | None = None
     rate_asked: float = 0.0
     own_host: bool = False  # the client host is a machine of its own (not this one's namespaces)
+    clock_offset: float | None = None  # its host's clock minus ours (s), measured on a machine of its own
     flags: list[str] = field(default_factory=list)
 
     @property
@@ -168,7 +170,7 @@ class RunResult:
             "launch_skew_s": self.launch_skew,
             "clients": [
                 {"client": c.client, "host": c.host, "database": c.database, "pid": c.pid,
-                 "started_ns": c.started_ns}
+                 "started_ns": c.started_ns, "clock_offset_s": c.clock_offset}
                 for c in self.clients
             ],
         }  # fmt: skip
@@ -485,6 +487,8 @@ class SysbenchRunner:
             r.stderr_tail = list(stderr_tails[i])
             r.other_tail = list(other_tails[i])
             r.cpu_readings = sampler.readings[i]
+            if r.own_host and sampler.offsets[i]:
+                r.clock_offset = statistics.median(sampler.offsets[i])
             r.cpu = cpu_use(r.cpu_readings, opts.threads)
             seconds = r.summary.duration if r.summary is not None else sum(s.interval for s in r.samples)
             r.flags = client_flags(r.cpu, r.rate_asked, r.rate_achieved, seconds=seconds,
@@ -505,7 +509,7 @@ class SysbenchRunner:
             stderr_tail=[ln for r in runs for ln in r.stderr_tail][-STDERR_TAIL:],
             killed=any(killed),
             start_ns=start_ns,
-            start_skew=start_skew(all_samples),
+            start_skew=start_skew(all_samples, {r.client: r.clock_offset or 0.0 for r in runs}),
             launch_skew=(max(launches) - min(launches)) / 1e9 if len(launches) > 1 else None,
         )
 
@@ -594,6 +598,7 @@ class _CpuSampler:
         self.hosts = hosts
         self.interval = interval
         self.readings: list[list[CpuReading]] = [[] for _ in hosts]
+        self.offsets: list[list[float]] = [[] for _ in hosts]
         self._pids: dict[int, int] = {}
         self._gone: set[int] = set()
         self._lock = threading.Lock()
@@ -626,12 +631,15 @@ class _CpuSampler:
             for client, pid in pids.items():
                 if client in self._gone or due.get(client, 0.0) > now:
                     continue
+                before = time.time()
                 try:
                     reading = self.probe(self.hosts[client], pid)
                 except Exception as exc:  # noqa: BLE001 - a failed reading must not stop the run
                     log.warning("client %d: CPU reading failed: %s", client, exc)
                     reading = None
                 if reading is not None:
+                    # the host's clock was read between `before` and now (the round trip bounds the error)
+                    self.offsets[client].append(reading.wall - (before + time.time()) / 2)
                     if reading.proc_ticks is None and self.readings[client]:
                         self._gone.add(client)  # it has exited; later readings would say nothing
                     self.readings[client].append(reading)

@@ -157,3 +157,10 @@ def test_interval_line_carries_the_wall_clock() -> None:
     assert obj is not None
     s = sample_from(obj, client=1)
     assert s.wall == pytest.approx(1795337228.0575576) and s.client == 1
+
+
+def test_start_skew_puts_other_machines_on_our_clock() -> None:
+    # client 1's machine runs 2 s ahead: it reports (and waited for the start) on that clock
+    ss = [sample(0, 1.0, 1.0, A, 1, wall=101.0), sample(1, 1.0, 1.0, A, 1, wall=103.05)]
+    assert start_skew(ss) == pytest.approx(2.05)
+    assert start_skew(ss, {1: 2.0}) == pytest.approx(0.05)

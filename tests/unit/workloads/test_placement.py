@@ -286,3 +286,25 @@ def test_remote_client_hosts_get_the_report_hook_and_tls_files(tmp_path: Path) -
         WorkloadError, match="client host bare is a machine of its own but cannot receive files"
     ):
         stage_command(Bare("bare"), argv, None, script)
+
+
+def test_clock_offset_of_a_machine_of_its_own(fake_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "oltp_point_select.out"))
+
+    class Far(LocalClientHost):
+        remote = True
+
+        def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None:
+            pass
+
+    def probe(host: Any, pid: int) -> CpuReading:
+        ahead = 100.0 if host.name == "far" else 0.0
+        return reading(time.time() + ahead, 1, 0, 0)
+
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=FakeServer(), cpu_probe=probe, cpu_interval=0.01)
+    res = runner.run(SysbenchOptions(test="oltp_point_select", time=2), EP, clients=2,
+                     hosts=[LocalClientHost("near"), Far("far")])  # fmt: skip
+    near, far = res.clients
+    assert near.clock_offset is None  # one machine, one clock
+    assert far.clock_offset == pytest.approx(100.0, abs=0.5)
+    assert [c["clock_offset_s"] for c in res.placement()["clients"]] == [None, far.clock_offset]
