@@ -137,6 +137,17 @@ def test_my_cnf_mariabackup_and_extra_settings_sorted() -> None:
     assert "\nmax_connections=1000\n" in text
 
 
+def test_server_tls_keeps_the_state_transfer_plain() -> None:
+    # With the TLS files in [mysqld], wsrep_sst_rsync would otherwise demand stunnel (seen: the
+    # joiner died with "ssl-mode is set to 'VERIFY_CA', but the 'stunnel' binary was not found").
+    tls = {"ssl_ca": "/c/ca.pem", "ssl_cert": "/c/server-cert.pem", "ssl_key": "/c/server-key.pem"}
+    text = render_my_cnf(node(MariaDBSettings(extra=tls), Path("/x")))
+    sst = text[text.index("[sst]") : text.index("[client]")]
+    assert sst.splitlines()[0] == "[sst]" and "ssl-mode=DISABLED" in sst.splitlines()
+    assert text.index("ssl_key=/c/server-key.pem") < text.index("[sst]")
+    assert "[sst]" not in render_my_cnf(node(MariaDBSettings(extra={"sync_binlog": 0}), Path("/x")))
+
+
 def test_single_node_peer_list() -> None:
     cfg = NodeConfig("solo", 1, "198.18.3.11", ("198.18.3.11",), Path("/d"), MariaDBSettings())
     text = render_my_cnf(cfg)
