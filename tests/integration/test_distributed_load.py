@@ -114,10 +114,13 @@ def test_two_client_hosts_merge_exactly(
         # started together, and measured doing so
         run_id = store.conn.execute("SELECT run_id FROM trials WHERE id = ?", (trial,)).fetchone()[0]
         info = store.provenance(run_id, trial)["clients"]
-        print("start skew", info["start_skew_s"], "launch skew", info["launch_skew_s"])
+        print("start skew", info["start_skew_s"], "launch skew", info["launch_skew_s"],
+              "interval spread", info["interval_wall_spread_max_s"])  # fmt: skip
         assert info["start_skew_s"] is not None and 0 <= info["start_skew_s"] < 0.5
         assert info["launch_skew_s"] is not None and info["launch_skew_s"] < 0.5
         assert info["fairness_tps"]["n"] == 2
+        # the clients' reports of one interval came within half an interval of each other
+        assert info["interval_wall_spread_max_s"] is not None and info["interval_wall_spread_max_s"] < 0.5
         for c in clients:
             assert c["pid"] and c["started_ns"] and c["cpu"] is not None, c
             assert c["cpu"]["readings"] >= 3 and c["cpu"]["proc_cores"] is not None

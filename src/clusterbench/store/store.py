@@ -22,7 +22,7 @@ from typing import Any, Literal
 from clusterbench.errors import InputError
 from clusterbench.store.schema import MIGRATIONS, SCHEMA_VERSION
 from clusterbench.workloads.histogram import LatencyHistogram
-from clusterbench.workloads.merge import client_start_walls, fairness
+from clusterbench.workloads.merge import client_start_walls, fairness, merge_intervals
 from clusterbench.workloads.parse import Sample, Summary
 
 Status = Literal["running", "completed", "interrupted", "failed"]
@@ -523,6 +523,10 @@ def record_run_result(store: Store, trial_id: int, result: Any) -> None:
         store.add_summary(trial_id, result.summary, client=ALL_CLIENTS, exit_code=result.exit_code)
     run_id = int(store.conn.execute("SELECT run_id FROM trials WHERE id = ?", (trial_id,)).fetchone()[0])
     info = result.placement()
+    # how far apart the clients' reports of one interval were: the check that summing by index
+    # sums the same second of load
+    spreads = [m.wall_spread for m in merge_intervals(result.samples) if m.wall_spread is not None]
+    info["interval_wall_spread_max_s"] = max(spreads) if spreads else None
     tps = [c.summary.tps for c in result.clients if c.summary is not None]
     fair = fairness(tps) if len(tps) > 1 and len(tps) == len(result.clients) else None
     info["fairness_tps"] = fair.to_json() if fair is not None else None

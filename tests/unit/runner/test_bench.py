@@ -377,6 +377,7 @@ def test_clients_hosts_skew_fairness_and_saturation_are_recorded(store: Store) -
     assert store.provenance(out.run_id)["workload"]["client_hosts"] == ["h1", "h2"]
     info = store.provenance(out.run_id, t.id)["clients"]
     assert info["start_skew_s"] == 0.01 and [c["host"] for c in info["clients"]] == ["h1", "h2"]
+    assert info["interval_wall_spread_max_s"] is None  # the recorded output predates the wall clock
     assert info["fairness_tps"]["jain"] == pytest.approx(1.0) and info["fairness_tps"]["n"] == 2
     rows = store.trial_clients(t.id)
     assert [(r["client"], r["host"], r["database"], r["flags"]) for r in rows] == [
