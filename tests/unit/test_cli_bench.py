@@ -154,3 +154,37 @@ def test_live_view_adds_up_clients_per_second(capsys: pytest.CaptureFixture[str]
     assert line.startswith("[   1 s] tps")
     assert f"tps {2 * first.tps:>9.2f}" in line
     assert sample_line(first).startswith(f"tps {first.tps:>9.2f}  p95 ")
+
+
+def test_results_show_prints_clients_fairness_and_the_saturation_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "r.db"
+    with Store.open(path) as s:
+        run = s.create_run("run", name="oltp_point_select")
+        trial = s.add_trial(run, 1, "oltp_point_select", {"threads": 2})
+        for c in (0, 1):
+            p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), threads=2, client=c)
+            assert p.summary is not None
+            s.add_summary(trial, p.summary, client=c)
+            s.add_trial_client(trial, {"client": c, "host": f"cb-lab-c{c + 1}", "database": f"sbtest{c + 1}",
+                                       "rate_asked": 50000.0, "rate_achieved": p.summary.tps,
+                                       "flags": ["rate_not_achieved"] if c else []})  # fmt: skip
+        s.set_provenance(run, "clients", {"start_skew_s": 0.03, "launch_skew_s": 0.002, "fairness_tps": {
+            "n": 2, "min": 1.0, "max": 1.0, "mean": 1.0, "cv": 0.0, "jain": 1.0, "spread": 0.0}},
+            trial_id=trial)  # fmt: skip
+        s.add_event(run, "client_saturated", {"client": 1, "warnings": ["client 1 on cb-lab-c2: reached"]},
+                    trial_id=trial)  # fmt: skip
+        s.finish_trial(trial, "completed")
+        s.finish_run(run, "completed")
+    assert main(["results", "show", "last", "--results", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "clients of trial 1 (oltp_point_select)" in out
+    assert "cb-lab-c1" in out and "sbtest2" in out and "rate_not_achieved" in out
+    assert "Clients started measuring within 30 ms of each other (sysbench exec'd within 2 ms)" in out
+    assert "Jain's index 1.000" in out
+    assert (
+        "warning: load not as asked (a client was saturated or its --rate was not reached); the cluster's"
+        in out
+    )
+    assert "trial 1: client 1 on cb-lab-c2: reached" in out
