@@ -214,6 +214,13 @@ def register(app: typer.Typer) -> None:
         rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
         cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
         groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
+        delay: Annotated[
+            str | None, typer.Option(help="delay-link (netem, where the kernel has it): e.g. 50ms.")
+        ] = None,
+        jitter: Annotated[str | None, typer.Option(help="delay-link: jitter, e.g. 5ms.")] = None,
+        loss: Annotated[
+            float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
+        ] = None,
         workload: Annotated[
             str, typer.Option("--workload", "-w", help="sysbench test for the load.")
         ] = "oltp_read_write",
@@ -241,6 +248,9 @@ def register(app: typer.Typer) -> None:
             fields["rate"] = rate
         if cpu_quota:
             fields["cpu_quota"] = cpu_quota
+        for key, value in (("delay", delay), ("jitter", jitter), ("loss", loss)):
+            if value is not None:
+                fields[key] = value
         if groups:
             try:
                 fields["groups"] = [[int(x) for x in g.split(",")] for g in groups.split("|")]

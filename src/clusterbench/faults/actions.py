@@ -113,7 +113,7 @@ def netem_missing(cluster: Cluster, nodes: tuple[int, ...]) -> list[str]:
     out = []
     for (i, host), res in on_hosts(hosts, lambda ih: ih[1].run(["sh", "-c", _HAS_NETEM], check=False)):
         if isinstance(res, Exception) or not res.ok:
-            out.append(f"n{i} (host {host.name})")
+            out.append(f"n{i} (host {host.name})" if cluster.remote else f"n{i} (this machine)")
     return out
 
 
