@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +26,8 @@ from clusterbench.runner import BenchPlan, BenchRunner, make_options
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
 from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram
-from clusterbench.workloads.placement import ClientHost
-from clusterbench.workloads.saturation import FLAG_RATE
+from clusterbench.workloads.placement import START_SCRIPT, ClientHost, LocalClientHost
+from clusterbench.workloads.saturation import FLAG_CPU, FLAG_RATE, WARNING
 
 from .conftest import leftovers, make_topology
 
@@ -177,3 +179,52 @@ def test_rate_far_out_of_reach_overflows_sysbench_and_says_so(
         )
         [t] = store.trials(out.run_id)
         assert any(FLAG_RATE in c["flags"] for c in store.trial_clients(t.id))
+
+
+BURN = """
+import os, sys, time
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    pass
+sys.stdout.write(open(sys.argv[2]).read())
+"""
+RECORDED = Path(__file__).parents[1] / "unit" / "workloads" / "data" / "oltp_point_select.out"
+
+
+class BurnerHost(LocalClientHost):
+    """Runs the common start script as given, but then a CPU-bound process instead of sysbench
+    (pinned to CPU 0 at nice -20, so that other load on the shared machine does not starve it),
+    which prints a recorded sysbench output at the end. CPU probes run as they are."""
+
+    def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
+        if argv[:3] == ["sh", "-c", START_SCRIPT]:
+            argv = ["nice", "-n", "-20", "taskset", "-c", "0", *argv[:5],
+                    sys.executable, "-c", BURN, "4", str(RECORDED)]  # fmt: skip
+        return super().popen(argv, env, cwd)
+
+
+class IdleHost(LocalClientHost):
+    def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
+        if argv[:3] == ["sh", "-c", START_SCRIPT]:
+            argv = [*argv[:5], "sh", "-c", 'sleep 4; cat "$0"', str(RECORDED)]
+        return super().popen(argv, env, cwd)
+
+
+def test_a_cpu_bound_client_is_flagged_and_an_idle_one_is_not(cb_home: Path) -> None:
+    from clusterbench.spec.endpoint import Address, Endpoint
+
+    ep = Endpoint(name="none", addresses=(Address(host="127.0.0.1", port=9),), user="u", password="p",
+                  tls_dir=None, galera=False)  # fmt: skip
+    runner = SysbenchRunner(cpu_interval=0.5)
+    opts = make_options(test="oltp_point_select", threads=4, time=4)
+    res = runner.run(opts, ep, clients=2, hosts=[BurnerHost("burner"), IdleHost("idle")], preflight=False)
+    burner, idle = res.clients
+    print("burner", burner.cpu, burner.flags, "idle", idle.cpu, idle.flags)
+    assert burner.cpu is not None and burner.cpu.usable == 1  # taskset: one CPU, whatever its threads
+    # on this shared VM a pinned busy loop gets 40-80 % of its CPU and waits for the rest: what
+    # it used plus what it waited for is what it wanted
+    assert burner.cpu.demand_frac is not None and burner.cpu.demand_frac >= 0.9
+    assert burner.flags == [FLAG_CPU]
+    assert idle.cpu is not None and idle.cpu.demand_frac is not None and idle.cpu.demand_frac < 0.1
+    assert idle.flags == []
+    assert res.saturation_warnings()[0] == WARNING

@@ -195,7 +195,12 @@ def client_rows(store: Store, trial_id: int) -> list[list[str]]:
         cpu = p.get("cpu") or {}
         proc = "—"
         if cpu.get("proc_cores") is not None:
-            proc = f"{cpu['proc_cores']:.2f}/{cpu.get('usable') or '?'} ({_pct(cpu.get('proc_frac'))})"
+            if cpu.get("wait_cores") is not None:
+                # used + waited for (runnable, no CPU free) of usable: a starved client wants CPU too
+                proc = (f"{cpu['proc_cores']:.2f}+{cpu['wait_cores']:.2f}w/{cpu.get('usable') or '?'} "
+                        f"({_pct(cpu.get('demand_frac'))})")  # fmt: skip
+            else:
+                proc = f"{cpu['proc_cores']:.2f}/{cpu.get('usable') or '?'} ({_pct(cpu.get('proc_frac'))})"
         rate = p.get("rate_asked") or 0
 
         def cell(key: str, s: dict[str, Any] | None = s) -> str:

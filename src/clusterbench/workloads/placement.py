@@ -48,6 +48,9 @@ START_MARK = "CBSTART "
 # command, so that it works the same through `ip netns exec` and over ssh.
 CPU_PROBE_SCRIPT = (
     'p=$1; echo "stat $(cat /proc/$p/stat 2>/dev/null)"; '
+    # per thread: ns on a CPU, ns runnable but waiting for one (CONFIG_SCHED_INFO)
+    "r=0; w=0; for f in /proc/$p/task/*/schedstat; do "
+    'read a b c <"$f" 2>/dev/null && r=$((r + a)) && w=$((w + b)); done; echo "sched $r $w"; '
     "echo \"allowed $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status 2>/dev/null)\"; "
     'echo "host $(head -n1 /proc/stat)"; echo "cores $(nproc --all)"; '
     'echo "tck $(getconf CLK_TCK)"; echo "wall $(date +%s%N)"'
@@ -201,6 +204,10 @@ class CpuReading:
     host_total: int
     cores: int
     tck: int
+    # sums over the process's threads of /proc/PID/task/*/schedstat: ns running, ns waiting for
+    # a CPU while runnable; None where the kernel has no schedstat
+    run_ns: int | None = None
+    wait_ns: int | None = None
 
 
 def parse_cpu_list(text: str) -> int | None:
@@ -241,7 +248,13 @@ def parse_cpu_probe(text: str) -> CpuReading | None:
         if len(fields) > 19:
             proc_ticks = int(fields[11]) + int(fields[12])
             start = int(fields[19])
+    run_ns = wait_ns = None
+    sched = lines.get("sched", "").split()
+    if proc_ticks is not None and len(sched) == 2 and all(x.isdigit() for x in sched):
+        run_ns, wait_ns = int(sched[0]), int(sched[1])
     return CpuReading(
+        run_ns=run_ns,
+        wait_ns=wait_ns,
         wall=wall,
         proc_ticks=proc_ticks,
         start_ticks=start,

@@ -1,7 +1,8 @@
 """Is the client the bottleneck? CPU use of each client process and its host, and the rate it
 reached against the rate asked for. Pure: readings come from placement.probe_cpu.
 
-A client whose process uses >= 90 % of the CPUs it can use, or whose own machine is >= 90 % busy,
+A client whose process uses, or waits for, >= 90 % of the CPUs it can use (schedstat: time on a
+CPU plus time runnable in the run queue), or whose own machine is >= 90 % busy,
 measured itself, not the cluster: its tps is a floor for the cluster's capacity, never its limit.
 A client that reached < 95 % of its --rate did not apply the load that was asked for.
 
@@ -41,6 +42,8 @@ class ClientCpu:
     usable: int | None  # CPUs it can use: min(its affinity, the host's cores, its threads)
     host_cores: int | None
     host_busy: float | None  # fraction of the whole host's CPU time that was not idle
+    # threads of the process that were runnable but waiting for a CPU, on average (schedstat)
+    wait_cores: float | None = None
 
     @property
     def proc_frac(self) -> float | None:
@@ -49,8 +52,16 @@ class ClientCpu:
             return None
         return self.proc_cores / self.usable
 
+    @property
+    def demand_frac(self) -> float | None:
+        """CPU the process used plus CPU it waited for, as a fraction of what it can use: a
+        process starved by others on a shared host wants the CPU as much as one that has it."""
+        if self.proc_cores is None or self.wait_cores is None or not self.usable:
+            return None
+        return (self.proc_cores + self.wait_cores) / self.usable
+
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "proc_frac": self.proc_frac}
+        return {**asdict(self), "proc_frac": self.proc_frac, "demand_frac": self.demand_frac}
 
 
 def cpu_use(readings: Sequence[CpuReading], threads: int) -> ClientCpu | None:
@@ -65,12 +76,14 @@ def cpu_use(readings: Sequence[CpuReading], threads: int) -> ClientCpu | None:
         return None
     dtotal = host[-1].host_total - host[0].host_total
     host_busy = (host[-1].host_busy - host[0].host_busy) / dtotal if dtotal > 0 else None
-    proc_cores = usable = None
+    proc_cores = usable = wait_cores = None
     if len(mine) >= 2 and mine[-1].wall - mine[0].wall >= 1.0:
         a, b = mine[0], mine[-1]
         proc_cores = (b.proc_ticks - a.proc_ticks) / b.tck / (b.wall - a.wall)  # type: ignore[operator]
         limits = [x for x in (b.allowed, b.cores, threads) if x]
         usable = min(limits) if limits else None
+        if a.wait_ns is not None and b.wait_ns is not None and b.wait_ns >= a.wait_ns:
+            wait_cores = (b.wait_ns - a.wait_ns) / 1e9 / (b.wall - a.wall)
     return ClientCpu(
         seconds=round(host[-1].wall - host[0].wall, 3),
         readings=len(host),
@@ -78,6 +91,7 @@ def cpu_use(readings: Sequence[CpuReading], threads: int) -> ClientCpu | None:
         usable=usable,
         host_cores=host[-1].cores,
         host_busy=host_busy,
+        wait_cores=wait_cores,
     )
 
 
@@ -104,7 +118,8 @@ def client_flags(
     the module's note); `queue_overflow`: sysbench gave up because its --rate queue was full."""
     flags = []
     if cpu is not None:
-        if cpu.proc_frac is not None and cpu.proc_frac >= CPU_SATURATED:
+        used = cpu.demand_frac if cpu.demand_frac is not None else cpu.proc_frac
+        if used is not None and used >= CPU_SATURATED:
             flags.append(FLAG_CPU)
         if own_host and cpu.host_busy is not None and cpu.host_busy >= CPU_SATURATED:
             flags.append(FLAG_HOST)
@@ -132,9 +147,13 @@ def describe(
     """One line about one flag of one client."""
     who = f"client {client} on {host}"
     if flag == FLAG_CPU and cpu is not None and cpu.proc_frac is not None:
+        waited = ""
+        if cpu.wait_cores:
+            waited = f" and waited for {cpu.wait_cores:.2f} more"
+        share = cpu.demand_frac if cpu.demand_frac is not None else cpu.proc_frac
         return (
-            f"{who}: sysbench used {cpu.proc_cores:.2f} of the {cpu.usable} CPU(s) it can use "
-            f"({cpu.proc_frac:.0%}); its tps is a floor for the cluster's capacity"
+            f"{who}: sysbench used {cpu.proc_cores:.2f}{waited} of the {cpu.usable} CPU(s) it can use "
+            f"({share:.0%}); its tps is a floor for the cluster's capacity"
         )
     if flag == FLAG_HOST and cpu is not None and cpu.host_busy is not None:
         return (

@@ -308,3 +308,23 @@ def test_clock_offset_of_a_machine_of_its_own(fake_bin: str, monkeypatch: pytest
     assert near.clock_offset is None  # one machine, one clock
     assert far.clock_offset == pytest.approx(100.0, abs=0.5)
     assert [c["clock_offset_s"] for c in res.placement()["clients"]] == [None, far.clock_offset]
+
+
+def test_cpu_waited_for_counts_as_demand() -> None:
+    # 1 thread on 1 CPU got 0.4 s of CPU per second and waited 0.55 s for it: it wanted 95 %
+    a = CpuReading(wall=0.0, proc_ticks=0, start_ticks=7, allowed=1, host_busy=0, host_total=0, cores=2,
+                   tck=100, run_ns=0, wait_ns=0)  # fmt: skip
+    b = CpuReading(wall=10.0, proc_ticks=400, start_ticks=7, allowed=1, host_busy=900, host_total=1000,
+                   cores=2, tck=100, run_ns=4 * 10**9, wait_ns=55 * 10**8)  # fmt: skip
+    cpu = cpu_use([a, b], threads=4)
+    assert cpu is not None and cpu.proc_frac == pytest.approx(0.4) and cpu.wait_cores == pytest.approx(0.55)
+    assert cpu.demand_frac == pytest.approx(0.95)
+    assert client_flags(cpu, 0, None) == [FLAG_CPU]
+    from clusterbench.workloads.saturation import describe
+
+    assert describe(FLAG_CPU, client=0, host="h", cpu=cpu, rate_asked=0, rate_achieved=None) == (
+        "client 0 on h: sysbench used 0.40 and waited for 0.55 more of the 1 CPU(s) it can use (95%); "
+        "its tps is a floor for the cluster's capacity"
+    )
+    r = parse_cpu_probe(PROBE + "sched 4000 5500\n")
+    assert r is not None and (r.run_ns, r.wait_ns) == (4000, 5500)
