@@ -23,12 +23,13 @@ from clusterbench.hosts.ssh import SshHost
 @dataclass(frozen=True)
 class Leftover:
     node: int
-    what: str  # link-down, shaping, partition, paused, cpu-quota, desync
+    what: str  # link-down, shaping, netem, partition, paused, cpu-quota, desync
 
     def describe(self) -> str:
         return {
             "link-down": f"n{self.node}: link is down (isolate-node)",
-            "shaping": f"n{self.node}: tbf/netem not in the topology (throttle-link, delay-link, loss-link)",
+            "shaping": f"n{self.node}: tbf shaping not in the topology (throttle-link)",
+            "netem": f"n{self.node}: netem delay or loss on its link (delay-link, loss-link)",
             "partition": f"n{self.node}: iptables chain {CHAIN} present (partition)",
             "paused": f"n{self.node}: mariadbd is stopped with SIGSTOP (pause-node)",
             "cpu-quota": f"n{self.node}: CPU quota differs from the topology (throttle-cpu)",
@@ -65,7 +66,9 @@ def find(cluster: Cluster) -> list[Leftover]:
             shown = cluster.local.run(["tc", "-j", "qdisc", "show", "dev", names.veth(role)], check=False)
         qd = json.loads(shown.stdout or "[]") if shown.ok else []
         kinds = {q.get("kind") for q in qd}
-        if "netem" in kinds or ("tbf" in kinds and not t.node_resources(i).bandwidth):
+        if "netem" in kinds:
+            out.append(Leftover(i, "netem"))
+        elif "tbf" in kinds and not t.node_resources(i).bandwidth:
             out.append(Leftover(i, "shaping"))
         # iptables on the node's own host: inside its namespace here, on its machine over ssh.
         if host.run(["iptables", "-w", "-S", CHAIN], check=False).ok:
@@ -93,7 +96,7 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
         n = cluster.node(lo.node)
         if lo.what == "link-down":  # local only: over ssh, isolation is an iptables chain
             cluster.local.run(["ip", "link", "set", names.veth(role), "up"])
-        elif lo.what == "shaping":
+        elif lo.what in ("shaping", "netem"):
             restore_link(cluster, lo.node)
         elif lo.what == "partition":
             for i, argv in unpartition_rules([lo.node]):
