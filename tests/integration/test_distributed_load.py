@@ -206,7 +206,7 @@ class BurnerHost(LocalClientHost):
 class IdleHost(LocalClientHost):
     def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
         if argv[:3] == ["sh", "-c", START_SCRIPT]:
-            argv = [*argv[:5], "sh", "-c", 'sleep 4; cat "$0"', str(RECORDED)]
+            argv = [*argv[:5], "sh", "-c", 'sleep 6; cat "$0"', str(RECORDED)]
         return super().popen(argv, env, cwd)
 
 
@@ -221,8 +221,8 @@ def test_a_cpu_bound_client_is_flagged_and_an_idle_one_is_not(cb_home: Path) -> 
     burner, idle = res.clients
     print("burner", burner.cpu, burner.flags, "idle", idle.cpu, idle.flags)
     assert burner.cpu is not None and burner.cpu.usable == 1  # taskset: one CPU, whatever its threads
-    # on this shared VM a pinned busy loop gets 40-80 % of its CPU and waits for the rest: what
-    # it used plus what it waited for is what it wanted
+    # on this shared machine a pinned busy loop gets 58-95 % of its CPU and waits for the rest:
+    # what it used plus what it waited for is what it wanted
     assert burner.cpu.demand_frac is not None and burner.cpu.demand_frac >= 0.9
     assert burner.flags == [FLAG_CPU]
     assert idle.cpu is not None and idle.cpu.demand_frac is not None and idle.cpu.demand_frac < 0.1

@@ -45,15 +45,19 @@ START_SCRIPT = (
 START_MARK = "CBSTART "
 
 # Reads one process's CPU counters, its allowed CPUs and the host's counters in one short
-# command, so that it works the same through `ip netns exec` and over ssh.
+# command, so that it works the same through `ip netns exec` and over ssh. The counters are read
+# with shell builtins between two `date`s, and `wall` is their midpoint: on a loaded host the
+# forks around them can take hundreds of ms, which would otherwise skew every rate.
 CPU_PROBE_SCRIPT = (
-    'p=$1; echo "stat $(cat /proc/$p/stat 2>/dev/null)"; '
+    "p=$1; w0=$(date +%s%N); "
+    '{ read -r st <"/proc/$p/stat"; } 2>/dev/null || st=; '
     # per thread: ns on a CPU, ns runnable but waiting for one (CONFIG_SCHED_INFO)
     "r=0; w=0; for f in /proc/$p/task/*/schedstat; do "
-    'read a b c <"$f" 2>/dev/null && r=$((r + a)) && w=$((w + b)); done; echo "sched $r $w"; '
+    '{ read -r a b c <"$f"; } 2>/dev/null && r=$((r + a)) && w=$((w + b)); done; '
+    "read -r hl </proc/stat; w1=$(date +%s%N); "
+    'echo "stat $st"; echo "sched $r $w"; echo "host $hl"; echo "wall $(((w0 + w1) / 2))"; '
     "echo \"allowed $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status 2>/dev/null)\"; "
-    'echo "host $(head -n1 /proc/stat)"; echo "cores $(nproc --all)"; '
-    'echo "tck $(getconf CLK_TCK)"; echo "wall $(date +%s%N)"'
+    'echo "cores $(nproc --all)"; echo "tck $(getconf CLK_TCK)"'
 )
 
 
@@ -245,7 +249,8 @@ def parse_cpu_probe(text: str) -> CpuReading | None:
     stat = lines.get("stat", "")
     if ")" in stat:
         fields = stat[stat.rindex(")") + 2 :].split()
-        if len(fields) > 19:
+        # a zombie (exited, not yet reaped by its launcher) keeps frozen counters: it is gone
+        if len(fields) > 19 and fields[0] not in ("Z", "X"):
             proc_ticks = int(fields[11]) + int(fields[12])
             start = int(fields[19])
     run_ns = wait_ns = None

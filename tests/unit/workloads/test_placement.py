@@ -328,3 +328,8 @@ def test_cpu_waited_for_counts_as_demand() -> None:
     )
     r = parse_cpu_probe(PROBE + "sched 4000 5500\n")
     assert r is not None and (r.run_ns, r.wait_ns) == (4000, 5500)
+
+
+def test_a_zombie_is_a_process_that_is_gone() -> None:
+    r = parse_cpu_probe(PROBE.replace("(sysbench) S", "(sysbench) Z"))
+    assert r is not None and r.proc_ticks is None and r.run_ns is None
