@@ -101,11 +101,6 @@ class KnownHosts:
                 with contextlib.suppress(OSError, paramiko.SSHException):
                     self.keys.load(str(f))
 
-    def lookup(self, hostname: str) -> paramiko.hostkeys.HostKeyEntry | None:
-        with self._lock:
-            entry = self.keys.lookup(hostname)
-        return entry  # type: ignore[return-value]
-
     def check(self, hostname: str, key: paramiko.PKey) -> None:
         with self._lock:
             known = self.keys.lookup(hostname)
