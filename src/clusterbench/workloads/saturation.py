@@ -82,8 +82,18 @@ def cpu_use(readings: Sequence[CpuReading], threads: int) -> ClientCpu | None:
         proc_cores = (b.proc_ticks - a.proc_ticks) / b.tck / (b.wall - a.wall)  # type: ignore[operator]
         limits = [x for x in (b.allowed, b.cores, threads) if x]
         usable = min(limits) if limits else None
-        if a.wait_ns is not None and b.wait_ns is not None and b.wait_ns >= a.wait_ns:
-            wait_cores = (b.wait_ns - a.wait_ns) / 1e9 / (b.wall - a.wall)
+        # schedstat is per thread: when a thread ends, its counts leave the sum, so only the
+        # steps between readings where the sums did not drop are used
+        waited = span = 0.0
+        for x, y in zip(mine, mine[1:], strict=False):
+            if None in (x.wait_ns, y.wait_ns, x.run_ns, y.run_ns):
+                continue
+            if y.wait_ns < x.wait_ns or y.run_ns < x.run_ns:  # type: ignore[operator]
+                continue
+            waited += (y.wait_ns - x.wait_ns) / 1e9  # type: ignore[operator]
+            span += y.wall - x.wall
+        if span >= 1.0:
+            wait_cores = waited / span
     return ClientCpu(
         seconds=round(host[-1].wall - host[0].wall, 3),
         readings=len(host),

@@ -333,3 +333,19 @@ def test_cpu_waited_for_counts_as_demand() -> None:
 def test_a_zombie_is_a_process_that_is_gone() -> None:
     r = parse_cpu_probe(PROBE.replace("(sysbench) S", "(sysbench) Z"))
     assert r is not None and r.proc_ticks is None and r.run_ns is None
+
+
+def test_wait_skips_steps_where_a_thread_ended() -> None:
+    def r(wall: float, ticks: int, run: int, wait: int) -> CpuReading:
+        return CpuReading(wall=wall, proc_ticks=ticks, start_ticks=7, allowed=2, host_busy=0, host_total=1,
+                          cores=2, tck=100, run_ns=run, wait_ns=wait)  # fmt: skip
+
+    # 0-2 s: waited 0.5 s per second; 2-3 s: a thread ended and took its counts with it
+    rs = [
+        r(0.0, 0, 0, 0),
+        r(1.0, 10, 10**8, 5 * 10**8),
+        r(2.0, 20, 2 * 10**8, 10**9),
+        r(3.0, 30, 10**8, 10**8),
+    ]
+    cpu = cpu_use(rs, threads=2)
+    assert cpu is not None and cpu.wait_cores == pytest.approx(0.5) and cpu.proc_cores == pytest.approx(0.1)
