@@ -266,10 +266,12 @@ def _experiment_run(store: Any, ref: str) -> int:
 
 
 def _last_experiment(store: Any) -> int:
+    """The experiment run worked on most recently: a resumed older run counts from its resume,
+    so `report last` after `experiment run` reports the run that just ran."""
     runs = [r for r in store.list_runs() if r.kind == KIND]
     if not runs:
         raise InputError("no experiment runs in the store; start one with `clusterbench experiment run FILE`")
-    return int(runs[-1].id)
+    return int(max(runs, key=lambda r: (max(r.started_at, r.ended_at or ""), r.id)).id)
 
 
 def report_cmd(
