@@ -126,6 +126,7 @@ def test_two_client_hosts_merge_exactly(
         for c in clients:
             assert c["pid"] and c["started_ns"] and c["cpu"] is not None, c
             assert c["cpu"]["readings"] >= 3 and c["cpu"]["proc_cores"] is not None
+            assert c["cpu"]["demand_frac"] is not None  # this kernel has schedstat
             print("client", c["client"], "cpu", c["cpu"], "flags", c["flags"])
         # no --rate: nothing to miss
         assert all(FLAG_RATE not in c["flags"] for c in clients)
