@@ -604,7 +604,7 @@ class ExperimentRunner:
                     "start": round(start, 2),
                     "end": round(end, 2),
                     "tps_before": None if base is None else round(base, 1),
-                    "tps_recovered_after_s": back,
+                    "tps_recovered_after_s": None if back is None else round(back, 2),
                     "errors_in_window": in_window,
                 },
                 trial_id=trial_id,
