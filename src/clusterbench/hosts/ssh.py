@@ -170,7 +170,7 @@ class SshHost:
             sock = socket.create_connection((t.address, t.port), timeout=self.connect_timeout)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            if isinstance(exc, TimeoutError | socket.timeout):
+            if isinstance(exc, TimeoutError):
                 reason = f"no answer in {self.connect_timeout:g} s"
             raise SshConnectError(
                 f"{where}: unreachable ({reason}); "
@@ -522,6 +522,7 @@ def copy_tree(
     for host, d in dests:
         script = 'set -e; mkdir -p "$1"; tar -C "$1" --no-same-owner -xzf -; chown -R "$2:" "$1"'
         w = host.connect().open_session(timeout=host.connect_timeout)
+        w.settimeout(timeout)  # a stalled destination must not block sendall forever
         w.exec_command(host.command_line(["sh", "-c", script, "sh", str(d), owner]))
         writers.append((host, w))
     total = 0
@@ -540,18 +541,27 @@ def copy_tree(
         for _, w in writers:
             w.shutdown_write()
         problems = []
-        if reader.recv_exit_status() != 0:
+        if _exit_status(reader, deadline) != 0:
             problems.append(f"{src.name}: tar -c failed: {reader.recv_stderr(4096).decode(errors='replace')}")
         for host, w in writers:
-            if w.recv_exit_status() != 0:
+            if _exit_status(w, deadline) != 0:
                 problems.append(f"{host.name}: tar -x failed: {w.recv_stderr(4096).decode(errors='replace')}")
         if problems:
             raise ComponentError(f"copying {src_dir}: {'; '.join(p.strip() for p in problems)}")
+    except TimeoutError:
+        raise ComponentError(f"copying {src_dir} from {src.name} took longer than {timeout:g} s") from None
     finally:
         reader.close()
         for _, w in writers:
             w.close()
     return total
+
+
+def _exit_status(chan: paramiko.Channel, deadline: float) -> int:
+    """The channel's exit status, waiting at most until `deadline` (time.monotonic())."""
+    if not chan.status_event.wait(max(0.0, deadline - time.monotonic())):
+        raise ComponentError("a remote command did not report its exit status in time")
+    return chan.recv_exit_status()
 
 
 T = TypeVar("T")
