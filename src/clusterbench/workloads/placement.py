@@ -135,30 +135,50 @@ def stage_files(host: ClientHost, files: Sequence[tuple[Path, str, int]]) -> Non
         host.put_file(path, content, mode=mode)
 
 
+@dataclass(frozen=True)
+class Staged:
+    """Where a client host finds the report hook and the TLS files (None: where they are here)."""
+
+    script: Path | None = None
+    tls_dir: Path | None = None
+
+    def apply(
+        self, argv: Sequence[str], cwd: Path | None, local_script: Path
+    ) -> tuple[list[str], Path | None]:
+        """A command's argv and cwd as they must read on that host."""
+        if self.script is None:
+            return list(argv), cwd
+        out = [str(self.script) if a == str(local_script) else a for a in argv]
+        return out, self.tls_dir if cwd is not None else None
+
+
+def stage(host: ClientHost, cwd: Path | None, local_script: Path) -> Staged:
+    """Put what sysbench reads on `host`, once per host and run.
+
+    A host that shares this machine's filesystem (`remote` False) needs nothing. A machine of its
+    own gets the report hook, and the TLS files when the run uses them (sysbench loads them from
+    its working directory), under REMOTE_DIR. The reconnect shim is not copied (a binary for this
+    machine's libmariadb): on a machine without it at the same path, the dynamic loader ignores
+    LD_PRELOAD with a warning, and sysbench 1.0.20 may crash on a lost connection
+    (akopytov/sysbench#527).
+    """
+    if not getattr(host, "remote", False):
+        return Staged()
+    script = REMOTE_DIR / local_script.name
+    files: list[tuple[Path, str, int]] = [(script, local_script.read_text(), 0o644)]
+    tls = None
+    if cwd is not None:
+        tls = REMOTE_DIR / "tls"
+        files += [(tls / name, (cwd / name).read_text(), mode) for name, mode in TLS_FILES]
+    stage_files(host, files)
+    return Staged(script, tls)
+
+
 def stage_command(
     host: ClientHost, argv: Sequence[str], cwd: Path | None, local_script: Path
 ) -> tuple[list[str], Path | None]:
-    """argv and cwd of a sysbench run for `host`.
-
-    A host that shares this machine's filesystem (`remote` False) uses them as they are. A machine
-    of its own gets the report hook, and the TLS files when the run uses them (sysbench loads them
-    from its working directory), under REMOTE_DIR first; argv and cwd then point there. The
-    reconnect shim is not copied (a binary for this machine's libmariadb): on a machine without it
-    at the same path, the dynamic loader ignores LD_PRELOAD with a warning, and sysbench 1.0.20
-    may crash on a lost connection (akopytov/sysbench#527).
-    """
-    if not getattr(host, "remote", False):
-        return list(argv), cwd
-    files: list[tuple[Path, str, int]] = []
-    script = REMOTE_DIR / local_script.name
-    files.append((script, local_script.read_text(), 0o644))
-    new_argv = [str(script) if a == str(local_script) else a for a in argv]
-    new_cwd = None
-    if cwd is not None:
-        new_cwd = REMOTE_DIR / "tls"
-        files += [(new_cwd / name, (cwd / name).read_text(), mode) for name, mode in TLS_FILES]
-    stage_files(host, files)
-    return new_argv, new_cwd
+    """argv and cwd of one sysbench run for `host`, after staging its files there."""
+    return stage(host, cwd, local_script).apply(argv, cwd, local_script)
 
 
 def assign_round_robin(clients: int, hosts: Sequence[ClientHost]) -> list[ClientHost]:

@@ -31,10 +31,11 @@ from clusterbench.workloads.placement import (
     ClientHost,
     CpuReading,
     LocalClientHost,
+    Staged,
     assign_round_robin,
     parse_start_line,
     probe_cpu,
-    stage_command,
+    stage,
     start_at_argv,
     start_lead,
 )
@@ -446,16 +447,22 @@ class SysbenchRunner:
         def on_err(i: int, line: str) -> None:
             stderr_tails[i].append(line.rstrip("\n"))
 
+        # files go to client machines first (once per host), so the lead is all launch time
+        script = report_script()
+        per_host: dict[int, Staged] = {}
+        staged: list[tuple[list[str], Path | None]] = []
+        for r, host in zip(runs, placed, strict=True):
+            if id(host) not in per_host:
+                per_host[id(host)] = stage(host, r.command.cwd, script)
+            staged.append(per_host[id(host)].apply(r.command.argv, r.command.cwd, script))
         start_ns = self.wall_ns() + int(start_lead(placed, clients) * 1e9)
         procs: list[Process] = []
         try:
-            for r, host in zip(runs, placed, strict=True):
+            for r, host, (argv_r, cwd) in zip(runs, placed, staged, strict=True):
                 env_note = " ".join(f"{k}={v}" for k, v in sorted(r.command.env.items()))
                 log.info("running on %s at %d: %s %s", host.name, start_ns, env_note,
                          shlex.join(r.command.masked_argv()))  # fmt: skip
-                staged, cwd = stage_command(host, r.command.argv, r.command.cwd, report_script())
-                argv = start_at_argv(staged, start_ns)
-                procs.append(host.popen(argv, env=dict(r.command.env), cwd=cwd))
+                procs.append(host.popen(start_at_argv(argv_r, start_ns), env=dict(r.command.env), cwd=cwd))
         except BaseException as exc:
             for p in procs:
                 if p.poll() is None:
@@ -499,7 +506,8 @@ class SysbenchRunner:
         if any(rc is None for rc in rcs) and exit_code == 0:
             exit_code = -9
         all_samples = [s for r in runs for s in r.samples]
-        launches = [r.started_ns for r in runs if r.started_ns is not None]
+        # each exec time is on its own host's clock: put it on ours
+        launches = [r.started_ns - (r.clock_offset or 0.0) * 1e9 for r in runs if r.started_ns is not None]
         return RunResult(
             test=opts.test,
             clients=runs,
