@@ -74,3 +74,42 @@ def test_a_view_that_never_settles_is_treated_as_lost_quorum(monkeypatch: pytest
     c = cluster_with([n1, FakeNode(2, False), FakeNode(3, False)], clock, monkeypatch)
     assert c._survivors_primary() is False
     assert clock.elapsed == pytest.approx(25.0)  # evs.inactive_timeout + 10 s
+
+
+@dataclass
+class StartableNode(FakeNode):
+    waited: list[int] = field(default_factory=list)  # expect_size of each wait_synced
+    started: bool = False
+
+    def grastate(self) -> None:
+        return None
+
+    def wait_synced(self, timeout: float, expect_size: int | None = None) -> None:
+        assert expect_size is not None
+        self.waited.append(expect_size)
+
+    def start_clustercheck(self) -> None:
+        pass
+
+
+def test_lost_quorum_heal_waits_only_for_the_members_of_the_last_primary_view(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 5-node cluster running 3 nodes (n4, n5 stopped on purpose); n2 and n3 killed: n1 alone is
+    # non-Primary. The heal starts n2 and n3 and waits for a component of 3, not of 5.
+    n = [StartableNode(1, True, [view(1, False)])]
+    n += [StartableNode(i, False, [view(1, False)]) for i in (2, 3, 4, 5)]
+    clock = FakeClock()
+    c = cluster_with(list(n), clock, monkeypatch)
+    by_index = {x.index: x for x in n}
+    monkeypatch.setattr(c, "node", lambda i: by_index[i])
+
+    def start(node: StartableNode, *, bootstrap: bool = False, start_position: str | None = None) -> None:
+        node.live = node.started = True
+
+    monkeypatch.setattr(c, "_start_node", start)
+    monkeypatch.setattr(c, "_record_node", lambda node: None)
+    out = c.restart_nodes((2, 3))
+    assert [x.index for x in n if x.started] == [2, 3]
+    assert [x.waited for x in n] == [[3], [3], [3], [], []]
+    assert out[-1].startswith("Primary component re-formed by itself with 3 nodes")

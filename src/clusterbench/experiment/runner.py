@@ -618,6 +618,11 @@ class ExperimentRunner:
         and the balancers see them UP: the next trial must not inherit a fault's aftermath."""
         c = self.cluster
         assert c is not None
+        # A cold start after a fault killed every node starts the whole cluster: nodes this
+        # trial did not run are stopped again, one at a time, last first.
+        for i in range(c.topology.cluster.nodes, t.nodes, -1):
+            if c.node(i).alive():
+                self.lis.phase(c.node_stop(i))
         for i in range(1, t.nodes + 1):
             if not c.node(i).alive():
                 self.lis.phase(c.node_start(i))
