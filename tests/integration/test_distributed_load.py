@@ -229,3 +229,23 @@ def test_a_cpu_bound_client_is_flagged_and_an_idle_one_is_not(cb_home: Path) -> 
     assert idle.cpu is not None and idle.cpu.demand_frac is not None and idle.cpu.demand_frac < 0.1
     assert idle.flags == []
     assert res.saturation_warnings()[0] == WARNING
+
+
+def test_each_client_on_its_own_node(
+    bench: BenchRunner, cluster: Cluster, client_hosts: list[ClientHost], tmp_path: Path
+) -> None:
+    nodes = tuple(cluster.endpoint(f"node:{i}") for i in cluster.topology.node_indexes())
+    with Store.open(tmp_path / "r.db") as store:
+        opts = make_options(test="oltp_point_select", threads=2, time=3, **SMALL)
+        plan = BenchPlan(
+            kind="run", tests=("oltp_point_select",), options=opts, endpoint=nodes[0], clients=2,
+            separate_schemas=True, client_hosts=tuple(client_hosts), client_endpoints=nodes,
+        )  # fmt: skip
+        bench.check(plan)
+        out = bench.execute(plan, store)
+        assert out.status == "completed", out.failures
+        [t] = store.trials(out.run_id)
+        info = store.provenance(out.run_id, t.id)["clients"]
+        assert [(c["host"], c["target"]) for c in info["clients"]] == [
+            (client_hosts[0].name, "node:1"), (client_hosts[1].name, "node:2")]  # fmt: skip
+        assert all(store.samples(t.id, client=c) for c in (0, 1))

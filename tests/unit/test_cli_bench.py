@@ -48,6 +48,7 @@ def one_error(capsys: pytest.CaptureFixture[str]) -> str:
             "--client-hosts must be auto, local or a number of client hosts, got 'some'",
         ),
         (["-w", "oltp_read_write", "--clients", "0"], "Invalid value for '--clients': 0 is not in the range"),
+        (["-w", "oltp_read_write", "--host", "h", "--target", "each-node"], "leave out --target and --name"),
     ],
 )
 def test_run_bad_input_is_one_line_exit_2(

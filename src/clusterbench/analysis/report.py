@@ -175,7 +175,7 @@ def trial_series(store: Store, trial_id: int) -> list[SeriesPoint]:
 
 
 CLIENT_HEADER = [
-    "client", "host", "schema", "threads", "tps", "p95 ms", "errors", "--rate", "reached",
+    "client", "host", "target", "schema", "threads", "tps", "p95 ms", "errors", "--rate", "reached",
     "client CPU", "host CPU", "flags",
 ]  # fmt: skip
 
@@ -189,6 +189,9 @@ def client_rows(store: Store, trial_id: int) -> list[list[str]]:
     rate it was asked for and reached, its CPU use and its saturation flags."""
     summaries = {s["client"]: s for s in store.summaries(trial_id) if s["client"] >= 0}
     placed = {r["client"]: r for r in store.trial_clients(trial_id)}
+    run_id = store.conn.execute("SELECT run_id FROM trials WHERE id = ?", (trial_id,)).fetchone()[0]
+    info = store.provenance(run_id, trial_id).get("clients") or {}
+    targets = {c["client"]: c.get("target") or "—" for c in info.get("clients", [])}
     rows = []
     for c in sorted(set(summaries) | set(placed)):
         s, p = summaries.get(c), placed.get(c, {})
@@ -208,7 +211,8 @@ def client_rows(store: Store, trial_id: int) -> list[list[str]]:
 
         rows.append(
             [
-                str(c), str(p.get("host", "—")), str(p.get("database", "—")), cell("threads"), cell("tps"),
+                str(c), str(p.get("host", "—")), targets.get(c, "—"), str(p.get("database", "—")),
+                cell("threads"), cell("tps"),
                 cell("p95"), cell("errors"), num(rate) if rate else "—",
                 format_cell("tps", p.get("rate_achieved")) if rate else "—",
                 proc, _pct(cpu.get("host_busy")), ", ".join(p.get("flags") or []) or "—",

@@ -65,7 +65,10 @@ NameOpt = Annotated[
 ]
 TargetOpt = Annotated[
     str | None,
-    typer.Option(help="Where the load goes: balancer, node:N or all-nodes (default: balancer)."),
+    typer.Option(
+        help="Where the load goes: balancer, node:N, all-nodes (sysbench's own round-robin) or "
+        "each-node (client i loads node i mod N) (default: balancer)."
+    ),
 ]
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
 TableSizeOpt = Annotated[int, typer.Option(min=1, help="Rows per table.")]
@@ -165,6 +168,7 @@ class Target:
     topology: dict[str, Any] | None
     label: str
     client_hosts: tuple[ClientHost, ...] = ()
+    client_endpoints: tuple[Endpoint, ...] = ()
 
 
 def _resolve_target(
@@ -202,11 +206,21 @@ def _resolve_target(
 
     cluster = Cluster.load(_resolve_name(name))
     tgt = target or "balancer"
-    ep = cluster.endpoint(tgt, database=database)
-    addrs = ",".join(f"{a.host}:{a.port}" for a in ep.addresses)
     hosts = tuple(choose_client_hosts(client_hosts, cluster.client_hosts()))
+    per_client: tuple[Endpoint, ...] = ()
+    if tgt == EACH_NODE:
+        # each client on one node: prepare and the schema checks go to node 1
+        per_client = tuple(cluster.endpoint(f"node:{i}", database=database)
+                           for i in cluster.topology.node_indexes())  # fmt: skip
+        ep = per_client[0]
+    else:
+        ep = cluster.endpoint(tgt, database=database)
+    addrs = ",".join(f"{a.host}:{a.port}" for e in (per_client or (ep,)) for a in e.addresses)
     return Target(ep, ClusterProbe(cluster), cluster.topology.model_dump(mode="json"),
-                  f"cluster {cluster.topology.name} {tgt} ({addrs})", hosts)  # fmt: skip
+                  f"cluster {cluster.topology.name} {tgt} ({addrs})", hosts, per_client)  # fmt: skip
+
+
+EACH_NODE = "each-node"
 
 
 def _sysbench_runner() -> SysbenchRunner:
@@ -358,7 +372,7 @@ def clients_table(store: Store, trial_id: int, title: str) -> Table:
         title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
     )
     for i, h in enumerate(CLIENT_HEADER):
-        table.add_column(h, justify="left" if i in (1, 2, 11) else "right", no_wrap=True)
+        table.add_column(h, justify="left" if i in (1, 2, 3, 12) else "right", no_wrap=True)
     for row in client_rows(store, trial_id):
         table.add_row(*row)
     return table
@@ -463,7 +477,8 @@ def run(
                               client_hosts=client_hosts)  # fmt: skip
         plan = BenchPlan(
             kind="run", tests=(workload,), options=opts, endpoint=tgt.endpoint,
-            clients=default_clients(clients, tgt.client_hosts), separate_schemas=separate_schemas,
+            clients=default_clients(clients, tgt.client_hosts, tgt.client_endpoints),
+            separate_schemas=separate_schemas, client_endpoints=tgt.client_endpoints,
             prepare=prepare, cleanup=cleanup, name=workload, command_line=_command_line(),
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
@@ -510,7 +525,8 @@ def suite(
                               client_hosts=client_hosts)  # fmt: skip
         plan = BenchPlan(
             kind="suite", tests=chosen, options=opts, endpoint=tgt.endpoint,
-            clients=default_clients(clients, tgt.client_hosts), separate_schemas=separate_schemas,
+            clients=default_clients(clients, tgt.client_hosts, tgt.client_endpoints),
+            separate_schemas=separate_schemas, client_endpoints=tgt.client_endpoints,
             prepare=True, cleanup=cleanup, name="suite", command_line=_command_line(),
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip

@@ -80,6 +80,9 @@ class BenchPlan:
     topology: dict[str, Any] | None = None
     # where the clients run, round-robin; empty: this machine
     client_hosts: tuple[ClientHost, ...] = ()
+    # what each client loads, round-robin (e.g. one node each); empty: `endpoint` for all.
+    # `endpoint` still serves the schema checks, prepare and cleanup.
+    client_endpoints: tuple[Endpoint, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.tests:
@@ -103,6 +106,7 @@ class BenchPlan:
             "clients": self.clients,
             "separate_schemas": self.separate_schemas,
             "client_hosts": [h.name for h in self.client_hosts],
+            "client_targets": [e.name for e in self.client_endpoints],
             "prepare": self.prepare,
             "cleanup": self.cleanup,
         }
@@ -217,6 +221,8 @@ class BenchRunner:
         finally:
             conn.close()
         self.sysbench.check_endpoint(plan.endpoint, plan.databases, use_tls(plan.options, plan.endpoint))
+        for ep in plan.client_endpoints:
+            self.sysbench.check_endpoint(ep, plan.databases, use_tls(plan.options, ep))
 
     def _drop_tables(self, endpoint: Endpoint, database: str) -> list[str]:
         """Drop every sysbench table (sbtest<N>) in `database`: a prepare starts from nothing."""
@@ -358,6 +364,8 @@ class BenchRunner:
         }
         if plan.client_hosts:
             params["client_hosts"] = [h.name for h in plan.client_hosts]
+        if plan.client_endpoints:
+            params["client_targets"] = [e.name for e in plan.client_endpoints]
         trial_id = store.add_trial(run_id, seq, test, params)
         out = TrialOutcome(seq=seq, trial_id=trial_id, test=test, status="running")
         outcome.trials.append(out)
@@ -377,6 +385,7 @@ class BenchRunner:
             on_sample=on_sample,
             preflight=False,
             hosts=plan.client_hosts or None,
+            endpoints=plan.client_endpoints or None,
         )
         record_run_result(store, trial_id, result)
         self._snapshot(store, run_id, trial_id, "end")
@@ -426,11 +435,13 @@ def choose_client_hosts(
     return list(available[:n])
 
 
-def default_clients(clients: int | None, hosts: Sequence[ClientHost]) -> int:
-    """--clients, or one client per client host (one here when there are none)."""
+def default_clients(
+    clients: int | None, hosts: Sequence[ClientHost], endpoints: Sequence[Endpoint] = ()
+) -> int:
+    """--clients, or one client per client host or per target, whichever is more (at least one)."""
     if clients is not None:
         return clients
-    return max(1, len(hosts))
+    return max(1, len(hosts), len(endpoints))
 
 
 def resolve_run(store: Store, ref: str) -> int:

@@ -110,6 +110,7 @@ class ClientRun:
     other_tail: list[str] = field(default_factory=list)
     killed: bool = False
     host: str = "local"
+    target: str = ""  # the endpoint it loads (its name: balancer, node:2, ...)
     pid: int | None = None  # sysbench's PID on its host (from the start line)
     started_ns: int | None = None  # when it exec'd sysbench, epoch ns on its host's clock
     cpu_readings: list[CpuReading] = field(default_factory=list)
@@ -170,7 +171,7 @@ class RunResult:
             "start_skew_s": self.start_skew,
             "launch_skew_s": self.launch_skew,
             "clients": [
-                {"client": c.client, "host": c.host, "database": c.database, "pid": c.pid,
+                {"client": c.client, "host": c.host, "target": c.target, "database": c.database, "pid": c.pid,
                  "started_ns": c.started_ns, "clock_offset_s": c.clock_offset}
                 for c in self.clients
             ],
@@ -402,28 +403,35 @@ class SysbenchRunner:
         on_sample: Callable[[Sample], None] | None = None,
         preflight: bool = True,
         hosts: Sequence[ClientHost] | None = None,
+        endpoints: Sequence[Endpoint] | None = None,
     ) -> RunResult:
         """Run opts.test from `clients` sysbench processes at once; samples go to on_sample as they arrive.
 
-        Client i runs on hosts[i % len(hosts)] (default: this machine), and every client waits
+        Client i runs on hosts[i % len(hosts)] (default: this machine) against
+        endpoints[i % len(endpoints)] (default: `endpoint`), and every client waits
         for one common start instant before it execs sysbench. While they run, each client's CPU
         use is read on its host every `cpu_interval` s. on_sample is called in this thread, one
         measured (post-warm-up) sample at a time.
         """
         placed = assign_round_robin(clients, list(hosts) if hosts else [LocalClientHost()])
+        pool = list(endpoints) if endpoints else [endpoint]
+        targets = [pool[i % len(pool)] for i in range(clients)]
         dbs = client_databases(endpoint, clients, separate_schemas)
         if preflight:
-            self.check_endpoint(endpoint, dbs, use_tls(opts, endpoint))
+            for ep in pool:
+                mine = [db for db, t in zip(dbs, targets, strict=True) if t is ep]
+                if mine:
+                    self.check_endpoint(ep, mine, use_tls(opts, ep))
         runs: list[ClientRun] = []
         parsers: list[OutputParser] = []
         stderr_tails: list[deque[str]] = []
         other_tails: list[deque[str]] = []
         for i, db in enumerate(dbs):
             cmd = build_command(
-                opts, endpoint, "run", database=db, sysbench_bin=self.sysbench_bin, shim=self.shim
+                opts, targets[i], "run", database=db, sysbench_bin=self.sysbench_bin, shim=self.shim
             )
             runs.append(ClientRun(client=i, database=db, command=cmd, host=placed[i].name,
-                                  rate_asked=float(opts.rate),
+                                  target=targets[i].name, rate_asked=float(opts.rate),
                                   own_host=bool(getattr(placed[i], "remote", False))))  # fmt: skip
             parsers.append(OutputParser(client=i, warmup=opts.warmup, threads=opts.threads))
             stderr_tails.append(deque(maxlen=STDERR_TAIL))

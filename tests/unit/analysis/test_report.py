@@ -130,13 +130,13 @@ def test_clients_fairness_and_saturation_in_the_report(store: tuple[Store, int])
     warning = "client 0 on cb-lab-c1: sysbench used 1.90 of the 2 CPU(s) it can use (95%)"
     st.add_event(run, "client_saturated", {"client": 0, "warnings": [warning]}, trial_id=t2)
     rows = client_rows(st, t2)
-    assert [r[:3] for r in rows] == [["0", "cb-lab-c1", "sbtest1"], ["1", "cb-lab-c2", "sbtest2"]]
-    assert rows[0][9:] == ["1.90/2 (95%)", "97%", "cpu_saturated"] and rows[1][9:] == ["—", "—", "—"]
+    assert [r[:4] for r in rows] == [["0", "cb-lab-c1", "—", "sbtest1"], ["1", "cb-lab-c2", "—", "sbtest2"]]
+    assert rows[0][10:] == ["1.90/2 (95%)", "97%", "cpu_saturated"] and rows[1][10:] == ["—", "—", "—"]
     md = render_markdown(st, run)
     assert "> **Warning: load not as asked (a client was saturated or its --rate was not reached); " in md
     assert "> - trial 2: client 0 on cb-lab-c1: sysbench used 1.90 of the 2 CPU(s) it can use (95%)" in md
     assert "## Clients of trial 2 (oltp_read_write)" in md
-    assert "| client | host | schema | threads | tps | p95 ms |" in md
+    assert "| client | host | target | schema | threads | tps | p95 ms |" in md
     assert "Clients started measuring within 12 ms of each other (sysbench exec'd within 1 ms)" in md
     assert (
         "Fairness of tps across 2 clients: min 100.0, max 300.0, mean 200.0, CV 50.0%, Jain's index 0.800"

@@ -85,9 +85,11 @@ class FakeSysbench(SysbenchRunner):
         on_sample: Callable[[Sample], None] | None = None,
         preflight: bool = True,
         hosts: Sequence[ClientHost] | None = None,
+        endpoints: Sequence[Endpoint] | None = None,
     ) -> RunResult:
         self.calls.append(("run", opts.test, (str(opts.threads), str(opts.time))))
         self.hosts = hosts
+        self.endpoints = endpoints
         parsed = recorded()
         for i, s in enumerate(parsed.samples):
             if self.interrupt_after is not None and i == self.interrupt_after:
@@ -412,3 +414,16 @@ def test_choose_client_hosts() -> None:
         and default_clients(None, []) == 1
         and default_clients(5, hosts) == 5
     )
+    assert default_clients(None, hosts[:1], [EP, EP, EP, EP]) == 4  # one per node with --target each-node
+
+
+def test_each_node_targets_reach_the_runner_and_the_record(store: Store) -> None:
+    n1 = EP.model_copy(update={"name": "node:1"})
+    n2 = EP.model_copy(update={"name": "node:2"})
+    fake = FakeSysbench()
+    p = plan("oltp_point_select", clients=2, client_endpoints=(n1, n2))
+    out = bench(fake, []).execute(p, store)
+    assert out.status == "completed" and fake.endpoints == (n1, n2)
+    [t] = store.trials(out.run_id)
+    assert t.params["client_targets"] == ["node:1", "node:2"]
+    assert store.provenance(out.run_id)["workload"]["client_targets"] == ["node:1", "node:2"]

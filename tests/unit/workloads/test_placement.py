@@ -349,3 +349,25 @@ def test_wait_skips_steps_where_a_thread_ended() -> None:
     ]
     cpu = cpu_use(rs, threads=2)
     assert cpu is not None and cpu.wait_cores == pytest.approx(0.5) and cpu.proc_cores == pytest.approx(0.1)
+
+
+def test_each_client_loads_its_own_target(fake_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "oltp_point_select.out"))
+    calls: list[dict[str, Any]] = []
+
+    def connect(**kw: Any) -> Any:
+        calls.append(kw)
+        return FakeServer()()
+
+    n1 = EP.model_copy(update={"name": "node:1"})
+    n2 = EP.model_copy(update={"name": "node:2", "addresses": (Address(host="198.18.0.12", port=3306),)})
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=connect, cpu_interval=0)
+    res = runner.run(SysbenchOptions(test="oltp_point_select", time=2), EP, clients=3, separate_schemas=True,
+                     endpoints=[n1, n2])  # fmt: skip
+    assert [c.target for c in res.clients] == ["node:1", "node:2", "node:1"]
+    hosts = [next(a for a in c.command.argv if a.startswith("--mysql-host=")) for c in res.clients]
+    assert hosts == ["--mysql-host=198.18.0.11", "--mysql-host=198.18.0.12", "--mysql-host=198.18.0.11"]
+    # the preflight logs in where each client will, with its own schema
+    assert sorted((c["host"], c["database"]) for c in calls) == [
+        ("198.18.0.11", "sbtest1"), ("198.18.0.11", "sbtest3"), ("198.18.0.12", "sbtest2")]  # fmt: skip
+    assert [c["target"] for c in res.placement()["clients"]] == ["node:1", "node:2", "node:1"]
