@@ -165,6 +165,7 @@ def test_experiment_runs_a_fault_schedule_in_every_trial(cb_home: Path, tmp_path
                 d = eff["detail"]
                 assert 3.9 <= d["start"] <= 5.0 and d["end"] >= d["start"] + 1.9
                 assert d["tps_before"] is not None and d["tps_before"] > 0
+                assert isinstance(d["errors_until_recovered"], int) and d["errors_until_recovered"] >= 0
             # the second trial started on a healed cluster: n3 was restarted and Synced at size 3
             second = store.provenance(run_id, trials[1].id)
             assert second["wsrep_status@start"]["n3"]["wsrep_cluster_size"] == "3"

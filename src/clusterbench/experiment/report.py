@@ -141,7 +141,7 @@ def _faults_block(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     head = ["trial", "point", "rep", "fault", "from s", "to s", "tps before", "tps back to 95 % after s",
-            "errors in window"]  # fmt: skip
+            "errors until recovered"]  # fmt: skip
 
     def cell(v: Any) -> str:
         return "-" if v is None else html.escape(str(v))
@@ -152,13 +152,14 @@ def _faults_block(rows: Sequence[dict[str, Any]]) -> str:
             r.get("tps_before"),
             r.get("tps_recovered_after_s") if r.get("tps_recovered_after_s") is not None
             else ("not recovered" if r.get("tps_before") is not None else None),
-            r.get("errors_in_window"))) + "</tr>"
+            r.get("errors_until_recovered", r.get("errors_in_window")))) + "</tr>"
         for r in rows
     )  # fmt: skip
     return (
         "<h2>Faults inside trials</h2><p>Each trial ran the part's fault schedule under load; times are "
         "seconds from the start of the load (warm-up included). 'tps back' is measured against the "
-        "median tps of the measured seconds before the fault.</p><table><thead><tr>"
+        "median tps of the measured seconds before the fault; errors are counted from the fault's start "
+        "until tps is back (or to the end of the trial).</p><table><thead><tr>"
         + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>" + body + "</tbody></table>"
     )
 

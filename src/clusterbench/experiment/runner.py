@@ -595,7 +595,10 @@ class ExperimentRunner:
         tps = sorted((float(k), v) for k, v in per_second.items())
         for label, start, end in nemesis.windows():
             base, back = tps_recovery(tps, start, baseline_window=max(1.0, start))
-            in_window = sum(v for k, v in errors.items() if start <= k <= end + 1)
+            # Errors belong to the fault until tps has recovered (clients often fail only when
+            # the healed nodes come back), or to the end of the trial when it never did.
+            until = start + back if back is not None else float("inf")
+            in_window = sum(v for k, v in errors.items() if start <= k <= max(until, end + 1))
             self.store.add_event(
                 run_id,
                 "fault_effect",
@@ -605,7 +608,7 @@ class ExperimentRunner:
                     "end": round(end, 2),
                     "tps_before": None if base is None else round(base, 1),
                     "tps_recovered_after_s": None if back is None else round(back, 2),
-                    "errors_in_window": in_window,
+                    "errors_until_recovered": in_window,
                 },
                 trial_id=trial_id,
             )
