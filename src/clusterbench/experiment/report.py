@@ -164,6 +164,41 @@ def _faults_block(rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def client_findings(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """One row per load client that hit a bottleneck of its own (`client_saturated` events)."""
+    trials = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    out = []
+    for e in store.events(run_id):
+        if e["kind"] != "client_saturated" or e["trial_id"] not in trials:
+            continue
+        r = trials[e["trial_id"]]
+        d = e["detail"]
+        out.append({"index": r["index"], "part": r["part"], "point": r["point_label"], "rep": r["rep"],
+                    "client": d.get("client"), "host": d.get("host"),
+                    "warnings": d.get("warnings") or d.get("flags") or []})  # fmt: skip
+    return out
+
+
+def _clients_block(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>#{r['index']}</td><td>{html.escape(r['part'])}: {html.escape(r['point'])}</td>"
+        f"<td>{r['rep']}</td><td>{r['client']}</td><td>{html.escape(str(r['host']))}</td>"
+        f"<td style='text-align:left'>{html.escape('; '.join(map(str, r['warnings'])))}</td></tr>"
+        for r in rows
+    )
+    points = len({(r["part"], r["point"]) for r in rows})
+    return (
+        "<h2>Client saturation</h2><p style='color:#a00'><b>Warning:</b> in the trials below a load "
+        "client was the bottleneck (its CPU, or the asked rate was not reached), so their numbers are "
+        f"the client's limit, not the cluster's ({points} point(s)). Use more client hosts "
+        "(<code>[clients] hosts</code>) or fewer threads per client.</p><table><thead><tr><th>trial</th>"
+        "<th>point</th><th>rep</th><th>client</th><th>host</th><th>finding</th></tr></thead><tbody>"
+        + body + "</tbody></table>"
+    )
+
+
 def _series_block(store: Store, run_id: int) -> str:
     data: dict[str, Any] = {}
     options = []
@@ -250,7 +285,8 @@ def render_html(store: Store, run_id: int) -> str:
         f"{settings.get('repetitions', '?')} repetition(s) per point. The CI is the order-statistic "
         "interval of the median; its real coverage is shown (below 95 % with fewer than 6 repetitions). "
         "p95 comes from the repetitions' histograms added together, never from averaged percentiles.</p>"
-        f"{wall_html}" + "".join(body) + _faults_block(fault_effects(store, run_id))
+        f"{wall_html}" + _clients_block(client_findings(store, run_id)) + "".join(body)
+        + _faults_block(fault_effects(store, run_id))
         + "<h2>Per-second series</h2>" + _series_block(store, run_id)
         + "</body></html>"
     )  # fmt: skip

@@ -1,0 +1,48 @@
+"""Experiment report sections built from events: faults inside trials and client saturation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusterbench.experiment.report import (
+    _clients_block,
+    _faults_block,
+    client_findings,
+    fault_effects,
+)
+from clusterbench.store import Store
+
+
+def _trial(st: Store, run: int, seq: int, index: int, point: str) -> int:
+    tid = st.add_trial(
+        run, seq, "oltp_read_write",
+        {"key": f"main|{point}|rep1", "index": index, "part": "main", "point_label": point, "rep": 1},
+    )  # fmt: skip
+    st.finish_trial(tid, "completed")
+    return tid
+
+
+def test_saturated_clients_and_fault_effects_are_reported_per_trial(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.db") as st:
+        run = st.create_run("experiment", name="x")
+        t1 = _trial(st, run, 1, 1, "threads=64")
+        t2 = _trial(st, run, 2, 2, "threads=1")
+        st.add_event(
+            run, "client_saturated",
+            {"client": 1, "host": "cb-x-c2", "flags": ["cpu"], "warnings": ["client CPU 97 % of 1 core"]},
+            trial_id=t1,
+        )  # fmt: skip
+        st.add_event(run, "fault_effect", {"fault": "kill-node n2", "start": 20.0, "end": 30.0,
+                                           "tps_before": 150.0, "tps_recovered_after_s": None,
+                                           "errors_until_recovered": 12}, trial_id=t2)  # fmt: skip
+        clients = client_findings(st, run)
+        faults = fault_effects(st, run)
+    assert clients == [{"index": 1, "part": "main", "point": "threads=64", "rep": 1, "client": 1,
+                        "host": "cb-x-c2", "warnings": ["client CPU 97 % of 1 core"]}]  # fmt: skip
+    page = _clients_block(clients)
+    assert "the client's limit, not the cluster's (1 point(s))" in page
+    assert "<td>cb-x-c2</td><td style='text-align:left'>client CPU 97 % of 1 core</td>" in page
+    assert [f["point"] for f in faults] == ["threads=1"]
+    table = _faults_block(faults)
+    assert "<td>150.0</td><td>not recovered</td><td>12</td>" in table
+    assert _clients_block([]) == "" and _faults_block([]) == ""
