@@ -204,6 +204,12 @@ class ExperimentView(ExperimentListener):
         if status != "completed":
             stats = f"{status}: {result.failure() or ''}"
         line = f"#{t.index:>3} {t.part}: {t.point_label} rep {t.rep}: {stats} ({wall:.0f} s)"
+        saturated = [
+            f"client {c.client} on {c.host}: {'; '.join(c.warnings())}" for c in result.clients if c.flags
+        ]
+        if saturated:
+            # The cluster's limit was not measured in this trial: say so where the number appears.
+            line += "\n      warning: a load client was the bottleneck: " + " | ".join(saturated)
         if self.progress is not None:
             self.progress.console.print(line, markup=False, soft_wrap=True)
             self.progress.update(self.task, advance=1, eta=self._eta(), live="")
