@@ -19,7 +19,8 @@ from clusterbench.spec.topology import InventoryHost, Topology
 PACKAGES: dict[str, tuple[str, ...]] = {
     "db": ("mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables"),
     "balancer": ("haproxy", "socat", "iproute2"),
-    "client": ("sysbench",),
+    # gcc and the client headers build sysbench's reconnect shim on the client (workloads.placement)
+    "client": ("sysbench", "gcc", "libc6-dev", "libmariadb-dev"),
 }
 NODE_PORTS = (3306, 4444, 4567, 4568, 9200)  # mysql, SST, group communication, IST, clustercheck
 

@@ -13,6 +13,7 @@ is what the CPU sampler reads on that host.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import selectors
@@ -22,9 +23,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from clusterbench.errors import ClusterbenchError, WorkloadError
+from clusterbench.workloads.shim import shim_compile_argv, shim_source
 
 if TYPE_CHECKING:
     from clusterbench.workloads.runner import Process
@@ -135,12 +137,30 @@ def stage_files(host: ClientHost, files: Sequence[tuple[Path, str, int]]) -> Non
         host.put_file(path, content, mode=mode)
 
 
+@runtime_checkable
+class _Run(Protocol):
+    def run(
+        self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True
+    ) -> Any: ...
+
+
 @dataclass(frozen=True)
 class Staged:
     """Where a client host finds the report hook and the TLS files (None: where they are here)."""
 
     script: Path | None = None
     tls_dir: Path | None = None
+    shim: Path | None = None  # the reconnect shim built on that host; None: none there
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        """A command's environment as it must read on that host: the shim at its path there, or
+        no LD_PRELOAD at all (the loader would only print a warning for a missing file)."""
+        if self.script is None or "LD_PRELOAD" not in env:
+            return dict(env)
+        out = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+        if self.shim is not None:
+            out["LD_PRELOAD"] = str(self.shim)
+        return out
 
     def apply(
         self, argv: Sequence[str], cwd: Path | None, local_script: Path
@@ -152,15 +172,16 @@ class Staged:
         return out, self.tls_dir if cwd is not None else None
 
 
-def stage(host: ClientHost, cwd: Path | None, local_script: Path) -> Staged:
+def stage(host: ClientHost, cwd: Path | None, local_script: Path, *, shim: bool = False) -> Staged:
     """Put what sysbench reads on `host`, once per host and run.
 
     A host that shares this machine's filesystem (`remote` False) needs nothing. A machine of its
     own gets the report hook, and the TLS files when the run uses them (sysbench loads them from
-    its working directory), under REMOTE_DIR. The reconnect shim is not copied (a binary for this
-    machine's libmariadb): on a machine without it at the same path, the dynamic loader ignores
-    LD_PRELOAD with a warning, and sysbench 1.0.20 may crash on a lost connection
-    (akopytov/sysbench#527).
+    its working directory), under REMOTE_DIR. With `shim`, the reconnect shim's C source is copied
+    and compiled there (a binary from here could mismatch that machine's libmariadb), unless a
+    build of the same source is already there: without it sysbench 1.0.20 may crash on a lost
+    connection (akopytov/sysbench#527). The client role's packages include gcc and
+    libmariadb-dev for this; when the build fails the run goes on without the shim and says so.
     """
     if not getattr(host, "remote", False):
         return Staged()
@@ -170,8 +191,38 @@ def stage(host: ClientHost, cwd: Path | None, local_script: Path) -> Staged:
     if cwd is not None:
         tls = REMOTE_DIR / "tls"
         files += [(tls / name, (cwd / name).read_text(), mode) for name, mode in TLS_FILES]
-    stage_files(host, files)
-    return Staged(script, tls)
+    built = None
+    if shim:
+        source = shim_source().read_text()
+        tag = hashlib.sha256(source.encode()).hexdigest()[:12]
+        src = REMOTE_DIR / f"sbfix-{tag}.c"
+        out = REMOTE_DIR / f"sbfix-{tag}.so"
+        files.append((src, source, 0o644))
+        stage_files(host, files)
+        built = _build_remote_shim(host, src, out)
+    else:
+        stage_files(host, files)
+    return Staged(script, tls, built)
+
+
+def _build_remote_shim(host: ClientHost, src: Path, out: Path) -> Path | None:
+    if not isinstance(host, _Run):
+        return None
+    # Compile to a temporary name and rename, so a half-written .so is never preloaded.
+    cc = shlex.join(shim_compile_argv(src, Path(f"{out}.tmp")))
+    dst = shlex.quote(str(out))
+    script = f"[ -s {dst} ] || {{ {cc} && mv {dst}.tmp {dst}; }}"
+    res = host.run(["sh", "-c", script], timeout=120, check=False)
+    if getattr(res, "returncode", 1) != 0:
+        tail = getattr(res, "tail", lambda: "")()
+        log.warning(
+            "client host %s: could not build the sysbench reconnect shim (%s); sysbench there may "
+            "crash when a connection is lost; `clusterbench provision` installs gcc and libmariadb-dev",
+            host.name,
+            tail,
+        )
+        return None
+    return out
 
 
 def stage_command(

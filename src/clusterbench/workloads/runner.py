@@ -461,7 +461,7 @@ class SysbenchRunner:
         staged: list[tuple[list[str], Path | None]] = []
         for r, host in zip(runs, placed, strict=True):
             if id(host) not in per_host:
-                per_host[id(host)] = stage(host, r.command.cwd, script)
+                per_host[id(host)] = stage(host, r.command.cwd, script, shim="LD_PRELOAD" in r.command.env)
             staged.append(per_host[id(host)].apply(r.command.argv, r.command.cwd, script))
         start_ns = self.wall_ns() + int(start_lead(placed, clients) * 1e9)
         procs: list[Process] = []
@@ -470,7 +470,8 @@ class SysbenchRunner:
                 env_note = " ".join(f"{k}={v}" for k, v in sorted(r.command.env.items()))
                 log.info("running on %s at %d: %s %s", host.name, start_ns, env_note,
                          shlex.join(r.command.masked_argv()))  # fmt: skip
-                procs.append(host.popen(start_at_argv(argv_r, start_ns), env=dict(r.command.env), cwd=cwd))
+                env = per_host[id(host)].environment(dict(r.command.env))
+                procs.append(host.popen(start_at_argv(argv_r, start_ns), env=env, cwd=cwd))
         except BaseException as exc:
             for p in procs:
                 if p.poll() is None:

@@ -80,7 +80,8 @@ def test_packages_and_ports_by_role() -> None:
     t = topo(balancer={"port": 6033})
     db3 = t.hosts[2]
     assert packages_for(t, db3) == sorted(
-        {"mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables", "sysbench"}
+        {"mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables", "sysbench",
+         "gcc", "libc6-dev", "libmariadb-dev"}  # fmt: skip
     )
     assert packages_for(t, t.hosts[3]) == ["haproxy", "iproute2", "socat"]
     assert ports_for(t, db3) == [3306, 4444, 4567, 4568, 9200] and ports_for(t, t.hosts[3]) == [6033]

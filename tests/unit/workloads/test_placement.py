@@ -371,3 +371,57 @@ def test_each_client_loads_its_own_target(fake_bin: str, monkeypatch: pytest.Mon
     assert sorted((c["host"], c["database"]) for c in calls) == [
         ("198.18.0.11", "sbtest1"), ("198.18.0.11", "sbtest3"), ("198.18.0.12", "sbtest2")]  # fmt: skip
     assert [c["target"] for c in res.placement()["clients"]] == ["node:1", "node:2", "node:1"]
+
+
+class FakeRemote:
+    """A client machine of its own: records the files it receives and the commands it runs."""
+
+    remote = True
+    name = "client1"
+
+    def __init__(self, rc: int = 0) -> None:
+        self.rc = rc
+        self.files: dict[str, str] = {}
+        self.ran: list[list[str]] = []
+
+    def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None:
+        self.files[str(path)] = content
+
+    def run(
+        self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True
+    ) -> Any:
+        from clusterbench.hosts.base import CommandResult
+
+        self.ran.append(argv)
+        return CommandResult(tuple(argv), self.rc, "", "cc: not found" if self.rc else "")
+
+    def popen(self, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> Any:
+        raise AssertionError("not launched in this test")
+
+
+def test_a_remote_client_gets_the_shim_built_there_and_preloaded_from_there(tmp_path: Path) -> None:
+    from clusterbench.workloads.placement import REMOTE_DIR, stage
+    from clusterbench.workloads.shim import shim_source
+
+    script = tmp_path / "cb_report.lua"
+    script.write_text("-- hook")
+    host = FakeRemote()
+    st = stage(host, None, script, shim=True)  # type: ignore[arg-type]
+    (src,) = [p for p in host.files if p.endswith(".c")]
+    assert host.files[src] == shim_source().read_text()
+    assert st.shim is not None and st.shim.parent == REMOTE_DIR and st.shim.name == Path(src).stem + ".so"
+    (cmd,) = host.ran
+    assert cmd[:2] == ["sh", "-c"]
+    assert f"-o {st.shim}.tmp {src}" in cmd[2] and f"mv {st.shim}.tmp {st.shim}" in cmd[2]
+    env = st.environment({"LD_PRELOAD": "/var/lib/clusterbench/lib/sbfix.so", "X": "1"})
+    assert env == {"LD_PRELOAD": str(st.shim), "X": "1"}
+
+
+def test_without_a_compiler_there_the_run_goes_on_without_the_preload(tmp_path: Path) -> None:
+    from clusterbench.workloads.placement import stage
+
+    script = tmp_path / "cb_report.lua"
+    script.write_text("-- hook")
+    st = stage(FakeRemote(rc=127), None, script, shim=True)  # type: ignore[arg-type]
+    assert st.shim is None
+    assert st.environment({"LD_PRELOAD": "/here/sbfix.so", "X": "1"}) == {"X": "1"}
