@@ -555,7 +555,11 @@ class ExperimentRunner:
                 for db in t.databases():
                     self._drop_tables(db)
         now = self.ledger.monotonic()
-        self.ledger.add("trial overhead", (now - overhead_from) - load - fault_time)
+        # Everything of the trial that is neither warm-up, measuring nor faults: SET GLOBAL,
+        # snapshots, storing, and sysbench's own start (the clients' common start lead,
+        # connecting) and exit, which are inside `load` but measure nothing.
+        warm = min(float(t.warmup), load)
+        self.ledger.add("trial overhead", (now - overhead_from) - warm - measured - fault_time)
         self.lis.trial_finished(t, result, status, now - t_begin)
         if t.cooldown:
             with self.ledger.phase("cool-down"):
