@@ -76,11 +76,34 @@ def point_stats(store: Store, run_id: int, cv_warn: float | None = None) -> list
         p.p95_pooled = merged.percentile(95) if merged is not None else None
         p.cv = cv(p.tps)
         p.cv_high = p.cv is not None and p.cv > threshold
+    # Parts in the order they ran; inside a part, points in the order of the levels as the file
+    # lists them (the run order is descending in node count, which is not how anyone reads a
+    # table or a curve).
     order = info.get("trials") or []
-    rank: dict[str, int] = {}
-    for i, k in enumerate(order):
-        rank.setdefault(k.rsplit("|rep", 1)[0], i)
-    return sorted(points.values(), key=lambda p: rank.get(p.key, 1 << 30))
+    part_rank: dict[str, int] = {}
+    for k in order:
+        part_rank.setdefault(k.split("|", 1)[0], len(part_rank))
+    parts = info.get("parts") or {}
+
+    def key(p: PointStats) -> tuple[Any, ...]:
+        levels = (parts.get(p.part) or {}).get("factors") or {}
+        return (part_rank.get(p.part, 1 << 30), p.part, _levels_key(p.point, levels))
+
+    return sorted(points.values(), key=key)
+
+
+def _levels_key(point: dict[str, Any], levels: dict[str, list[Any]]) -> tuple[tuple[int, float, str], ...]:
+    """Each factor's level by its position in the file's list; unknown levels after, by value."""
+    out = []
+    for k, v in point.items():
+        known = levels.get(k) or []
+        if v in known:
+            out.append((0, float(known.index(v)), ""))
+        elif isinstance(v, bool | int | float):
+            out.append((1, float(v), ""))
+        else:
+            out.append((2, 0.0, str(v)))
+    return tuple(out)
 
 
 POINT_CSV = (

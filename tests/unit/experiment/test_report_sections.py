@@ -46,3 +46,35 @@ def test_saturated_clients_and_fault_effects_are_reported_per_trial(tmp_path: Pa
     table = _faults_block(faults)
     assert "<td>150.0</td><td>not recovered</td><td>12</td>" in table
     assert _clients_block([]) == "" and _faults_block([]) == ""
+
+
+def test_points_are_listed_in_the_files_level_order_not_the_run_order(tmp_path: Path) -> None:
+    from clusterbench.experiment.results import point_stats
+    from clusterbench.workloads.parse import Summary
+
+    with Store.open(tmp_path / "r.db") as st:
+        run = st.create_run("experiment", name="x")
+        levels = {"nodes": [1, 3, 9], "workload": ["oltp_write_only", "bulk_insert"]}
+        st.set_provenance(run, "experiment", {
+            "parts": {"main": {"factors": levels}},
+            "trials": ["main|nodes=9 workload=oltp_write_only|rep1"],
+        })  # fmt: skip
+        seq = 0
+        for nodes in (9, 3, 1):  # run order: descending nodes
+            for test in ("bulk_insert", "oltp_write_only"):
+                seq += 1
+                label = f"nodes={nodes} workload={test}"
+                tid = st.add_trial(run, seq, test, {
+                    "key": f"main|{label}|rep1", "index": seq, "part": "main", "point_label": label,
+                    "point_key": f"main|{label}", "point": {"nodes": nodes, "workload": test}, "rep": 1,
+                })  # fmt: skip
+                st.add_summary(tid, Summary(duration=10.0, threads=1, events=100 * seq, reads=0, writes=0,
+                                            other=0, errors=0, reconnects=0, lat_min_ms=1.0, lat_avg_ms=2.0,
+                                            lat_max_ms=3.0, percentile=95, lat_pct_ms=2.5))  # fmt: skip
+                st.finish_trial(tid, "completed")
+        labels = [p.label for p in point_stats(st, run)]
+    assert labels == [
+        "nodes=1 workload=oltp_write_only", "nodes=1 workload=bulk_insert",
+        "nodes=3 workload=oltp_write_only", "nodes=3 workload=bulk_insert",
+        "nodes=9 workload=oltp_write_only", "nodes=9 workload=bulk_insert",
+    ]  # fmt: skip
