@@ -47,8 +47,11 @@ def lab(cb_home: Path) -> Iterator[SshLab]:
 class StandInOverSsh(SshHost):
     """SshHost whose sysbench is a stand-in (the lab has no database); probes run as they are."""
 
+    preloads: list[str | None] = []
+
     def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
         if argv[:3] == ["sh", "-c", START_SCRIPT]:
+            self.preloads.append((env or {}).get("LD_PRELOAD"))
             # the staged report hook must be where the command says, on the remote side
             assert argv[6] == str(REMOTE_DIR / "cb_report.lua"), argv
             argv = [*argv[:5], "sh", "-c", '[ -s "$1" ] && sleep 3 && cat "$0"', str(RECORDED), argv[6]]
@@ -64,7 +67,8 @@ def test_clients_over_ssh_start_together_and_are_sampled(lab: SshLab, tmp_path: 
     ep = Endpoint(name="none", addresses=(Address(host="127.0.0.1", port=9),), user="u", password="p",
                   tls_dir=None, galera=False)  # fmt: skip
     try:
-        res = SysbenchRunner(cpu_interval=0.5).run(
+        # A shim path that exists only here: the client machine must build its own and preload that.
+        res = SysbenchRunner(cpu_interval=0.5, shim=Path("/nonexistent/here/sbfix.so")).run(
             make_options(test="oltp_point_select", threads=2, time=3), ep, clients=2, hosts=[host],
             preflight=False,
         )  # fmt: skip
@@ -84,7 +88,13 @@ def test_clients_over_ssh_start_together_and_are_sampled(lab: SshLab, tmp_path: 
             # the lab's "machine" is this machine: its CPUs may well be busy with other sessions
             assert set(c.flags) <= {"host_cpu_busy"}
         assert staged.read_text().startswith("-- clusterbench report wrapper")
+        # the reconnect shim was compiled over ssh on the client machine and preloaded from there
+        built = sorted(REMOTE_DIR.glob("sbfix-*.so"))
+        assert len(built) == 1 and built[0].stat().st_size > 0
+        assert StandInOverSsh.preloads == [str(built[0])] * 2
     finally:
+        for f in [*REMOTE_DIR.glob("sbfix-*.so"), *REMOTE_DIR.glob("sbfix-*.c")]:
+            f.unlink(missing_ok=True)
         host.close()
         if not existed:
             staged.unlink(missing_ok=True)
