@@ -182,6 +182,9 @@ class ScenarioEngine:
             name=self.spec.name,
             command_line=command_line,
             topology=self.cluster.topology.model_dump(mode="json"),
+            # The sysbench load comes from the topology's client hosts when it has some; the
+            # verification workloads (ledger, bank, prober) stay on this machine.
+            client_hosts=tuple(self.cluster.client_hosts()),
         )
 
     def settle(self, timeout: float = SETTLE_TIMEOUT) -> list[str]:
