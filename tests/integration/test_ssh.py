@@ -440,3 +440,36 @@ def test_down_with_the_topology_file_cleans_up_when_state_is_lost(
     finally:
         ns.signal(other, signal.SIGKILL)
         ns.signal(stray, signal.SIGKILL)
+
+
+def test_keepalived_pair_over_ssh_moves_the_vip_when_the_active_haproxy_dies(
+    lab: SshLab, cb_home: Path, tmp_path: Path
+) -> None:
+    # Two machines each carry a db node and a balancer (HAProxy on 6033, off the node ports), the
+    # third a db node and the load client; the VIP is an unused address of the lab's subnet.
+    name = "cbssh12"
+    vip = str(lab.network[200])
+    data = topology_data(name, cb_home, balancer={"count": 2, "vip": vip, "port": 6033})
+    hosts = spare_inventory(lab)
+    hosts[0]["roles"] = ["db", "balancer"]
+    hosts[1]["roles"] = ["db", "balancer"]
+    f = write_topology(tmp_path / "pair.toml", data, hosts)
+    r = cli(cb_home, "up", "-f", str(f))
+    try:
+        assert r.returncode == 0, r.stderr
+        assert f"keepalived: VIP {vip}:6033 on lb1" in r.stdout, r.stdout
+        r = cli(cb_home, "fault", "kill-balancer", "--target", "balancer", "--at", "5", "--for", "5",
+                "--time", "16", "--threads", "2", "-n", name)  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr  # every verdict PASS, availability included
+        assert "haproxy lb1 killed (it held the VIP)" in r.stdout, r.stdout
+        # nopreempt: the VIP stays on lb2, where keepalived moved it, after lb1 is back
+        c = Cluster.load(name, home=cb_home)
+        try:
+            assert c.vip_holders() == ["lb2"]
+        finally:
+            c.close()
+    finally:
+        d = cli(cb_home, "down", "-n", name)
+    assert d.returncode == 0, d.stderr
+    assert remote_processes(cb_home, name) == []
+    assert not (base_dir(cb_home) / name).exists()
