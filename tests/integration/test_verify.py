@@ -285,7 +285,11 @@ def test_kill_and_restart_a_node_under_verification_load(vcluster: Cluster, tmp_
         assert sb.result is Result.PASS, sb.summary
         bal = paths["balancer"]
         assert bal.recovered
-        assert bal.unavailable is not None and 0 < bal.unavailable < 15
+        # Through the balancer the kill shows either as failed writes (an unavailability window)
+        # or, when the prober's connections were on survivors, as writes that waited out the view
+        # change (seen once: no error, a 2.97 s write). Either way it is bounded.
+        outage = bal.unavailable if bal.unavailable else (bal.max_latency or 0.0)
+        assert 0.5 < outage < 15, bal
         assert paths["node:2"].errors > 0 and paths["node:2"].recovered
         # The history and the monitor samples reached the store as the run went.
         assert len(load_ops(store, trial_id)) == len(ops) > len(led_ops) > 100
