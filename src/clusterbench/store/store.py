@@ -115,8 +115,16 @@ class Store:
                 "upgrade clusterbench"
             )
         for number in range(current + 1, SCHEMA_VERSION + 1):
-            with self._tx():
-                self.conn.executescript("BEGIN;" + MIGRATIONS[number - 1] + f";PRAGMA user_version={number};")
+            try:
+                with self._tx():
+                    self.conn.executescript(
+                        "BEGIN;" + MIGRATIONS[number - 1] + f";PRAGMA user_version={number};"
+                    )
+            except sqlite3.OperationalError:
+                # Another process created the same new store at the same moment (a run and a
+                # reader of its results): its migration committed first. Fine if it got here.
+                if self.version < number:
+                    raise
 
     @contextmanager
     def _tx(self) -> Iterator[None]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -160,3 +161,21 @@ def test_trial_clients_round_trip_and_an_old_store_gains_the_table(tmp_path: Pat
                        "start_wall": 1e9, "rate_asked": 100.0, "rate_achieved": 50.5,
                        "cpu": {"proc_frac": 0.5}, "flags": ["rate_not_achieved"]}  # fmt: skip
         assert s.export_json(run)["trials"][0]["clients"] == [row]
+
+
+def test_a_store_migrated_by_another_process_meanwhile_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two processes open a new store at once: both read version 0, one migrates first; the other's
+    # CREATE TABLE then fails ("already exists") and it must take the store as it is.
+    path = tmp_path / "r.db"
+    Store.open(path).close()
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    late = Store(conn)
+    stale = [0]  # what this process read before the other one migrated
+    real = Store.version.fget  # type: ignore[attr-defined]
+    monkeypatch.setattr(Store, "version", property(lambda self: stale.pop() if stale else real(self)))
+    late.migrate()
+    assert stale == []  # the stale read was used: every migration ran into existing tables
+    assert real(late) == SCHEMA_VERSION
+    conn.close()
