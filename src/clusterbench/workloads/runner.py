@@ -19,11 +19,12 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any
 
 import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL is a dev extra
 
 from clusterbench.errors import WorkloadError
+from clusterbench.hosts.base import Popen
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.workloads.merge import start_skew
 from clusterbench.workloads.parse import OutputParser, Sample, Summary, merge_summaries
@@ -59,14 +60,8 @@ OTHER_TAIL = 40
 QUEUE_FULL = "The event queue is full"
 
 
-class Process(Protocol):
-    pid: int
-    stdout: IO[bytes] | None
-    stderr: IO[bytes] | None
-
-    def poll(self) -> int | None: ...
-    def wait(self, timeout: float | None = None) -> int: ...
-    def kill(self) -> None: ...
+# A load client's process: the same shape every host's popen() returns.
+Process = Popen
 
 
 Spawn = Callable[[SysbenchCommand], Process]
