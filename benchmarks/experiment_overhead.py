@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from clusterbench.cli.bench import _sysbench_runner
+from clusterbench.cli.common import sysbench_runner
 from clusterbench.cli.experiment import ExperimentView, make_plan
 from clusterbench.experiment.runner import ExperimentRunner
 from clusterbench.store import Store
@@ -38,7 +38,7 @@ def main() -> int:
             f"{est.not_measuring_share:.1%} not measuring"
         )
         with Store.open(home / "results.db") as store, ExperimentView() as view:
-            out = ExperimentRunner(plan, store, _sysbench_runner(), home=home, listener=view).run()
+            out = ExperimentRunner(plan, store, sysbench_runner(), home=home, listener=view).run()
         led = out.ledger
         print(f"status {out.status}; wall {led.wall:.1f} s, measuring {led.measuring:.1f} s")
         for k, v in led.summary().items():

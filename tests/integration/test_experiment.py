@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.cli.bench import _sysbench_runner
+from clusterbench.cli.common import sysbench_runner
 from clusterbench.experiment.planner import TrialSpec, expand
 from clusterbench.experiment.report import write_experiment_report
 from clusterbench.experiment.results import point_stats
@@ -67,13 +67,13 @@ def test_experiment_end_to_end_with_resume(cb_home: Path, tmp_path: Path) -> Non
         with Store.open(tmp_path / "results.db") as store:
             first = StopAfter(3)
             with pytest.raises(ExperimentInterrupted):
-                ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home, listener=first).run()
+                ExperimentRunner(plan, store, sysbench_runner(), home=cb_home, listener=first).run()
             assert leftovers("cbexp") == []
             run_id = store.list_runs()[-1].id
             assert store.get_run(run_id).status == "interrupted"
 
             second = StopAfter(99)
-            out = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home, listener=second).run()
+            out = ExperimentRunner(plan, store, sysbench_runner(), home=cb_home, listener=second).run()
             assert out.run_id == run_id and out.status == "completed"
             assert out.skipped == 3 and out.ran == 5
             assert not set(first.finished) & set(second.finished)
@@ -102,7 +102,7 @@ def test_experiment_end_to_end_with_resume(cb_home: Path, tmp_path: Path) -> Non
             assert len(paths[1].read_text().splitlines()) == 5
 
             # a third invocation has nothing left to do
-            again = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home).run()
+            again = ExperimentRunner(plan, store, sysbench_runner(), home=cb_home).run()
             assert again.ran == 0 and again.skipped == 8
     finally:
         from clusterbench.cluster import Cluster
@@ -151,7 +151,7 @@ def test_experiment_runs_a_fault_schedule_in_every_trial(cb_home: Path, tmp_path
     plan = expand(exp)
     try:
         with Store.open(tmp_path / "results.db") as store:
-            out = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home).run()
+            out = ExperimentRunner(plan, store, sysbench_runner(), home=cb_home).run()
             assert out.status == "completed" and out.ran == 2
             run_id = out.run_id
             trials = store.trials(run_id)
@@ -236,7 +236,7 @@ def test_limits_change_at_runtime_and_clients_use_client_hosts(cb_home: Path, tm
     view = SeeLimits("cbexpl")
     try:
         with Store.open(tmp_path / "results.db") as store:
-            out = ExperimentRunner(plan, store, _sysbench_runner(), home=cb_home, listener=view).run()
+            out = ExperimentRunner(plan, store, sysbench_runner(), home=cb_home, listener=view).run()
             assert out.status == "completed" and out.ran == 4
             # the two client processes of every trial ran on the two client namespaces
             for tr in store.trials(out.run_id):

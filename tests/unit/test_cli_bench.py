@@ -141,7 +141,7 @@ def test_report_writes_both_files(stored: Path, tmp_path: Path, capsys: pytest.C
 def test_live_view_adds_up_clients_per_second(capsys: pytest.CaptureFixture[str]) -> None:
     import dataclasses
 
-    from clusterbench.cli.bench import LiveView, sample_line
+    from clusterbench.cli.live import LiveView, sample_line
 
     p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), warmup=0, threads=2)
     first = p.samples[0]

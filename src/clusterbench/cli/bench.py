@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import sqlite3
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
-from rich.progress_bar import ProgressBar
 from rich.table import Table
-from rich.text import Text
 
 from clusterbench.analysis import summary_rows, table_cells, write_report
 from clusterbench.analysis.report import (
@@ -34,11 +27,21 @@ from clusterbench.analysis.report import (
     saturation_lines,
 )
 from clusterbench.cli import console
-from clusterbench.cluster import Cluster, home_dir
+from clusterbench.cli.common import (
+    NameOpt,
+    ResultsOpt,
+    command_line,
+    load_cluster,
+    results_path,
+    store_at,
+    store_path_of,
+    sysbench_runner,
+)
+from clusterbench.cli.live import LiveView
+from clusterbench.cluster import home_dir
 from clusterbench.errors import InputError
 from clusterbench.runner import (
     BenchInterrupted,
-    BenchListener,
     BenchOutcome,
     BenchPlan,
     BenchRunner,
@@ -53,16 +56,11 @@ from clusterbench.runner import (
 from clusterbench.runner.bench import choose_client_hosts, default_clients
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
-from clusterbench.workloads import KNOWN_TESTS, RunResult, Sample, SysbenchOptions, SysbenchRunner, build_shim
-from clusterbench.workloads.parse import combine_samples
+from clusterbench.workloads import KNOWN_TESTS
 from clusterbench.workloads.placement import ClientHost
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
-NameOpt = Annotated[
-    str | None,
-    typer.Option("--name", "-n", help="Cluster name (default: the only cluster that is up, else 'lab')."),
-]
 TargetOpt = Annotated[
     str | None,
     typer.Option(
@@ -102,9 +100,6 @@ PasswordEnvOpt = Annotated[
 ]
 DatabaseOpt = Annotated[str, typer.Option(help="Schema the tables go to.")]
 GaleraOpt = Annotated[bool, typer.Option(help="--host is a Galera node or balancer (sets --auto_inc=off).")]
-ResultsOpt = Annotated[
-    Path | None, typer.Option("--results", help="Results store (default: <home>/results.db).")
-]
 PrepareOpt = Annotated[bool, typer.Option(help="Create fresh tables first (--no-prepare reuses them).")]
 
 
@@ -118,44 +113,6 @@ def register(app: typer.Typer) -> None:
     results_app.command("show")(results_show)
     results_app.command("export")(results_export)
     app.add_typer(results_app, name="results")
-
-
-# ---- the store ---------------------------------------------------------------------------------
-
-
-def results_path(results: Path | None) -> Path:
-    return results if results is not None else home_dir() / "results.db"
-
-
-def open_store(results: Path | None, *, must_exist: bool = False) -> Store:
-    """Open the results store; a path that cannot be written is one InputError, before anything starts."""
-    path = results_path(results)
-    if must_exist and not path.exists():
-        raise InputError(
-            f"no results store at {path}; run `clusterbench run` or `suite` first, or give --results"
-        )
-    try:
-        store = Store.open(path)
-        # Store.open on an existing file may not write anything: prove that we can.
-        store.conn.execute("BEGIN IMMEDIATE")
-        store.conn.execute("ROLLBACK")
-    except (OSError, sqlite3.Error) as exc:
-        if isinstance(exc, FileExistsError):
-            exc = NotADirectoryError(f"{exc.filename} is not a directory")
-        raise InputError(
-            f"cannot write the results store {path} ({exc}); choose a writable path with --results"
-        ) from None
-    store.mark_interrupted()
-    return store
-
-
-@contextmanager
-def _store(results: Path | None, *, must_exist: bool = False) -> Iterator[Store]:
-    store = open_store(results, must_exist=must_exist)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 # ---- endpoint and plan ---------------------------------------------------------------------------
@@ -202,9 +159,7 @@ def _resolve_target(
             galera=galera,
         )
         return Target(ep, EndpointProbe(ep), None, f"{user}@{host}:{port}")
-    from clusterbench.cli.main import _resolve_name  # main imports this module at its end
-
-    cluster = Cluster.load(_resolve_name(name))
+    cluster = load_cluster(name)
     tgt = target or "balancer"
     hosts = tuple(choose_client_hosts(client_hosts, cluster.client_hosts()))
     per_client: tuple[Endpoint, ...] = ()
@@ -221,131 +176,6 @@ def _resolve_target(
 
 
 EACH_NODE = "each-node"
-
-
-def _sysbench_runner() -> SysbenchRunner:
-    # `make setup` builds the shim into <home>/lib; build_shim only recompiles when it is stale.
-    return SysbenchRunner(shim=build_shim(home_dir() / "lib"))
-
-
-def _command_line() -> str:
-    return shlex.join(["clusterbench", *sys.argv[1:]])
-
-
-# ---- live view ------------------------------------------------------------------------------
-
-
-class _ElapsedBar(BarColumn):
-    """A bar that follows the wall clock, so it moves during warm-up and between samples too."""
-
-    def render(self, task: Task) -> ProgressBar:
-        total = task.total or 1.0
-        done = total if task.finished else min(task.elapsed or 0.0, total)
-        return ProgressBar(
-            total=total, completed=done, width=self.bar_width, pulse=False, animation_time=task.get_time()
-        )
-
-
-class _Seconds(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        total = int(task.total or 0)
-        done = total if task.finished else min(int(task.elapsed or 0), total)
-        return Text(f"{done:>4}/{total} s")
-
-
-def _fmt(v: float | None, spec: str = ".2f") -> str:
-    return "—" if v is None else format(v, spec)
-
-
-def sample_line(s: Sample) -> str:
-    """One sample the way the live view shows it: tps, p95, errors, reconnects."""
-    line = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms  err/s {s.errors / (s.interval or 1):.2f}"
-    if s.reconnects:
-        line += f"  reconn {s.reconnects}"
-    return line
-
-
-class LiveView(BenchListener):
-    """Progress bar per trial (elapsed / total seconds) with the current second's numbers."""
-
-    def __init__(self, *, clients: int, per_sample_lines: bool) -> None:
-        self.clients = clients
-        self.per_sample_lines = per_sample_lines
-        self.tty = console.is_tty()
-        self.progress: Progress | None = None
-        self.task: Any = None
-        self.pending: dict[int, list[Sample]] = {}
-        self.run_id: int | None = None
-
-    def run_created(self, run_id: int) -> None:
-        self.run_id = run_id
-
-    def __enter__(self) -> LiveView:
-        if self.tty:
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                _ElapsedBar(bar_width=30),
-                _Seconds(),
-                TextColumn("{task.fields[stats]}"),
-                console=console.out,
-                refresh_per_second=4,
-            )
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    def phase(self, message: str) -> None:
-        if self.progress is not None:
-            self.progress.console.print(f"  {message}", soft_wrap=True)
-        else:
-            console.step(message)
-
-    def trial_started(self, seq: int, test: str, options: SysbenchOptions) -> None:
-        self.pending = {}
-        label = f"{seq:>2} {test:<22}"
-        if self.progress is not None:
-            self.task = self.progress.add_task(label, total=options.total_time, stats="")
-        elif not self.per_sample_lines:
-            return
-        else:
-            warm = f" after {options.warmup} s warm-up" if options.warmup else ""
-            console.step(f"{test}: {options.threads} threads, {options.time} s{warm}")
-
-    def sample(self, seq: int, sample: Sample) -> None:
-        t = round(sample.t)
-        group = self.pending.setdefault(t, [])
-        group.append(sample)
-        if len(group) < self.clients:
-            return
-        del self.pending[t]
-        s = combine_samples(group)[0] if self.clients > 1 else sample
-        if self.progress is not None:
-            self.progress.update(self.task, stats=sample_line(s))
-        elif self.per_sample_lines:
-            console.out.print(f"  [{t:>4} s] {sample_line(s)}", markup=False)
-
-    def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
-        s = result.summary
-        stats = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms" if s is not None else ""
-        if status != "completed":
-            stats = f"[red]{status}[/]: {result.failure() or ''}"
-        if self.progress is not None:
-            self.progress.update(self.task, stats=stats)
-            self.progress.stop_task(self.task)
-            task = self.progress.tasks[-1]
-            task.finished_time = task.elapsed
-            self.progress.update(self.task, completed=task.total)
-        elif not self.per_sample_lines:
-            console.step(f"{seq:>2} {test:<22} {stats}")
-        for line in result.saturation_warnings():
-            msg = f"  [yellow]{line}[/]" if line == SATURATION_WARNING else f"    {line}"
-            if self.progress is not None:
-                self.progress.console.print(msg, soft_wrap=True)
-            else:
-                console.out.print(msg, soft_wrap=True)
 
 
 # ---- printing results ---------------------------------------------------------------------------
@@ -405,7 +235,7 @@ def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
 
 
 def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines: bool, title: str) -> None:
-    bench = BenchRunner(_sysbench_runner(), target.probe)
+    bench = BenchRunner(sysbench_runner(), target.probe)
     bench.check(plan)  # fail fast: unreachable, wrong password, no schema
     console.out.print(
         f"{plan.kind} {', '.join(plan.tests) if len(plan.tests) <= 3 else f'{len(plan.tests)} tests'} on "
@@ -429,11 +259,6 @@ def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines:
     _print_outcome(store, outcome, title)
     if outcome.status != "completed":
         raise TrialsFailed(f"run {outcome.run_id} finished with failed trials: {'; '.join(outcome.failures)}")
-
-
-def store_path_of(store: Store) -> str:
-    row = store.conn.execute("PRAGMA database_list").fetchone()
-    return str(row[2]) if row is not None else "?"
 
 
 # ---- commands -----------------------------------------------------------------------------------
@@ -471,7 +296,7 @@ def run(
         test=workload, threads=threads, time=time, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
     )  # fmt: skip
-    with _store(results) as store:
+    with store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,
                               client_hosts=client_hosts)  # fmt: skip
@@ -479,7 +304,7 @@ def run(
             kind="run", tests=(workload,), options=opts, endpoint=tgt.endpoint,
             clients=default_clients(clients, tgt.client_hosts, tgt.client_endpoints),
             separate_schemas=separate_schemas, client_endpoints=tgt.client_endpoints,
-            prepare=prepare, cleanup=cleanup, name=workload, command_line=_command_line(),
+            prepare=prepare, cleanup=cleanup, name=workload, command_line=command_line(),
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
         _execute(plan, tgt, store, per_sample_lines=True, title=f"{workload} on {tgt.label}")
@@ -519,7 +344,7 @@ def suite(
         test=chosen[0], threads=threads, time=time, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
     )  # fmt: skip
-    with _store(results) as store:
+    with store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,
                               client_hosts=client_hosts)  # fmt: skip
@@ -527,7 +352,7 @@ def suite(
             kind="suite", tests=chosen, options=opts, endpoint=tgt.endpoint,
             clients=default_clients(clients, tgt.client_hosts, tgt.client_endpoints),
             separate_schemas=separate_schemas, client_endpoints=tgt.client_endpoints,
-            prepare=True, cleanup=cleanup, name="suite", command_line=_command_line(),
+            prepare=True, cleanup=cleanup, name="suite", command_line=command_line(),
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
         _execute(plan, tgt, store, per_sample_lines=False, title=f"sysbench suite on {tgt.label}")
@@ -541,7 +366,7 @@ def report(
     results: ResultsOpt = None,
 ) -> None:
     """Write a Markdown and a single-file HTML report of a run; print both paths."""
-    with _store(results, must_exist=True) as store:
+    with store_at(results, must_exist=True) as store:
         run_id = resolve_run(store, run_ref)
         out_dir = out if out is not None else home_dir() / "reports"
         try:
@@ -554,7 +379,7 @@ def report(
 
 def results_list(results: ResultsOpt = None) -> None:
     """Every stored run: id, kind, status, start, trials, command line."""
-    with _store(results, must_exist=True) as store:
+    with store_at(results, must_exist=True) as store:
         runs = store.list_runs()
         table = Table(title=f"runs in {results_path(results)}", title_justify="left")
         for col in ("id", "kind", "name", "status", "started", "trials", "command"):
@@ -573,7 +398,7 @@ def results_show(
     results: ResultsOpt = None,
 ) -> None:
     """A run's summary table, provenance (versions, machine) and events."""
-    with _store(results, must_exist=True) as store:
+    with store_at(results, must_exist=True) as store:
         run_id = resolve_run(store, run_ref)
         r = store.get_run(run_id)
         console.out.print(
@@ -602,7 +427,7 @@ def results_export(
     """Export a run: every sample as CSV, or the whole run (samples, summaries, provenance) as JSON."""
     if fmt not in ("csv", "json"):
         raise InputError(f"--format must be csv or json, got {fmt!r}")
-    with _store(results, must_exist=True) as store:
+    with store_at(results, must_exist=True) as store:
         run_id = resolve_run(store, run_ref)
         if fmt == "csv":
             text = store.export_csv(run_id)

@@ -3,8 +3,6 @@ the outage, check that nothing acknowledged was lost. Exit 0 all PASS, 1 some FA
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,7 +11,8 @@ from rich.table import Table
 
 from clusterbench.checkers.verdict import Result, Verdict, exit_code
 from clusterbench.cli import console
-from clusterbench.cli.bench import LiveView, _sysbench_runner, open_store, results_path
+from clusterbench.cli.common import command_line, load_cluster, open_store, results_path, sysbench_runner
+from clusterbench.cli.live import LiveView
 from clusterbench.cluster import Cluster, home_dir, known_clusters
 from clusterbench.errors import ClusterStateError, InputError
 from clusterbench.faults import leftovers
@@ -143,7 +142,7 @@ def _execute(
             "scenario",
         )
         engine = ScenarioEngine(
-            cluster, spec, faults, results_path(results), _sysbench_runner(), companions=companions
+            cluster, spec, faults, results_path(results), sysbench_runner(), companions=companions
         )
         console.out.print(
             f"scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
@@ -157,7 +156,7 @@ def _execute(
             )
         )
         with DrillView(clients=1, per_sample_lines=False) as view:
-            out = engine.run(shlex.join(sys.argv), checkers=run_checkers) if view else None
+            out = engine.run(command_line(), checkers=run_checkers) if view else None
         assert out is not None
         _print_outcome(out)
         return exit_code(out.result)
@@ -190,9 +189,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Find and heal faults left in place by a run that was killed (link down, shaping, iptables
         partition, paused node, CPU quota, desync)."""
-        from clusterbench.cli.main import _load
-
-        cluster = _load(name)
+        cluster = load_cluster(name)
         left = leftovers.find(cluster)
         if not left:
             console.out.print(f"cluster [bold]{cluster.topology.name}[/]: no fault left in place")

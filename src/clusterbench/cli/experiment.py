@@ -13,7 +13,8 @@ from rich.table import Table
 
 from clusterbench.analysis.stats import compare as compare_samples
 from clusterbench.cli import console
-from clusterbench.cli.bench import _command_line, _store, _sysbench_runner, results_path, sample_line
+from clusterbench.cli.common import ResultsOpt, command_line, results_path, store_at, sysbench_runner
+from clusterbench.cli.live import sample_line
 from clusterbench.cluster import home_dir
 from clusterbench.errors import InputError
 from clusterbench.experiment import tls as tlsmod
@@ -28,9 +29,6 @@ from clusterbench.workloads.parse import combine_samples
 FileArg = Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")]
 ProfileOpt = Annotated[
     str | None, typer.Option("--profile", "-p", help="A profile of the file, e.g. quick or full.")
-]
-ResultsOpt = Annotated[
-    Path | None, typer.Option("--results", help="Results store (default: <home>/results.db).")
 ]
 
 
@@ -64,7 +62,7 @@ def plan_cmd(
     done: set[str] = set()
     path = results_path(results)
     if path.exists():
-        with _store(results, must_exist=True) as store:
+        with store_at(results, must_exist=True) as store:
             rid = find_run(store, plan)
             if rid is not None:
                 done = set(done_trials(store, rid))
@@ -231,10 +229,10 @@ def run_cmd(
 ) -> None:
     """Run an experiment (resumable: the same command again skips the finished trials)."""
     plan = make_plan(file, profile)
-    with _store(results) as store:
+    with store_at(results) as store:
         view = ExperimentView()
         runner = ExperimentRunner(
-            plan, store, _sysbench_runner(), home=home_dir(), listener=view, command_line=_command_line()
+            plan, store, sysbench_runner(), home=home_dir(), listener=view, command_line=command_line()
         )
         with view:
             out = runner.run(fresh=fresh)
@@ -290,7 +288,7 @@ def report_cmd(
     """Write the experiment's HTML report (plots, per-point statistics) and CSV files; print a table."""
     from clusterbench.experiment.report import write_experiment_report
 
-    with _store(results, must_exist=True) as store:
+    with store_at(results, must_exist=True) as store:
         run_id = _experiment_run(store, run_ref)
         points = point_stats(store, run_id)
         out_dir = out if out is not None else home_dir() / "reports"
@@ -329,7 +327,7 @@ def compare_cmd(
     """Per matching point: % difference of median tps (B vs A), p-value over repetitions, verdict."""
     if test not in ("welch", "mwu"):
         raise InputError(f"--test must be welch or mwu, got {test!r}")
-    with _store(results, must_exist=True) as store:
+    with store_at(results, must_exist=True) as store:
         a, b = _experiment_run(store, run_a), _experiment_run(store, run_b)
         pa = {p.key: p for p in point_stats(store, a)}
         pb = {p.key: p for p in point_stats(store, b)}

@@ -16,7 +16,8 @@ import typer
 from rich.table import Table
 
 from clusterbench import __version__
-from clusterbench.cli import console
+from clusterbench.cli import bench, console, drill, experiment
+from clusterbench.cli.common import NameOpt, load_cluster, resolve_name
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
 from clusterbench.providers import preflight
@@ -33,11 +34,6 @@ app = typer.Typer(
 node_app = typer.Typer(help="Operate on one node: stop, start, kill, restart.", no_args_is_help=True)
 app.add_typer(node_app, name="node")
 
-NameOpt = Annotated[
-    str | None,
-    typer.Option("--name", "-n", help="Cluster name (default: the only cluster that is up, else 'lab')."),
-]
-
 
 def _setup_logging() -> None:
     home = home_dir()
@@ -50,21 +46,6 @@ def _setup_logging() -> None:
     root = logging.getLogger("clusterbench")
     root.setLevel(logging.DEBUG)
     root.addHandler(handler)
-
-
-def _resolve_name(name: str | None) -> str:
-    if name:
-        return name
-    known = known_clusters(home_dir())
-    if len(known) == 1:
-        return known[0]
-    if len(known) > 1:
-        raise InputError(f"several clusters are up ({', '.join(known)}); choose one with --name")
-    return Topology().name
-
-
-def _load(name: str | None) -> Cluster:
-    return Cluster.load(_resolve_name(name))
 
 
 @app.command()
@@ -144,7 +125,7 @@ def down(
     if from_file is not None:
         names = [from_file.name]
     else:
-        names = known_clusters(home_dir()) if all_clusters else [_resolve_name(name)]
+        names = known_clusters(home_dir()) if all_clusters else [resolve_name(name)]
     for n in names:
         t0 = time.monotonic()
         try:
@@ -161,7 +142,7 @@ def down(
 @app.command()
 def status(name: NameOpt = None) -> None:
     """Per node: process, Galera state, cluster size, Primary, ready, flow control; HAProxy's view."""
-    cluster = _load(name)
+    cluster = load_cluster(name)
     _print_status(cluster.status())
     from clusterbench.faults import leftovers  # here: faults depend on cluster, not the other way
 
@@ -237,7 +218,7 @@ def _print_status(st: ClusterStatus) -> None:
 def start(name: NameOpt = None) -> None:
     """Cold start of a stopped cluster: bootstrap from the safe node, then rejoin the others."""
     preflight.require_root()
-    cluster = _load(name)
+    cluster = load_cluster(name)
     cluster.start_all(report=console.step)
     console.out.print("[green]all nodes Synced[/]")
 
@@ -246,7 +227,7 @@ def start(name: NameOpt = None) -> None:
 def stop(name: NameOpt = None) -> None:
     """Graceful stop of every node (last one first); namespaces stay. `start` brings it back."""
     preflight.require_root()
-    for line in _load(name).stop_all():
+    for line in load_cluster(name).stop_all():
         console.step(line)
 
 
@@ -256,7 +237,7 @@ def node_stop(
 ) -> None:
     """Graceful stop (SIGTERM, SIGKILL after 60 s)."""
     preflight.require_root()
-    console.step(_load(name).node_stop(index))
+    console.step(load_cluster(name).node_stop(index))
 
 
 @node_app.command("kill")
@@ -265,7 +246,7 @@ def node_kill(
 ) -> None:
     """kill -9: a process crash."""
     preflight.require_root()
-    console.step(_load(name).node_kill(index))
+    console.step(load_cluster(name).node_kill(index))
 
 
 @node_app.command("start")
@@ -274,7 +255,7 @@ def node_start(
 ) -> None:
     """Start a node; after a crash it recovers its position first so it rejoins by IST."""
     preflight.require_root()
-    console.step(_load(name).node_start(index))
+    console.step(load_cluster(name).node_start(index))
 
 
 @node_app.command("restart")
@@ -283,7 +264,7 @@ def node_restart(
 ) -> None:
     """Graceful stop, then start (rejoins by IST)."""
     preflight.require_root()
-    console.step(_load(name).node_restart(index))
+    console.step(load_cluster(name).node_restart(index))
 
 
 @app.command()
@@ -293,7 +274,7 @@ def sql(
     name: NameOpt = None,
 ) -> None:
     """Run SQL on a node as the cluster's admin (no -e: an interactive mariadb shell)."""
-    cluster = _load(name)
+    cluster = load_cluster(name)
     n = cluster.node(index)
     if not n.alive():
         raise ClusterStateError(
@@ -325,7 +306,7 @@ def logs(
     name: NameOpt = None,
 ) -> None:
     """Print the end of a node's error log."""
-    n = _load(name).node(index)
+    n = load_cluster(name).node(index)
     text = n.host.read_file(n.cfg.error_log) or ""
     console.out.print(f"[dim]{n.cfg.error_log}[/]")
     for ln in text.splitlines()[-lines:]:
@@ -366,8 +347,6 @@ def version() -> None:
     """Print the version."""
     console.out.print(__version__)
 
-
-from clusterbench.cli import bench, drill, experiment  # noqa: E402 - registers run, suite, report, results
 
 bench.register(app)
 drill.register(app)

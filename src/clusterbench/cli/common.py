@@ -1,0 +1,109 @@
+"""What the command modules share: option types, choosing the cluster, opening the results store,
+the sysbench runner, the command line of this invocation.
+
+The command modules (main, bench, drill, experiment) import from here and from console, never
+from each other, so there is no import cycle among them: main.py imports the others to register
+their commands, and nothing imports main.py but the entry point and tests.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clusterbench.cluster import Cluster, home_dir, known_clusters
+from clusterbench.errors import InputError
+from clusterbench.spec.topology import Topology
+from clusterbench.store import Store
+from clusterbench.workloads import SysbenchRunner, build_shim
+
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--name", "-n", help="Cluster name (default: the only cluster that is up, else 'lab')."),
+]
+ResultsOpt = Annotated[
+    Path | None, typer.Option("--results", help="Results store (default: <home>/results.db).")
+]
+
+
+# ---- which cluster -------------------------------------------------------------------------------
+
+
+def resolve_name(name: str | None) -> str:
+    """The cluster a command is about: --name, else the only one that is up, else the default name."""
+    if name:
+        return name
+    known = known_clusters(home_dir())
+    if len(known) == 1:
+        return known[0]
+    if len(known) > 1:
+        raise InputError(f"several clusters are up ({', '.join(known)}); choose one with --name")
+    return Topology().name
+
+
+def load_cluster(name: str | None) -> Cluster:
+    return Cluster.load(resolve_name(name))
+
+
+# ---- the results store ---------------------------------------------------------------------------
+
+
+def results_path(results: Path | None) -> Path:
+    return results if results is not None else home_dir() / "results.db"
+
+
+def open_store(results: Path | None, *, must_exist: bool = False) -> Store:
+    """Open the results store; a path that cannot be written is one InputError, before anything starts."""
+    path = results_path(results)
+    if must_exist and not path.exists():
+        raise InputError(
+            f"no results store at {path}; run `clusterbench run` or `suite` first, or give --results"
+        )
+    try:
+        store = Store.open(path)
+        # Store.open on an existing file may not write anything: prove that we can.
+        store.conn.execute("BEGIN IMMEDIATE")
+        store.conn.execute("ROLLBACK")
+    except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, FileExistsError):
+            exc = NotADirectoryError(f"{exc.filename} is not a directory")
+        raise InputError(
+            f"cannot write the results store {path} ({exc}); choose a writable path with --results"
+        ) from None
+    store.mark_interrupted()
+    return store
+
+
+@contextmanager
+def store_at(results: Path | None, *, must_exist: bool = False) -> Iterator[Store]:
+    """open_store as a context manager: the store is closed however the block ends."""
+    store = open_store(results, must_exist=must_exist)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def store_path_of(store: Store) -> str:
+    row = store.conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row is not None else "?"
+
+
+# ---- running sysbench ----------------------------------------------------------------------------
+
+
+def sysbench_runner() -> SysbenchRunner:
+    # `make setup` builds the shim into <home>/lib; build_shim only recompiles when it is stale.
+    return SysbenchRunner(shim=build_shim(home_dir() / "lib"))
+
+
+def command_line() -> str:
+    """This invocation as a shell command, `clusterbench ...` (never the Python path it ran from)."""
+    return shlex.join(["clusterbench", *sys.argv[1:]])

@@ -1,0 +1,129 @@
+"""The live view of a run or a drill: a bar per trial that follows the wall clock, with the last
+second's numbers (clients of one second added up), or a line per sample without a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
+from rich.progress_bar import ProgressBar
+from rich.text import Text
+
+from clusterbench.analysis.report import SATURATION_WARNING
+from clusterbench.cli import console
+from clusterbench.runner import BenchListener
+from clusterbench.workloads import RunResult, Sample, SysbenchOptions
+from clusterbench.workloads.parse import combine_samples
+
+
+class _ElapsedBar(BarColumn):
+    """A bar that follows the wall clock, so it moves during warm-up and between samples too."""
+
+    def render(self, task: Task) -> ProgressBar:
+        total = task.total or 1.0
+        done = total if task.finished else min(task.elapsed or 0.0, total)
+        return ProgressBar(
+            total=total, completed=done, width=self.bar_width, pulse=False, animation_time=task.get_time()
+        )
+
+
+class _Seconds(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        total = int(task.total or 0)
+        done = total if task.finished else min(int(task.elapsed or 0), total)
+        return Text(f"{done:>4}/{total} s")
+
+
+def _fmt(v: float | None, spec: str = ".2f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def sample_line(s: Sample) -> str:
+    """One sample the way the live view shows it: tps, p95, errors, reconnects."""
+    line = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms  err/s {s.errors / (s.interval or 1):.2f}"
+    if s.reconnects:
+        line += f"  reconn {s.reconnects}"
+    return line
+
+
+class LiveView(BenchListener):
+    """Progress bar per trial (elapsed / total seconds) with the current second's numbers."""
+
+    def __init__(self, *, clients: int, per_sample_lines: bool) -> None:
+        self.clients = clients
+        self.per_sample_lines = per_sample_lines
+        self.tty = console.is_tty()
+        self.progress: Progress | None = None
+        self.task: Any = None
+        self.pending: dict[int, list[Sample]] = {}
+        self.run_id: int | None = None
+
+    def run_created(self, run_id: int) -> None:
+        self.run_id = run_id
+
+    def __enter__(self) -> LiveView:
+        if self.tty:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                _ElapsedBar(bar_width=30),
+                _Seconds(),
+                TextColumn("{task.fields[stats]}"),
+                console=console.out,
+                refresh_per_second=4,
+            )
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def phase(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(f"  {message}", soft_wrap=True)
+        else:
+            console.step(message)
+
+    def trial_started(self, seq: int, test: str, options: SysbenchOptions) -> None:
+        self.pending = {}
+        label = f"{seq:>2} {test:<22}"
+        if self.progress is not None:
+            self.task = self.progress.add_task(label, total=options.total_time, stats="")
+        elif not self.per_sample_lines:
+            return
+        else:
+            warm = f" after {options.warmup} s warm-up" if options.warmup else ""
+            console.step(f"{test}: {options.threads} threads, {options.time} s{warm}")
+
+    def sample(self, seq: int, sample: Sample) -> None:
+        t = round(sample.t)
+        group = self.pending.setdefault(t, [])
+        group.append(sample)
+        if len(group) < self.clients:
+            return
+        del self.pending[t]
+        s = combine_samples(group)[0] if self.clients > 1 else sample
+        if self.progress is not None:
+            self.progress.update(self.task, stats=sample_line(s))
+        elif self.per_sample_lines:
+            console.out.print(f"  [{t:>4} s] {sample_line(s)}", markup=False)
+
+    def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
+        s = result.summary
+        stats = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms" if s is not None else ""
+        if status != "completed":
+            stats = f"[red]{status}[/]: {result.failure() or ''}"
+        if self.progress is not None:
+            self.progress.update(self.task, stats=stats)
+            self.progress.stop_task(self.task)
+            task = self.progress.tasks[-1]
+            task.finished_time = task.elapsed
+            self.progress.update(self.task, completed=task.total)
+        elif not self.per_sample_lines:
+            console.step(f"{seq:>2} {test:<22} {stats}")
+        for line in result.saturation_warnings():
+            msg = f"  [yellow]{line}[/]" if line == SATURATION_WARNING else f"    {line}"
+            if self.progress is not None:
+                self.progress.console.print(msg, soft_wrap=True)
+            else:
+                console.out.print(msg, soft_wrap=True)
