@@ -317,7 +317,7 @@ def test_provision_on_hosts_that_have_everything_installs_nothing(
     f = write_topology(
         tmp_path / "prov.toml", topology_data("cbssh6", cb_home, **NO_LB), spare_inventory(lab)
     )
-    r = cli(cb_home, "provision", "-t", str(f), timeout=120)
+    r = cli(cb_home, "provision", "-f", str(f), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("nothing to install") == 3, r.stdout
 

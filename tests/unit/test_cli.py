@@ -225,3 +225,90 @@ def test_several_clusters_need_a_name(isolated: Path, capsys: pytest.CaptureFixt
         (isolated / "clusters" / name).mkdir(parents=True)
         (isolated / "clusters" / name / "state.json").write_text("{}")
     assert run(capsys, "status") == (2, "", "error: several clusters are up (a, b); choose one with --name\n")
+
+
+# ---------------------------------------------------------------- conventions of the command line
+
+
+def _groups() -> list[tuple[str, object]]:
+    import typer
+
+    from clusterbench.cli.main import app
+
+    root = typer.main.get_command(app)
+    out: list[tuple[str, object]] = []
+
+    def walk(path: str, cmd: object) -> None:
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(f"{path} {name}", sub)
+
+    walk("clusterbench", root)
+    return out
+
+
+def test_dash_h_and_version(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys, "-h")
+    assert rc == 0 and "Usage: clusterbench" in out and err == ""
+    rc, out, _ = run(capsys, "results", "list", "-h")
+    assert rc == 0 and "--results" in out
+    assert run(capsys, "--version") == (0, "clusterbench 0.1.0\n", "")
+
+
+def test_shell_completion_script(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:  # click prints the script and exits by itself
+        main(["--show-completion", "bash"])
+    assert exc.value.code == 0
+    assert "complete -o default -F _clusterbench_completion clusterbench" in capsys.readouterr().out
+
+
+def test_name_before_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run(capsys, "-n", "nosuch", "status")
+    assert rc == 2
+    assert err.startswith("error: cluster 'nosuch' is not up") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("group", [[], ["results"], ["experiment"], ["node"]])
+def test_a_bare_command_group_says_what_is_missing(
+    group: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = run(capsys, *group)
+    assert rc == 2
+    assert "Commands" in out  # the group's help
+    path = " ".join(["clusterbench", *group])
+    assert err == f"error: `{path}` needs a command: one of those listed above\n"
+
+
+@pytest.mark.parametrize(("argv", "hint"), [(["log"], "'logs'"), (["results", "lst"], "'list'")])
+def test_an_unknown_command_suggests_once(
+    argv: list[str], hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2
+    assert err.count("Did you mean") == 1 and hint in err and err.count("\n") == 1
+
+
+def test_no_short_option_means_two_things() -> None:
+    meaning: dict[str, set[str]] = {}
+    for _path, cmd in _groups():
+        for p in getattr(cmd, "params", []):
+            for opt in [*p.opts, *p.secondary_opts]:
+                if len(opt) == 2 and opt.startswith("-"):
+                    meaning.setdefault(opt, set()).add(str(p.name))
+    assert meaning["-n"] == {"name"} and meaning["-t"] == {"duration"} and meaning["-f"] == {"file"}
+    clashes = {k: v for k, v in meaning.items() if len(v) > 1}
+    assert clashes == {}, clashes
+
+
+def test_time_is_an_alias_of_duration(tmp_path: Path) -> None:
+    from clusterbench.errors import InputError
+    from clusterbench.scenario.spec import load_scenario
+
+    f = tmp_path / "s.toml"
+    f.write_text("[load]\ntime = 12\n")
+    assert load_scenario(f)[0].load.duration == 12
+    f.write_text("[load]\nduration = 13\n")
+    assert load_scenario(f)[0].load.duration == 13
+    f.write_text("[load]\nduration = 13\ntime = 12\n")
+    with pytest.raises(InputError, match="'duration' and 'time' are the same setting; give one of them"):
+        load_scenario(f)

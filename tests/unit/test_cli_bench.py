@@ -34,7 +34,7 @@ def one_error(capsys: pytest.CaptureFixture[str]) -> str:
     [
         (["-w", "nope"], "unknown sysbench test 'nope'; known tests: bulk_insert, oltp_delete"),
         (["-w", "oltp_read_write", "--threads", "0"], "Invalid value for '--threads': 0 is not in the range"),
-        (["-w", "oltp_read_write", "--time", "0"], "Invalid value for '--time' / '-t': 0 is not in the"),
+        (["-w", "oltp_read_write", "--time", "0"], "Invalid value for '--duration' / '--time' / '-t': 0 is"),
         (["-w", "oltp_read_write", "--rand-type", "zipf"], "--rand-type: Input should be"),
         (["-w", "oltp_read_write", "--host", "h", "--target", "node:1"], "leave out --target and --name"),
         (["-w", "oltp_read_write", "--host", "h", "--password-env", "CB_NO_SUCH_VAR"], "CB_NO_SUCH_VAR"),
@@ -117,7 +117,8 @@ def test_results_list_show_export(stored: Path, tmp_path: Path, capsys: pytest.C
     assert len(lines) == 3 and lines[1].startswith("1,1,oltp_point_select,0,1.")
 
     target = tmp_path / "run.json"
-    assert main(["results", "export", "last", "-f", "json", "-o", str(target), "--results", str(stored)]) == 0
+    argv = ["results", "export", "last", "--format", "json", "-o", str(target), "--results", str(stored)]
+    assert main(argv) == 0
     data = json.loads(target.read_text())
     assert data["run"]["status"] == "completed" and len(data["trials"][0]["samples"]) == 2
 

@@ -25,4 +25,4 @@ def test_scenario_examples_load_and_plan(path: Path) -> None:
     t = load_topology(topo)
     faults = spec.planned(t.cluster.nodes, t.balancer.count if hasattr(t.balancer, "count") else 1, str(path))
     assert faults, "a drill without a fault"
-    assert all(f.until is None or f.until <= spec.load.time for f in faults)
+    assert all(f.until is None or f.until <= spec.load.duration for f in faults)

@@ -36,6 +36,7 @@ from clusterbench.cli.common import (
     store_at,
     store_path_of,
     sysbench_runner,
+    typer_app,
 )
 from clusterbench.cli.live import LiveView
 from clusterbench.cluster import home_dir
@@ -70,7 +71,7 @@ TargetOpt = Annotated[
 ]
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
 TableSizeOpt = Annotated[int, typer.Option(min=1, help="Rows per table.")]
-WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --time, not in the results.")]
+WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --duration, not in the results.")]
 RateOpt = Annotated[int, typer.Option(min=0, help="Target transactions per second (0 = unlimited).")]
 RandTypeOpt = Annotated[str, typer.Option(help="uniform, gaussian, special or pareto.")]
 IntervalOpt = Annotated[int, typer.Option(min=1, help="Seconds per sample.")]
@@ -108,7 +109,7 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("suite")(suite)
     app.command("report")(report)
-    results_app = typer.Typer(help="List, show and export stored runs.", no_args_is_help=True)
+    results_app = typer_app(help="List, show and export stored runs.")
     results_app.command("list")(results_list)
     results_app.command("show")(results_show)
     results_app.command("export")(results_export)
@@ -267,7 +268,9 @@ def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines:
 def run(
     workload: Annotated[str, typer.Option("--workload", "-w", help="sysbench test, e.g. oltp_read_write.")],
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
-    time: Annotated[int, typer.Option("--time", "-t", min=1, help="Measured seconds.")] = 60,
+    duration: Annotated[
+        int, typer.Option("--duration", "--time", "-t", min=1, help="Measured seconds (alias: --time).")
+    ] = 60,
     warmup: WarmupOpt = 0,
     target: TargetOpt = None,
     tables: TablesOpt = 4,
@@ -293,7 +296,7 @@ def run(
 ) -> None:
     """Run one sysbench test against the cluster (or --host) and store every sample."""
     opts = make_options(
-        test=workload, threads=threads, time=time, warmup=warmup, tables=tables, table_size=table_size,
+        test=workload, threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
     )  # fmt: skip
     with store_at(results) as store:
@@ -315,7 +318,10 @@ def suite(
         str | None, typer.Option(help="Comma-separated sysbench tests (default: all eleven).")
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
-    time: Annotated[int, typer.Option("--time", "-t", min=1, help="Measured seconds per test.")] = 5,
+    duration: Annotated[
+        int,
+        typer.Option("--duration", "--time", "-t", min=1, help="Measured seconds per test (alias: --time)."),
+    ] = 5,
     warmup: WarmupOpt = 0,
     target: TargetOpt = None,
     tables: TablesOpt = 4,
@@ -341,7 +347,7 @@ def suite(
     """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
     chosen = parse_tests(tests, KNOWN_TESTS)
     opts = make_options(
-        test=chosen[0], threads=threads, time=time, warmup=warmup, tables=tables, table_size=table_size,
+        test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
     )  # fmt: skip
     with store_at(results) as store:
@@ -420,8 +426,10 @@ def results_show(
 
 def results_export(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="csv (a row per sample) or json (everything).")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="File (default: stdout).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="csv (a row per sample) or json (everything).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "--output", "-o", help="File (default: stdout).")
+    ] = None,
     results: ResultsOpt = None,
 ) -> None:
     """Export a run: every sample as CSV, or the whole run (samples, summaries, provenance) as JSON."""
@@ -433,11 +441,11 @@ def results_export(
             text = store.export_csv(run_id)
         else:
             text = json.dumps(store.export_json(run_id), indent=1) + "\n"
-    if output is None:
+    if out is None:
         sys.stdout.write(text)
         return
     try:
-        output.write_text(text)
+        out.write_text(text)
     except OSError as exc:
-        raise InputError(f"cannot write {output} ({exc}); choose another --output") from None
-    console.out.print(f"wrote {output}")
+        raise InputError(f"cannot write {out} ({exc}); choose another --out") from None
+    console.out.print(f"wrote {out}")

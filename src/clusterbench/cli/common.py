@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from clusterbench.cluster import Cluster, home_dir, known_clusters
@@ -23,6 +24,14 @@ from clusterbench.errors import InputError
 from clusterbench.spec.topology import Topology
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
+
+
+def typer_app(**kw: object) -> typer.Typer:
+    """A command group: its help when given no command; click's own "Did you mean" only (typer's
+    suggestion would repeat it)."""
+    kw.setdefault("no_args_is_help", True)
+    return typer.Typer(suggest_commands=False, **kw)  # type: ignore[arg-type]
+
 
 NameOpt = Annotated[
     str | None,
@@ -36,8 +45,19 @@ ResultsOpt = Annotated[
 # ---- which cluster -------------------------------------------------------------------------------
 
 
+def global_name() -> str | None:
+    """`clusterbench -n NAME <command>`: the name given before the command, if any."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    value = ctx.find_root().params.get("name")
+    return str(value) if value else None
+
+
 def resolve_name(name: str | None) -> str:
-    """The cluster a command is about: --name, else the only one that is up, else the default name."""
+    """The cluster a command is about: --name (after or before the command), else the only one
+    that is up, else the default name."""
+    name = name or global_name()
     if name:
         return name
     known = known_clusters(home_dir())

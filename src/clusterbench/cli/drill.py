@@ -11,7 +11,14 @@ from rich.table import Table
 
 from clusterbench.checkers.verdict import Result, Verdict, exit_code
 from clusterbench.cli import console
-from clusterbench.cli.common import command_line, load_cluster, open_store, results_path, sysbench_runner
+from clusterbench.cli.common import (
+    command_line,
+    global_name,
+    load_cluster,
+    open_store,
+    results_path,
+    sysbench_runner,
+)
 from clusterbench.cli.live import LiveView
 from clusterbench.cluster import Cluster, home_dir, known_clusters
 from clusterbench.errors import ClusterStateError, InputError
@@ -46,6 +53,7 @@ def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -
         c = Cluster(topo)
         c.up(report=console.step)
         return c, True
+    name = name or global_name()
     if name is None:
         known = known_clusters(home_dir())
         if len(known) != 1:
@@ -146,7 +154,7 @@ def _execute(
         )
         console.out.print(
             f"scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
-            f"{spec.load.workload} x{spec.load.threads} for {spec.load.time} s via {spec.load.target}; "
+            f"{spec.load.workload} x{spec.load.threads} for {spec.load.duration} s via {spec.load.target}; "
             + (
                 "; ".join(
                     f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "")
@@ -207,7 +215,7 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="node:N, random, one, majority, minority, all, balancer.")
         ] = "random",
         at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
-        duration: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
+        fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
         rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
         cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
         groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
@@ -222,7 +230,9 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--workload", "-w", help="sysbench test for the load.")
         ] = "oltp_read_write",
         threads: Annotated[int, typer.Option(help="sysbench threads.", min=1)] = 4,
-        time: Annotated[int, typer.Option("--time", help="Seconds of load.", min=1)] = 40,
+        duration: Annotated[
+            int, typer.Option("--duration", "--time", help="Seconds of load (alias: --time).", min=1)
+        ] = 40,
         load_target: Annotated[
             str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
         ] = "balancer",
@@ -240,7 +250,7 @@ def register(app: typer.Typer) -> None:
         if kind == "kill-balancer" and node is None and target == "random":
             fields["target"] = "balancer"
         if kind != "rolling-restart":
-            fields["for"] = duration
+            fields["for"] = fault_for
         if rate:
             fields["rate"] = rate
         if cpu_quota:
@@ -256,7 +266,7 @@ def register(app: typer.Typer) -> None:
         try:
             spec = ScenarioSpec(
                 name=f"fault {kind}",
-                load=LoadSpec(workload=workload, threads=threads, time=time, target=load_target),
+                load=LoadSpec(workload=workload, threads=threads, duration=duration, target=load_target),
                 verify=VerifySpec(ledger_clients=ledger_clients, bank=bank),
                 fault=[FaultSpec.model_validate(fields)],
             )

@@ -13,7 +13,14 @@ from rich.table import Table
 
 from clusterbench.analysis.stats import compare as compare_samples
 from clusterbench.cli import console
-from clusterbench.cli.common import ResultsOpt, command_line, results_path, store_at, sysbench_runner
+from clusterbench.cli.common import (
+    ResultsOpt,
+    command_line,
+    results_path,
+    store_at,
+    sysbench_runner,
+    typer_app,
+)
 from clusterbench.cli.live import sample_line
 from clusterbench.cluster import home_dir
 from clusterbench.errors import InputError
@@ -35,7 +42,8 @@ ProfileOpt = Annotated[
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan_cmd)
     app.command("compare")(compare_cmd)
-    exp_app = typer.Typer(help="Run experiments and report them.", no_args_is_help=True)
+    exp_app = typer_app(help="Run experiments and report them.")
+    exp_app.command("plan")(plan_cmd)  # the same command as `clusterbench plan`
     exp_app.command("run")(run_cmd)
     exp_app.command("report")(report_cmd)
     app.add_typer(exp_app, name="experiment")

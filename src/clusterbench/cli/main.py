@@ -17,22 +17,47 @@ from rich.table import Table
 
 from clusterbench import __version__
 from clusterbench.cli import bench, console, drill, experiment
-from clusterbench.cli.common import NameOpt, load_cluster, resolve_name
+from clusterbench.cli.common import NameOpt, load_cluster, resolve_name, typer_app
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
 from clusterbench.providers import preflight
 from clusterbench.spec.topology import Topology, load_topology
 
-app = typer.Typer(
+app = typer_app(
     name="clusterbench",
     help="A lab for MySQL-compatible clusters: real MariaDB Galera + HAProxy in network namespaces "
     "or on your machines over SSH, real load, faults and checkers.",
-    no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-node_app = typer.Typer(help="Operate on one node: stop, start, kill, restart.", no_args_is_help=True)
+node_app = typer_app(help="Operate on one node: stop, start, kill, restart.")
 app.add_typer(node_app, name="node")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.out.print(f"clusterbench {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            "-n",
+            help="Cluster name for the command that follows (the same as its own --name).",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True),
+    ] = False,
+) -> None:
+    """A lab for MySQL-compatible clusters: real MariaDB Galera + HAProxy in network namespaces
+    or on your machines over SSH, real load, faults and checkers."""
 
 
 def _setup_logging() -> None:
@@ -316,7 +341,7 @@ def logs(
 @app.command()
 def provision(
     file: Annotated[
-        Path, typer.Option("--file", "-f", "-t", help="Topology TOML file with provider.kind = 'ssh'.")
+        Path, typer.Option("--file", "-f", help="Topology TOML file with provider.kind = 'ssh'.")
     ],
 ) -> None:
     """Install the Debian packages each [[hosts]] machine needs for its roles (apt-get, ssh
@@ -374,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # the group's help is printed already; say what is missing instead of an empty "error:"
+        path = exc.ctx.command_path if exc.ctx else "clusterbench"
+        console.fail(f"`{path}` needs a command: one of those listed above")
+        return 2
     except click.UsageError as exc:
         console.fail(exc.format_message() + (f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""))
         return 2

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clusterbench.errors import InputError
 from clusterbench.faults.spec import FaultSpec
+from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import (
     MAX_NODES,
     RATE_RE,
@@ -168,12 +169,17 @@ class Workload(_Strict):
     target: str = "balancer"
     tls: bool = False
     compression: bool = False
-    duration: int = Field(30, ge=1, description="measured seconds per trial")
+    duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
     # Applied by a nemesis inside every trial of the part and healed before it ends; the cluster
     # is settled (every running node Synced, the balancer sees them UP) before the next trial.
     faults: list[FaultSpec] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        return canonical_keys(data)
 
     @field_validator("tests")
     @classmethod

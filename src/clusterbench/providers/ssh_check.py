@@ -157,7 +157,7 @@ def problems(t: Topology, facts: dict[str, HostFacts | Exception], check_package
         if check_packages and got.missing:
             lines.append(
                 f"{where}: missing packages {', '.join(got.missing)}; "
-                "run `clusterbench provision -t FILE` to install them"
+                "run `clusterbench provision -f FILE` to install them"
             )
         busy = busy_ports(got.listening, h.address, ports_for(t, h))
         if busy:

@@ -60,6 +60,8 @@ def make_options(**fields: Any) -> SysbenchOptions:
     except ValidationError as exc:
         err = exc.errors()[0]
         name = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
+        name = {"--time": "--duration"}.get(name, name)  # the flag's name, not SysbenchOptions'
+
         raise InputError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
 
 

@@ -169,7 +169,7 @@ class ScenarioEngine:
         opts = make_options(
             test=load.workload,
             threads=load.threads,
-            time=load.time,
+            time=load.duration,
             tables=load.tables,
             table_size=load.table_size,
             rate=load.rate,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterbench.errors import InputError
 from clusterbench.faults.spec import FaultSpec, PlannedFault, plan
+from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import parse_toml, validation_messages
 from clusterbench.workloads import KNOWN_TESTS
 
@@ -24,11 +25,18 @@ class LoadSpec(_Strict):
 
     workload: str = "oltp_read_write"
     threads: int = Field(4, ge=1, le=1024)
-    time: int = Field(60, ge=1, le=86400, description="seconds of load; every fault must heal before it ends")
+    duration: int = Field(
+        60, ge=1, le=86400, description="seconds of load (alias: time); every fault must heal before it ends"
+    )
     target: str = "balancer"
     tables: int = Field(4, ge=1, le=1000)
     table_size: int = Field(10000, ge=1)
     rate: int = Field(0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        return canonical_keys(data)
 
     @field_validator("workload")
     @classmethod
@@ -64,7 +72,7 @@ class ScenarioSpec(_Strict):
 
     def planned(self, nodes: int, balancers: int, source: str) -> list[PlannedFault]:
         try:
-            return plan(self.fault, nodes, balancers, float(self.load.time), seed=self.seed)
+            return plan(self.fault, nodes, balancers, float(self.load.duration), seed=self.seed)
         except ValueError as exc:
             raise InputError("\n".join(f"{source}: {line}" for line in str(exc).splitlines())) from None
 

@@ -109,7 +109,7 @@ def test_every_problem_is_one_line_naming_the_host() -> None:
         "host db1 (10.0.0.11): CentOS Stream 9 is not Debian or Ubuntu; clusterbench uses Debian's packages "
         "and paths",
         "host db1 (10.0.0.11): missing packages galera-4; "
-        "run `clusterbench provision -t FILE` to install them",
+        "run `clusterbench provision -f FILE` to install them",
         "host db1 (10.0.0.11): port(s) already in use: 4567 (0.0.0.0:4567); stop what listens there or use "
         "another machine",
         "host db2 (root@10.0.0.12:22): unreachable (Connection refused); check ...",
