@@ -114,6 +114,7 @@ def plan_cmd(
                 for f in t.faults
             )
             console.out.print(f"faults in every trial of part {t.part}: {sched}", markup=False)
+    _print_designs(plan)
     est = plan.estimate(skip=done)
     phases = ", ".join(f"{k} {_dur(v)}" for k, v in sorted(est.phases.items(), key=lambda kv: -kv[1]))
     console.out.print(
@@ -123,6 +124,23 @@ def plan_cmd(
     console.out.print(
         f"estimated wall time {_dur(est.total)} ({phases}); not measuring {est.not_measuring_share:.0%}"
     )
+
+
+def _print_designs(plan: Plan) -> None:
+    """Per part with a designed experiment: the design, its notes and what is aliased."""
+    for part, res in plan.designs.items():
+        d = plan.experiment.design(part)
+        runs = sum(res.copies.values())
+        console.out.print(
+            f"part {part}: {d.describe()}: {runs} design run(s) on {len(res.points)} distinct point(s)",
+            markup=False,
+        )
+        for note in res.notes:
+            console.out.print(f"  note: {note}", markup=False)
+        if res.aliases:
+            console.out.print("  aliased (up to two-factor interactions):", markup=False)
+            for a in res.aliases:
+                console.out.print(f"    {a}", markup=False)
 
 
 class ExperimentView(ExperimentListener):

@@ -17,8 +17,11 @@ Ordering keeps rebuilds rare:
   (`rate_of_max`) run last among the trials of their node count (the maximum they need is
   measured at the same node count).
 
-The design is a full grid per part; `DESIGNS` maps a design name to its expansion, so other
-designs (e.g. one factor at a time, fractional) can be added without touching the ordering.
+The design is a full grid per part unless the experiment (or the part) names a designed
+experiment (fractional factorial, Plackett-Burman, central composite, Box-Behnken, Latin
+hypercube: experiment/design.py, from pyDOE3). A design row that lands on a point already
+planned (replicated centre points, rounded integers) adds repetitions to that point; the
+ordering is the same for every design.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.errors import InputError
-from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level, Workload
+from clusterbench.experiment.design import DesignResult, expand_design
+from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level, Workload, factor_kinds
 from clusterbench.faults.spec import FaultSpec
 from clusterbench.faults.spec import plan as plan_faults
 from clusterbench.spec.topology import Topology
@@ -189,6 +193,7 @@ class Estimate:
 class Plan:
     experiment: Experiment
     trials: tuple[TrialSpec, ...]
+    designs: dict[str, DesignResult] = field(default_factory=dict)  # parts with a designed experiment
 
     @property
     def id(self) -> str:
@@ -225,6 +230,20 @@ def full_grid(levels: dict[str, list[Level]]) -> list[tuple[tuple[str, Level], .
 DESIGNS: dict[str, Callable[[dict[str, list[Level]]], list[tuple[tuple[str, Level], ...]]]] = {
     "full-grid": full_grid,
 }
+
+
+def design_points(
+    exp: Experiment, part: str, levels: dict[str, list[Level]]
+) -> tuple[list[tuple[tuple[tuple[str, Level], ...], int]], DesignResult | None]:
+    """(point, copies) of a part's design, in design order, and the design's notes and aliases."""
+    d = exp.design(part)
+    if d.kind in DESIGNS:
+        return [(p, 1) for p in DESIGNS[d.kind](levels)], None
+    try:
+        r = expand_design(levels, d, factor_kinds(), f"parts.{part}")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return [(p, r.copies[p]) for p in r.points], r
 
 
 def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str, Any] | None) -> Topology:
@@ -273,27 +292,30 @@ def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
 
     `tls_server` ([mysqld] settings with the certificates) is added to every cluster when any
     trial uses TLS, so TLS on/off stays a client option and never splits a group."""
-    design = DESIGNS[exp.settings.design]
     any_tls = any(wl.tls or any(bool(x) for x in lv.get("tls", [])) for wl, lv in exp.parts.values())
     server_used = [
         k for k in SERVER_FACTORS if any(k in lv for _, lv in exp.parts.values())
     ]  # set on every trial, so a point without the factor runs with the base value
     raw: list[TrialSpec] = []
+    designs: dict[str, DesignResult] = {}
     for part, (wl, levels) in exp.parts.items():
         lv = dict(levels)
         if "workload" not in lv and len(wl.tests) > 1:
             lv = {"workload": list(wl.tests), **lv}
-        for point in design(lv):
+        points, result = design_points(exp, part, lv)
+        if result is not None:
+            designs[part] = result
+        for point, copies in points:
             p = dict(point)
             topo = _topology_for(exp.topology, p, tls_server if any_tls else None)
             nodes = int(p.get("nodes", exp.topology.cluster.nodes))
             server = tuple((k, int(p.get(k, getattr(exp.topology.mariadb, k)))) for k in server_used)
-            for rep in range(1, exp.settings.repetitions + 1):
+            for rep in range(1, copies * exp.settings.repetitions + 1):
                 raw.append(_trial(part, point, rep, topo, nodes, server, wl, p))
     ordered = tuple(order(raw, interleaved=exp.settings.repetition_order == "interleaved"))
     for t in ordered:
         t.planned_faults()  # a schedule that cannot run is refused before anything starts
-    return Plan(exp, ordered)
+    return Plan(exp, ordered, designs)
 
 
 def _trial(

@@ -233,6 +233,13 @@ def _series_block(store: Store, run_id: int) -> str:
     )
 
 
+def _extra_sections(store: Store, run_id: int, plot: Any) -> str:
+    """Sections of designed experiments and searches (their own modules)."""
+    from clusterbench.experiment.doe_report import design_sections
+
+    return design_sections(store, run_id, plot)
+
+
 def render_html(store: Store, run_id: int) -> str:
     run = store.get_run(run_id)
     info = experiment_info(store, run_id)
@@ -260,6 +267,7 @@ def render_html(store: Store, run_id: int) -> str:
                               yaxis_title="%", margin={"l": 60, "r": 20, "t": 60, "b": 120})  # fmt: skip
             body.append(plot(fig))
         body.append(_points_table(pts))
+    body.append(_extra_sections(store, run_id, plot))
     if first:  # no plot yet (a single point): plotly.js is still needed by the series block
         body.append(f"<div style='display:none'>{plot(go.Figure())}</div>")
     wall = next((e["detail"] for e in reversed(store.events(run_id)) if e["kind"] == "wall_time"), None)

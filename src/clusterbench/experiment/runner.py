@@ -266,7 +266,12 @@ class ExperimentRunner:
             "plan_id": self.plan.id,
             "settings": exp.settings.model_dump(mode="json"),
             "parts": {
-                name: {"workload": wl.model_dump(mode="json"), "factors": lv}
+                name: {
+                    "workload": wl.model_dump(mode="json"),
+                    "factors": lv,
+                    "design": exp.design(name).model_dump(mode="json"),
+                    **_design_facts(self.plan, name),
+                }
                 for name, (wl, lv) in exp.parts.items()
             },
             "trials": [t.key for t in self.plan.trials],
@@ -639,6 +644,12 @@ class ExperimentRunner:
         for h in c.haproxies():
             if h.alive():
                 h.wait_all_up(names, timeout=SETTLE_TIMEOUT)
+
+
+def _design_facts(plan: Plan, part: str) -> dict[str, Any]:
+    """What the planner said about a designed part (aliases, notes), for the report."""
+    res = plan.designs.get(part)
+    return {} if res is None else {"aliases": res.aliases, "design_notes": res.notes}
 
 
 def _wait_size(c: Cluster, size: int, timeout: float) -> None:

@@ -6,14 +6,15 @@ with one line per problem, each naming the file (and profile) and the field.
 Layout of a file:
 
     [experiment]   name, description, repetitions, repetition_order ("blocked" or "interleaved"),
-                   design ("full-grid"), baseline, cv_warn
+                   design ("full-grid", or a designed experiment: see experiment/design.py),
+                   baseline, cv_warn
     [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
     [workload]     tests, tables, table_size, threads, clients, separate_schemas, rate, rate_of_max,
                    rand_type, target, tls, compression, duration, warmup, cooldown, and
                    [[workload.faults]] (a fault schedule run inside every trial; times from the
                    start of the load, warm-up included)
     [factors]      factor = [levels...]: shorthand for [parts.main.factors]
-    [parts.NAME]   factors = {...}, workload = {...}: another sweep over the same base
+    [parts.NAME]   factors = {...}, workload = {...}, design = ...: another sweep over the same base
     [profiles.P]   any of the tables above, merged over them when `--profile P` is given
 """
 
@@ -26,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterbench.errors import InputError
+from clusterbench.experiment.design import DesignSpec, FactorKind, expand_design, kind_of
 from clusterbench.faults.spec import FaultSpec
 from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import (
@@ -190,16 +192,23 @@ class Workload(_Strict):
         return v
 
 
+def factor_kinds() -> dict[str, FactorKind]:
+    """Every factor's kind (int, float, categorical), read from the Factors model's types."""
+    return {name: kind_of(f.annotation) for name, f in Factors.model_fields.items()}
+
+
 class Part(_Strict):
     factors: Factors = Field(default_factory=Factors)
     workload: dict[str, Any] = Field(default_factory=dict)
+    design: DesignSpec | None = None  # instead of the experiment's design for this part
 
 
 class ExperimentSettings(_Strict):
     name: str = Field(min_length=1, max_length=64)
     description: str = ""
     repetitions: int = Field(3, ge=1, le=100)
-    design: Literal["full-grid"] = "full-grid"
+    # "full-grid", or a designed experiment: a name or a table, see experiment/design.py
+    design: DesignSpec = Field(default_factory=DesignSpec)
     # blocked: a point's repetitions back to back (fewest node changes). interleaved: repetition 1
     # of every point, then repetition 2 ...: slow drift (a warming buffer pool, a growing table)
     # then spreads over all points instead of biasing the later ones, at the price of growing the
@@ -239,6 +248,10 @@ class Experiment(BaseModel):
     parts: dict[str, tuple[Workload, dict[str, list[Level]]]]
     profile: str | None
     source: str
+    designs: dict[str, DesignSpec] = Field(default_factory=dict)  # per part; full grid when absent
+
+    def design(self, part: str) -> DesignSpec:
+        return self.designs.get(part, self.settings.design)
 
     @property
     def name(self) -> str:
@@ -289,6 +302,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
     base = f.workload.model_dump()
     parts: dict[str, tuple[Workload, dict[str, list[Level]]]] = {}
     raw_parts: dict[str, Part] = {}
+    designs: dict[str, DesignSpec] = {}
     if f.factors is not None:
         raw_parts["main"] = Part(factors=f.factors)
     raw_parts.update(f.parts)
@@ -319,10 +333,19 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
                 f"{where}: parts.{name}.workload.target: {wl.target} is beyond the smallest node count"
             )
         parts[name] = (wl, levels)
+        design = part.design or f.experiment.design
+        designs[name] = design
+        if design.kind != "full-grid":
+            try:
+                expand_design(levels, design, factor_kinds(), f"{where}: parts.{name}")
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
     for k, v in f.experiment.baseline.items():
         if not any(k in lv and v in lv[k] for _, lv in parts.values()):
             raise InputError(f"{where}: experiment.baseline.{k}: {v!r} is not a level of factor {k}")
-    return Experiment(settings=f.experiment, topology=topo, parts=parts, profile=profile, source=source)
+    return Experiment(
+        settings=f.experiment, topology=topo, parts=parts, profile=profile, source=source, designs=designs
+    )
 
 
 def load_experiment(path: Path, profile: str | None = None) -> Experiment:
