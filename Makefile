@@ -2,7 +2,7 @@
 PYTHON ?= python3
 export PYTHON
 
-.PHONY: setup setup-test demo test lint unit integration bench clean
+.PHONY: setup setup-test setup-base demo test lint unit integration bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -10,7 +10,11 @@ setup:
 setup-test:
 	@bash scripts/setup.sh --test
 
-demo: setup
+# Without the MySQL root file system: the demo runs Galera only.
+setup-base:
+	@bash scripts/setup.sh --no-rootfs
+
+demo: setup-base
 	@bash scripts/demo.sh
 
 lint: setup-test

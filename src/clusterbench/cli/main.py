@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from clusterbench import __version__
-from clusterbench.cli import bench, console, drill, experiment
+from clusterbench.cli import bench, console, drill, experiment, rootfs
 from clusterbench.cli.common import NameOpt, load_cluster, resolve_name, typer_app
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
@@ -376,6 +376,7 @@ def version() -> None:
 bench.register(app)
 drill.register(app)
 experiment.register(app)
+rootfs.register(app)
 
 
 def _sigterm(signum: int, frame: object) -> NoReturn:

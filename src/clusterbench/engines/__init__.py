@@ -1,0 +1,1 @@
+"""Database engines behind one interface (Galera, Group Replication)."""
