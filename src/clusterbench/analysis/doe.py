@@ -249,8 +249,8 @@ def _surface(a: DoeAnalysis, points: Sequence[dict[str, Level]], steps: int = 41
     grid = [-1.0 + 2.0 * i / (steps - 1) for i in range(steps)]
     base: dict[str, Any] = {}
     for n, c in a.codings.items():
-        base[_col(n)] = 0.0 if _numeric(c) and c.kind != "categorical" else (
-            -1.0 if _numeric(c) else str(c.levels[0])
+        base[_col(n)] = (
+            0.0 if _numeric(c) and c.kind != "categorical" else (-1.0 if _numeric(c) else str(c.levels[0]))
         )
     rows = []
     for yv in grid:

@@ -67,6 +67,9 @@ def plan_cmd(
     """Print the trials of an experiment in run order and the estimated wall time; touches nothing."""
     plan = make_plan(file, profile)
     exp = plan.experiment
+    if exp.search is not None:
+        _plan_search(plan, results)
+        return
     done: set[str] = set()
     path = results_path(results)
     if path.exists():
@@ -126,6 +129,52 @@ def plan_cmd(
     )
 
 
+def _plan_search(plan: Plan, results: Path | None) -> None:
+    """A search's plan: the knobs, the objective, the budget and stopping rule, the random start."""
+    from clusterbench.experiment.search_run import estimate, preview, search_setup
+
+    exp = plan.experiment
+    s = search_setup(exp)
+    spec = s.spec
+    done = 0
+    path = results_path(results)
+    if path.exists():
+        with store_at(results, must_exist=True) as store:
+            rid = find_run(store, plan)
+            if rid is not None:
+                done = len(done_trials(store, rid))
+    table = Table(title=f"{exp.name} ({exp.profile or 'base'}): search", box=box.SIMPLE_HEAD,
+                  title_justify="left", pad_edge=False)  # fmt: skip
+    table.add_column("knob")
+    table.add_column("kind")
+    table.add_column("space")
+    for k in s.knobs:
+        table.add_row(k.name, k.kind, k.describe())
+    console.out.print(table)
+    cons = "; subject to " + ", ".join(c.text for c in s.constraints) if s.constraints else ""
+    wl = exp.search_workload
+    assert wl is not None
+    console.out.print(
+        f"objective: {s.objective.text}{cons}; budget {spec.budget} trial(s) of {wl.warmup}+{wl.duration} s "
+        f"({wl.tests[0]}), Optuna TPE seed {spec.seed}, random start {s.startup}",
+        markup=False,
+    )
+    stop = f"after {spec.patience} trial(s) without a better incumbent" if spec.patience else "at the budget"
+    console.out.print(
+        f"stopping: exploring ends {stop} (or when only the confirmation trials are left); then the "
+        f"incumbent and up to {spec.contenders} contender(s) within {spec.close:.0%} are measured "
+        f"{spec.confirm} times each; a new incumbent is measured {spec.recheck} times before exploring on",
+        markup=False,
+    )
+    console.out.print("the random start (fixed by the seed):", markup=False)
+    for st in preview(exp):
+        console.out.print(f"  {st.number:>3}  {s.label(st.config)}", markup=False)
+    est = estimate(exp, done)
+    phases = ", ".join(f"{k} {_dur(v)}" for k, v in sorted(est.phases.items(), key=lambda kv: -kv[1]))
+    console.out.print(f"{done} trial(s) already done; estimated wall time for the rest of the budget "
+                      f"{_dur(est.total)} ({phases})")  # fmt: skip
+
+
 def _print_designs(plan: Plan) -> None:
     """Per part with a designed experiment: the design, its notes and what is aliased."""
     for part, res in plan.designs.items():
@@ -179,6 +228,10 @@ class ExperimentView(ExperimentListener):
 
     def _eta(self) -> str:
         assert self.plan is not None
+        if self.plan.experiment.search is not None:  # at most the budget; per trial as measured so far
+            left = max(0, len(self.todo) - len(self.finished))
+            per = (time.monotonic() - self.t0) / len(self.finished) if self.finished else 0.0
+            return "≤ " + _dur(left * per if per else self.est0)
         skip = self.done | self.finished
         remaining = self.plan.estimate(skip=skip).total
         spent_est = self.est0 - remaining
@@ -190,6 +243,12 @@ class ExperimentView(ExperimentListener):
         self.plan, self.done, self.run_id = plan, done, run_id
         self.todo = [t.key for t in plan.trials if t.key not in done]
         self.est0 = plan.estimate(skip=done).total
+        if plan.experiment.search is not None:
+            from clusterbench.experiment.search_run import estimate
+
+            left = max(0, plan.experiment.search.budget - len(done))
+            self.todo = [f"search trial {i}" for i in range(len(done) + 1, len(done) + left + 1)]
+            self.est0 = estimate(plan.experiment, len(done)).total
         what = f"resuming run {run_id}: {len(done)} trial(s) done, " if resumed else f"run {run_id}: "
         console.out.print(f"{what}{len(self.todo)} to run, estimated {_dur(self.est0)}")
         if self.progress is not None:
@@ -257,9 +316,7 @@ def run_cmd(
     plan = make_plan(file, profile)
     with store_at(results) as store:
         view = ExperimentView()
-        runner = ExperimentRunner(
-            plan, store, sysbench_runner(), home=home_dir(), listener=view, command_line=command_line()
-        )
+        runner = _runner(plan, store, view)
         with view:
             out = runner.run(fresh=fresh)
         led = out.ledger
@@ -277,6 +334,8 @@ def run_cmd(
             f"not measuring: [bold]{led.not_measuring_share():.1%}[/] of the wall time ({phases})",
             soft_wrap=True,
         )
+        if plan.experiment.search is not None:
+            _print_winner(store, out.run_id)
         console.out.print(f"report: clusterbench experiment report {out.run_id}")
     if out.failed:
         from clusterbench.runner import TrialsFailed
@@ -284,6 +343,39 @@ def run_cmd(
         raise TrialsFailed(
             f"run {out.run_id}: {len(out.failed)} trial(s) failed: {', '.join(out.failed[:5])}"
         )
+
+
+def _runner(plan: Plan, store: Any, view: ExperimentView) -> ExperimentRunner:
+    kw: dict[str, Any] = {"home": home_dir(), "listener": view, "command_line": command_line()}
+    if plan.experiment.search is None:
+        return ExperimentRunner(plan, store, sysbench_runner(), **kw)
+    from clusterbench.experiment.search_run import SearchRunner
+
+    tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")
+    return SearchRunner(plan, store, sysbench_runner(), tls_server=tls, **kw)
+
+
+def _print_winner(store: Any, run_id: int) -> None:
+    ev = next((e["detail"] for e in reversed(store.events(run_id)) if e["kind"] == "search_result"), None)
+    if ev is None:
+        return
+    w = ev.get("winner")
+    if w is None:
+        console.out.print(
+            f"search: no configuration met the objective's constraints in {ev['trials']} trial(s)"
+        )
+        return
+    state = "confirmed" if w["confirmed"] else "[yellow]not confirmed[/] (the budget ran out)"
+    vs = ""
+    if w.get("runner_up"):
+        p = w.get("p_vs_runner_up")
+        vs = f"; runner-up {w['runner_up']}" + (f" (Welch p {p:.3g})" if p is not None else "")
+    console.out.print(
+        f"best: [bold]{w['label']}[/]: median {w['median']:,.1f}, CI {w['low']:,.1f}–{w['high']:,.1f} "
+        f"({w['coverage']:.0%}), n={w['n']}, first measured at trial {w['found_at']} of {ev['trials']}; "
+        f"{state}; exploring stopped by {ev['stopped_by']}{vs}",
+        soft_wrap=True,
+    )
 
 
 def _experiment_run(store: Any, ref: str) -> int:

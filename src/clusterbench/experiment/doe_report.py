@@ -191,8 +191,9 @@ def design_sections(store: Store, run_id: int, plot: Plot) -> str:
             out.append(plot(pareto_figure(a, f"{pa.part}: Pareto chart of {a.response} effects")))
             out.append(_anova_table(a))
             fig = surface_figure(
-                a, pa.points, f"{pa.part}: fitted {a.response} over the two strongest factors "
-                "(others at the centre)"
+                a,
+                pa.points,
+                f"{pa.part}: fitted {a.response} over the two strongest factors (others at the centre)",
             )
             if fig is not None:
                 out.append(plot(fig))

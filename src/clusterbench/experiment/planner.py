@@ -203,7 +203,16 @@ class Plan:
         trials = sorted(
             [t.key, t.describe(), t.topology.model_dump(mode="json")] for t in self.trials
         )
-        blob = json.dumps([self.experiment.name, self.experiment.profile, trials], sort_keys=True)
+        what: list[Any] = [self.experiment.name, self.experiment.profile, trials]
+        exp = self.experiment
+        if exp.search is not None and exp.search_workload is not None:
+            # a search's trials are chosen as it runs: it is identified by what it searches
+            what += [
+                exp.search.model_dump(mode="json"),
+                exp.search_workload.model_dump(mode="json"),
+                exp.topology.model_dump(mode="json"),
+            ]
+        blob = json.dumps(what, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def groups(self) -> list[list[TrialSpec]]:

@@ -209,20 +209,7 @@ class ExperimentRunner:
             ).fetchone()[0]
         )
         try:
-            for members in self.plan.groups():
-                todo = [t for t in members if t.key not in done]
-                if not todo:
-                    continue
-                try:
-                    self._bring_up(todo[0])
-                    for t in todo:
-                        seq += 1
-                        status = self._trial(run_id, seq, t)
-                        out.ran += 1
-                        if status != "completed":
-                            out.failed.append(t.key)
-                finally:
-                    self._teardown()
+            self._run_trials(run_id, out, done, seq)
         except BaseException as exc:
             interrupted = isinstance(exc, KeyboardInterrupt)
             status = "interrupted" if interrupted else "failed"
@@ -256,6 +243,27 @@ class ExperimentRunner:
         )
         self.store.finish_run(run_id, out.status)  # type: ignore[arg-type]
         return out
+
+    def _run_trials(self, run_id: int, out: ExperimentOutcome, done: dict[str, int], seq: int) -> None:
+        """The trials not done yet, one cluster per group (a search overrides this)."""
+        for members in self.plan.groups():
+            todo = [t for t in members if t.key not in done]
+            if not todo:
+                continue
+            try:
+                self._bring_up(todo[0])
+                for t in todo:
+                    seq += 1
+                    status = self._trial(run_id, seq, t)
+                    out.ran += 1
+                    if status != "completed":
+                        out.failed.append(t.key)
+            finally:
+                self._teardown()
+
+    def _extra_params(self, t: TrialSpec) -> dict[str, Any]:
+        """More params stored with each trial (a search adds why the trial ran)."""
+        return {}
 
     def _experiment_provenance(self) -> dict[str, Any]:
         exp = self.plan.experiment
@@ -501,6 +509,7 @@ class ExperimentRunner:
             "group_sig": group_signature(t),
             "effective_rate": rate,
             "options": opts.model_dump(mode="json"),
+            **self._extra_params(t),
         }
         trial_id = self.store.add_trial(run_id, seq, t.test, params)
         self._snapshot(run_id, trial_id, "start")

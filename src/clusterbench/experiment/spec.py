@@ -15,6 +15,8 @@ Layout of a file:
                    start of the load, warm-up included)
     [factors]      factor = [levels...]: shorthand for [parts.main.factors]
     [parts.NAME]   factors = {...}, workload = {...}, design = ...: another sweep over the same base
+    [search]       knobs, objective, constraints, budget, stopping rule: a sequential optimizer
+                   (experiment/search.py) instead of factors
     [profiles.P]   any of the tables above, merged over them when `--profile P` is given
 """
 
@@ -218,18 +220,47 @@ class ExperimentSettings(_Strict):
     cv_warn: float = Field(0.10, gt=0, description="flag a point whose coefficient of variation is above")
 
 
+METRICS = ("tps", "qps", "p50", "p95", "p99", "latency_avg", "errors_per_s")  # of a trial's summary
+
+
+class SearchSpec(_Strict):
+    """`[search]`: a sequential optimizer over knobs instead of a planned design (see search.py)."""
+
+    # name = [low, high] | [level, level, ...] | { low, high, log } | { levels = [...] } |
+    # { choices = [...] }; every knob must be a factor (its type decides int, float or categorical)
+    knobs: dict[str, Any] = Field(min_length=1)
+    objective: str = "max tps"  # "max METRIC" or "min METRIC"
+    constraints: list[str] = Field(default_factory=list)  # "p95 <= 50", "errors_per_s <= 0.1"
+    budget: int = Field(30, ge=1, description="trials in all, repetitions included")
+    seed: int = Field(1, ge=0)
+    startup: int | None = Field(None, ge=1, description="random trials before TPE models the space")
+    patience: int | None = Field(
+        None, ge=1, description="stop exploring after this many trials without a better incumbent"
+    )
+    min_improvement: float = Field(0.01, ge=0, description="what counts as better (relative)")
+    recheck: int = Field(2, ge=1, description="measurements of a new incumbent before exploring on")
+    confirm: int = Field(3, ge=1, description="measurements of the winner and close contenders")
+    contenders: int = Field(2, ge=0, description="close contenders confirmed beside the incumbent")
+    close: float = Field(0.05, ge=0, description="a contender is within this fraction of the incumbent")
+
+
 class ExperimentFile(_Strict):
     experiment: ExperimentSettings
     topology: dict[str, Any] = Field(default_factory=dict)
     workload: Workload = Field(default_factory=Workload)
     factors: Factors | None = None
     parts: dict[str, Part] = Field(default_factory=dict)
+    search: SearchSpec | None = None
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _parts(self) -> ExperimentFile:
-        if self.factors is None and not self.parts:
-            raise ValueError("no factors: add a [factors] table (or [parts.NAME.factors])")
+        if self.search is not None and (self.factors is not None or self.parts):
+            raise ValueError(
+                "[search] and [factors]/[parts] in one file: put the search in a file of its own"
+            )
+        if self.factors is None and not self.parts and self.search is None:
+            raise ValueError("no factors: add a [factors] table (or [parts.NAME.factors], or a [search])")
         if self.factors is not None and "main" in self.parts:
             raise ValueError("[factors] is the part 'main'; rename [parts.main]")
         for k in self.experiment.baseline:
@@ -249,6 +280,8 @@ class Experiment(BaseModel):
     profile: str | None
     source: str
     designs: dict[str, DesignSpec] = Field(default_factory=dict)  # per part; full grid when absent
+    search: SearchSpec | None = None
+    search_workload: Workload | None = None  # the workload of every search trial
 
     def design(self, part: str) -> DesignSpec:
         return self.designs.get(part, self.settings.design)
@@ -268,7 +301,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-PROFILE_KEYS = ("experiment", "topology", "workload", "factors", "parts")
+PROFILE_KEYS = ("experiment", "topology", "workload", "factors", "parts", "search")
 
 
 def experiment_from_data(data: dict[str, Any], source: str, profile: str | None = None) -> Experiment:
@@ -340,11 +373,18 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
                 expand_design(levels, design, factor_kinds(), f"{where}: parts.{name}")
             except ValueError as exc:
                 raise InputError(str(exc)) from None
+    if f.search is not None:
+        from clusterbench.experiment.search import check_search
+
+        check_search(f.search, f.workload, topo, where)
+        if f.experiment.baseline:
+            raise InputError(f"{where}: experiment.baseline: a search has no baseline point; remove it")
     for k, v in f.experiment.baseline.items():
         if not any(k in lv and v in lv[k] for _, lv in parts.values()):
             raise InputError(f"{where}: experiment.baseline.{k}: {v!r} is not a level of factor {k}")
     return Experiment(
-        settings=f.experiment, topology=topo, parts=parts, profile=profile, source=source, designs=designs
+        settings=f.experiment, topology=topo, parts=parts, profile=profile, source=source, designs=designs,
+        search=f.search, search_workload=f.workload if f.search is not None else None,
     )
 
 

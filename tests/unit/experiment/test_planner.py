@@ -208,6 +208,14 @@ def test_no_factors() -> None:
 @pytest.mark.parametrize("profile", ["quick", "full"])
 def test_shipped_experiments_plan(path: Path, profile: str) -> None:
     plan = expand(load_experiment(path, profile))
+    if plan.experiment.search is not None:  # a search: its trials are chosen as it runs
+        from clusterbench.experiment.search_run import estimate, preview
+
+        assert preview(plan.experiment)
+        if profile == "quick":
+            total = estimate(plan.experiment).total
+            assert total <= 15 * 60, f"{path.name} quick is estimated at {total:.0f} s"
+        return
     assert plan.trials
     assert len({t.key for t in plan.trials}) == len(plan.trials)
     est = plan.estimate()
