@@ -236,8 +236,9 @@ def _series_block(store: Store, run_id: int) -> str:
 def _extra_sections(store: Store, run_id: int, plot: Any) -> str:
     """Sections of designed experiments and searches (their own modules)."""
     from clusterbench.experiment.doe_report import design_sections
+    from clusterbench.experiment.search_report import search_sections
 
-    return design_sections(store, run_id, plot)
+    return design_sections(store, run_id, plot) + search_sections(store, run_id, plot)
 
 
 def render_html(store: Store, run_id: int) -> str:
