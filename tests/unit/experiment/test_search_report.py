@@ -53,7 +53,7 @@ def fill(st: Store) -> tuple[int, Optimizer]:
     rng = random.Random(1)
     counts: dict[str, int] = {}
     while (step := opt.next()) is not None:
-        tps = 300 - 20 * (int(step.config["nodes"]) - 3) ** 2 - 3 * abs(int(step.config["threads"]) - 16)
+        tps = 300.0 - 20 * (int(step.config["nodes"]) - 3) ** 2 - 3 * abs(int(step.config["threads"]) - 16)
         tps += rng.gauss(0, 3)
         lab = s.label(step.config)
         counts[lab] = counts.get(lab, 0) + 1
