@@ -1,4 +1,5 @@
-"""Reports rendered from the store alone: Markdown, and one self-contained HTML file (plotly inline).
+"""The numbers of a run's report, from the store alone: the summary rows, per-second series, per-client
+rows, verdicts, faults. analysis/document.py arranges them into the report's sections.
 
 The summary table follows sysbench's own end-of-run layout (tps; qps read/write/other; latency
 min/avg/max/p95; errors; reconnects) with one row per trial. Per-second series add up the
@@ -8,24 +9,19 @@ averaged percentiles.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
-
-import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
-import plotly.io as pio  # type: ignore[import-untyped, unused-ignore]
-from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
 
 from clusterbench.store.store import Store
 from clusterbench.verify.latency import workload_latency
 from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram
 from clusterbench.workloads.merge import merge_intervals
 from clusterbench.workloads.parse import Sample
-from clusterbench.workloads.saturation import WARNING as SATURATION_WARNING
-from clusterbench.workloads.saturation import num
+from clusterbench.workloads.saturation import WARNING, num
+
+SATURATION_WARNING = WARNING
 
 
 @dataclass(frozen=True)
@@ -48,6 +44,10 @@ class SummaryRow:
     p99: float | None
     errors: int | None
     reconnects: int | None
+    # no summary was stored (the load failed or was interrupted): the row adds up the per-second
+    # samples that were measured before it stopped
+    from_samples: bool = False
+    seconds: int = 0  # measured seconds (intervals) stored for the trial
 
     @property
     def errors_per_s(self) -> float | None:
@@ -56,28 +56,72 @@ class SummaryRow:
         return self.errors / self.duration
 
 
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("trial", "trial"),
-    ("workload", "test"),
-    ("threads", "threads"),
-    ("tps", "tps"),
-    ("qps_read", "qps read"),
-    ("qps_write", "qps write"),
-    ("qps_other", "qps other"),
-    ("lat_min", "lat min ms"),
-    ("lat_avg", "lat avg ms"),
-    ("lat_max", "lat max ms"),
-    ("p95", "lat p95 ms"),
-    ("errors", "errors"),
-    ("reconnects", "reconnects"),
+# (attribute, header with its unit, alignment): sysbench's end-of-run layout with p99 beside p95.
+# The same columns in the terminal, the Markdown and the HTML report.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("trial", "trial", "r"),
+    ("workload", "test", "l"),
+    ("threads", "threads", "r"),
+    ("tps", "tps", "r"),
+    ("qps_read", "reads/s", "r"),
+    ("qps_write", "writes/s", "r"),
+    ("qps_other", "other/s", "r"),
+    ("lat_min", "min ms", "r"),
+    ("lat_avg", "avg ms", "r"),
+    ("p95", "p95 ms", "r"),
+    ("p99", "p99 ms", "r"),
+    ("lat_max", "max ms", "r"),
+    ("errors", "errors", "r"),
+    ("errors_per_s", "errors/s", "r"),
+    ("reconnects", "reconnects", "r"),
 )
 
 
+def measured_row(store: Store, run_id: int, tr: Any) -> SummaryRow | None:
+    """A trial without a stored summary (its load failed or was interrupted), summarized from the
+    per-second samples it stored: rates are the mean over the measured seconds, latencies come
+    from the sum of the samples' histograms, counts add up. None when it stored no sample."""
+    samples = trial_samples(store, tr.id)
+    if not samples:
+        return None
+    series = merge_intervals(samples, trial_clients_of(store, tr.id) or None)
+    n = len(series)
+    hist = None
+    for smp in samples:
+        if smp.hist is not None:
+            hist = smp.hist if hist is None else hist.merge(smp.hist)
+
+    def mean(f: Any) -> float:
+        return sum(f(m.sample) for m in series) / n
+
+    seconds = sum(m.sample.interval for m in series)
+    threads = max(m.sample.threads for m in series)
+    qr, qw, qo = mean(lambda x: x.qps_read), mean(lambda x: x.qps_write), mean(lambda x: x.qps_other)
+    return SummaryRow(
+        run_id=run_id, trial=tr.seq, workload=tr.workload, status=tr.status, threads=threads,
+        duration=seconds, tps=mean(lambda x: x.tps), qps_read=qr, qps_write=qw, qps_other=qo,
+        qps_total=qr + qw + qo, lat_min=hist.min_ms() if hist else None,
+        lat_avg=hist.mean_ms() if hist else None, lat_max=hist.max_ms() if hist else None,
+        p95=hist.percentile(95) if hist else None, p99=hist.percentile(99) if hist else None,
+        errors=sum(m.sample.errors for m in series), reconnects=sum(m.sample.reconnects for m in series),
+        from_samples=True, seconds=n,
+    )  # fmt: skip
+
+
 def summary_rows(store: Store, run_id: int) -> list[SummaryRow]:
-    """One row per trial (all clients merged), as data: the CLI prints these with rich."""
+    """One row per trial (all clients merged), as data: the CLI prints these with rich. A trial
+    whose load failed before its summary still gets the numbers of the seconds it measured."""
     rows = []
     for tr in store.trials(run_id):
         s = store.summary(tr.id)
+        seconds = store.conn.execute(
+            "SELECT COUNT(DISTINCT CAST(ROUND(t) AS INTEGER)) FROM samples WHERE trial_id = ?", (tr.id,)
+        ).fetchone()[0]
+        if s is None:
+            measured = measured_row(store, run_id, tr)
+            if measured is not None:
+                rows.append(measured)
+                continue
 
         def g(key: str, s: dict[str, Any] | None = s) -> Any:
             return None if s is None else s[key]
@@ -89,7 +133,7 @@ def summary_rows(store: Store, run_id: int) -> list[SummaryRow]:
                 threads=g("threads"), duration=g("duration"), tps=g("tps"), qps_read=g("qps_read"),
                 qps_write=g("qps_write"), qps_other=g("qps_other"), qps_total=qps, lat_min=g("lat_min"),
                 lat_avg=g("lat_avg"), lat_max=g("lat_max"), p95=g("p95"), p99=g("p99"),
-                errors=g("errors"), reconnects=g("reconnects"),
+                errors=g("errors"), reconnects=g("reconnects"), seconds=int(seconds),
             )
         )  # fmt: skip
     return rows
@@ -98,18 +142,34 @@ def summary_rows(store: Store, run_id: int) -> list[SummaryRow]:
 def format_cell(key: str, value: Any) -> str:
     if value is None:
         return "—"
-    if key in ("tps", "qps_read", "qps_write", "qps_other", "qps_total"):
+    if key in ("tps", "qps_read", "qps_write", "qps_other", "qps_total", "errors_per_s"):
         return f"{value:,.2f}"
     if key.startswith("lat") or key in ("p95", "p99"):
         return f"{value:.2f}"
     return str(value)
 
 
+def test_label(r: SummaryRow) -> str:
+    """The test, with what went wrong: 'oltp_insert (failed, 3 s measured)'."""
+    if r.status == "completed":
+        return r.workload
+    if r.from_samples:
+        return f"{r.workload} ({r.status}, {r.seconds} s measured)"
+    return f"{r.workload} ({r.status})"
+
+
 def table_cells(rows: Sequence[SummaryRow]) -> tuple[list[str], list[list[str]]]:
     """Header and formatted cells of the summary table (shared by Markdown, HTML and the CLI)."""
-    header = [title for _, title in COLUMNS]
-    cells = [[format_cell(k, getattr(r, k)) for k, _ in COLUMNS] for r in rows]
+    header = [title for _, title, _ in COLUMNS]
+    cells = [
+        [test_label(r) if k == "workload" else format_cell(k, getattr(r, k)) for k, _, _ in COLUMNS]
+        for r in rows
+    ]
     return header, cells
+
+
+def table_align() -> list[str]:
+    return [a for _, _, a in COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -357,229 +417,6 @@ AVAILABILITY_HEADER = [
     "max latency s",
     "tps back to 95 % after s",
 ]
-
-
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows
-    ]
-
-
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
-    out = f"<table class='{cls}'><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    out += "</tr></thead><tbody>"
-    out += "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return out + "</tbody></table>"
-
-
-def render_markdown(store: Store, run_id: int) -> str:
-    run = store.get_run(run_id)
-    header, cells = table_cells(summary_rows(store, run_id))
-    lines = [
-        f"# Run {run.id}: {run.name or run.kind}",
-        "",
-        f"- status: {run.status}",
-        f"- started: {run.started_at}",
-        f"- ended: {run.ended_at or '—'}",
-    ]
-    if run.command_line:
-        lines.append(f"- command: `{run.command_line}`")
-    lines += ["", "## Summary", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in cells]
-    lines += [
-        "",
-        "Latency in ms. p95 from the merged latency histogram of all clients; tps and qps per second of",
-        "measured time (warm-up excluded).",
-    ]
-    sat = saturation_lines(store, run_id)
-    if sat:
-        seqs = _trial_seq(store, run_id)
-        lines += ["", f"> **Warning: {SATURATION_WARNING}.**", ">"]
-        lines += [f"> - trial {seqs.get(t, '?') if t is not None else '?'}: {w}" for t, w in sat]
-    for tr in store.trials(run_id):
-        if not multi_client(store, tr.id):
-            continue
-        lines += ["", f"## Clients of trial {tr.seq} ({tr.workload})", ""]
-        lines += _md_table(CLIENT_HEADER, client_rows(store, tr.id))
-        notes = client_notes(store, run_id, tr.id)
-        if notes:
-            lines += [""] + notes
-    verdicts = verdict_rows(store, run_id)
-    if verdicts:
-        lines += ["", "## Verdicts", ""]
-        lines += _md_table(
-            ["checker", "result", "summary"],
-            [
-                [
-                    v["checker"],
-                    v["result"] + (" (documented limitation)" if v["documented_limitation"] else ""),
-                    v["summary"],
-                ]
-                for v in verdicts
-            ],
-        )
-    avail = availability_rows(verdicts)
-    if avail:
-        lines += [
-            "",
-            "## Availability",
-            "",
-            "Per entry point: a fresh connection and a small write every 100 ms.",
-            "",
-        ]
-        lines += _md_table(AVAILABILITY_HEADER, avail)
-    vlat = verification_latency_rows(store, run_id)
-    if vlat:
-        note = "Successful operations; percentiles from the sum of the clients' HDR histograms."
-        lines += ["", "## Verification latency", "", note, ""]
-        lines += _md_table(VERIFY_LATENCY_HEADER, vlat)
-    faults = fault_rows(store, run_id)
-    if faults:
-        lines += ["", "## Faults", ""]
-        lines += _md_table(["t s", "fault", "phase", "detail"], faults)
-    prov = store.provenance(run_id)
-    if prov:
-        lines += ["", "## Provenance", ""]
-        lines += [f"- {k}: `{json.dumps(v, sort_keys=True)}`" for k, v in prov.items()]
-    events = store.events(run_id)
-    if events:
-        lines += ["", "## Events", ""]
-        lines += [
-            f"- {e['at']} t={e['t']} {e['kind']} `{json.dumps(e['detail'], sort_keys=True)}`" for e in events
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def trial_figure(
-    store: Store, trial_id: int, title: str, windows: Sequence[tuple[str, float, float]] = ()
-) -> go.Figure:
-    every = trial_series(store, trial_id)
-    # an interval some client did not report would show as a drop that never happened
-    pts = [p for p in every if p.complete]
-    ts = [p.t for p in pts]
-    fig = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, subplot_titles=("transactions / s", "latency (ms)")
-    )
-    clients = trial_clients_of(store, trial_id)
-    fig.add_trace(
-        go.Scatter(x=ts, y=[p.tps for p in pts], name="tps" if len(clients) < 2 else "tps, all clients",
-                   mode="lines+markers"),
-        row=1, col=1,
-    )  # fmt: skip
-    if len(clients) > 1:
-        for c in clients:
-            own = store.samples(trial_id, client=c)
-            fig.add_trace(
-                go.Scatter(x=[round(r["t"]) for r in own], y=[r["tps"] for r in own], name=f"client {c}",
-                           mode="lines", line={"dash": "dot", "width": 1}),
-                row=1, col=1,
-            )  # fmt: skip
-    fig.add_trace(go.Scatter(x=ts, y=[p.lat_avg for p in pts], name="avg", mode="lines"), row=2, col=1)
-    fig.add_trace(go.Scatter(x=ts, y=[p.p95 for p in pts], name="p95", mode="lines"), row=2, col=1)
-    fig.add_trace(go.Scatter(x=ts, y=[p.p99 for p in pts], name="p99", mode="lines"), row=2, col=1)
-    for label, start, end in windows:
-        # Shade each fault window on both panels so the dip lines up with its cause.
-        fig.add_vrect(
-            x0=start,
-            x1=max(end, start + 0.2),
-            fillcolor="red",
-            opacity=0.15,
-            line_width=0,
-            annotation_text=label,
-            annotation_position="top left",
-            row="all",
-            col=1,
-        )
-    fig.update_xaxes(title_text="seconds since start", row=2, col=1)
-    fig.update_layout(title=title, height=520, margin={"l": 60, "r": 20, "t": 60, "b": 40})
-    return fig
-
-
-def render_html(store: Store, run_id: int) -> str:
-    """One self-contained HTML page: plotly.js is embedded once; no network needed to view it."""
-    run = store.get_run(run_id)
-    header, cells = table_cells(summary_rows(store, run_id))
-    table = (
-        "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead><tbody>"
-    )
-    table += "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
-    table += "</tbody></table>"
-    plots = []
-    first = True
-    for tr in store.trials(run_id):
-        fig = trial_figure(
-            store, tr.id, f"trial {tr.seq}: {tr.workload}", fault_windows(store, run_id, tr.id)
-        )
-        plots.append(pio.to_html(fig, include_plotlyjs=first, full_html=False, config={"displaylogo": False}))
-        first = False
-    verdicts = verdict_rows(store, run_id)
-    extra = ""
-    sat = saturation_lines(store, run_id)
-    if sat:
-        seqs = _trial_seq(store, run_id)
-        extra += (
-            f"<div class='warn'><b>Warning: {html.escape(SATURATION_WARNING)}.</b><ul>"
-            + "".join(f"<li>trial {seqs.get(t, '?') if t is not None else '?'}: {html.escape(w)}</li>"
-                      for t, w in sat)
-            + "</ul></div>"
-        )  # fmt: skip
-    for tr in store.trials(run_id):
-        if not multi_client(store, tr.id):
-            continue
-        extra += f"<h2>Clients of trial {tr.seq} ({html.escape(tr.workload)})</h2>"
-        extra += _html_table(CLIENT_HEADER, client_rows(store, tr.id), "clients")
-        extra += "".join(f"<p>{html.escape(n)}</p>" for n in client_notes(store, run_id, tr.id))
-    if verdicts:
-        colors = {"PASS": "#2a2", "FAIL": "#c22", "UNKNOWN": "#b80"}
-        extra += "<h2>Verdicts</h2><table class='verdicts'><thead><tr><th>checker</th><th>result</th>"
-        extra += "<th>summary</th></tr></thead><tbody>"
-        for v in verdicts:
-            res = v["result"] + (" (documented limitation)" if v["documented_limitation"] else "")
-            color = colors.get(v["result"], "#000")
-            extra += (
-                f"<tr><td>{html.escape(v['checker'])}</td>"
-                f"<td style='color:{color}'><b>{html.escape(res)}</b></td>"
-                f"<td style='text-align:left'>{html.escape(v['summary'])}</td></tr>"
-            )
-        extra += "</tbody></table>"
-    avail = availability_rows(verdicts)
-    if avail:
-        extra += (
-            "<h2>Availability</h2><p>Per entry point: a fresh connection and a small write every 100 ms.</p>"
-        )
-        extra += _html_table(AVAILABILITY_HEADER, avail, "availability")
-    vlat = verification_latency_rows(store, run_id)
-    if vlat:
-        extra += (
-            "<h2>Verification latency</h2><p>Successful operations; percentiles from the sum of the "
-            "clients' HDR histograms.</p>" + _html_table(VERIFY_LATENCY_HEADER, vlat, "vlatency")
-        )
-    faults = fault_rows(store, run_id)
-    if faults:
-        extra += "<h2>Faults</h2>" + _html_table(["t s", "fault", "phase", "detail"], faults, "faults")
-    title = html.escape(f"Run {run.id}: {run.name or run.kind}")
-    style = (
-        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}"
-        ".warn{border:2px solid #c60;background:#fff4e5;padding:0.5em 1em;margin:1em 0}"
-    )
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style>"
-        f"</head><body><h1>{title}</h1><p>status {html.escape(run.status)}, started "
-        f"{html.escape(run.started_at)}</p><h2>Summary</h2>{table}{extra}<h2>Per-second series</h2>"
-        + "".join(plots)
-        + "</body></html>"
-    )
-
-
-def write_report(store: Store, run_id: int, out_dir: Path) -> tuple[Path, Path]:
-    """Write report-<run>.md and report-<run>.html into out_dir; return both paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    md = out_dir / f"report-{run_id}.md"
-    page = out_dir / f"report-{run_id}.html"
-    md.write_text(render_markdown(store, run_id))
-    page.write_text(render_html(store, run_id))
-    return md, page
 
 
 def rows_as_dicts(rows: Sequence[SummaryRow]) -> list[dict[str, Any]]:

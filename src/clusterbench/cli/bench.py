@@ -25,6 +25,7 @@ from clusterbench.analysis.report import (
     client_rows,
     multi_client,
     saturation_lines,
+    table_align,
 )
 from clusterbench.cli import console
 from clusterbench.cli.common import (
@@ -188,10 +189,10 @@ def summary_table(store: Store, run_id: int, title: str) -> Table:
     table = Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
     )
-    for i, h in enumerate(header):
-        # two-line headers ("lat" over "p95 ms") keep the table within 120 columns
-        title_text = h.replace("qps ", "qps\n").replace("lat ", "lat\n")
-        table.add_column(title_text, justify="left" if i == 1 else "right", no_wrap=True)
+    for h, align in zip(header, table_align(), strict=True):
+        # two-line headers (the unit under the name) keep the table within 120 columns
+        title_text = h.replace(" ", "\n", 1).replace("/s", "\n/s") if h != "trial" else h
+        table.add_column(title_text, justify="left" if align == "l" else "right", no_wrap=True)
     for row in cells:
         table.add_row(*row)
     return table
@@ -369,14 +370,27 @@ def report(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Directory (default <home>/reports).")
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Another run (id or 'last') to compare with: its numbers beside these, its tps and p95 "
+            "drawn dashed in every plot of the same test."
+        ),
+    ] = None,
+    log_latency: Annotated[
+        bool, typer.Option(help="Open with the latency plots on a log scale (the page has a switch).")
+    ] = False,
     results: ResultsOpt = None,
 ) -> None:
-    """Write a Markdown and a single-file HTML report of a run; print both paths."""
+    """Write a Markdown and a single-file HTML report of a run (offline, plots as SVG); print both paths."""
     with store_at(results, must_exist=True) as store:
         run_id = resolve_run(store, run_ref)
+        base = resolve_run(store, baseline) if baseline is not None else None
+        if base == run_id:
+            raise InputError(f"--baseline {baseline} is run {run_id} itself; give another run")
         out_dir = out if out is not None else home_dir() / "reports"
         try:
-            md, page = write_report(store, run_id, out_dir)
+            md, page = write_report(store, run_id, out_dir, baseline=base, log_latency=log_latency)
         except OSError as exc:
             raise InputError(f"cannot write the report to {out_dir} ({exc}); choose another --out") from None
     console.out.print(f"markdown: {md}")

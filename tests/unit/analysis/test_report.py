@@ -5,14 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.analysis.report import (
-    render_html,
-    render_markdown,
-    summary_rows,
-    table_cells,
-    trial_series,
-    write_report,
-)
+from clusterbench.analysis import render_html, render_markdown, write_report
+from clusterbench.analysis.report import summary_rows, table_cells, trial_series
 from clusterbench.store import Store
 from clusterbench.workloads.parse import merge_summaries, parse_output
 
@@ -64,7 +58,8 @@ def test_summary_rows_are_data(store: tuple[Store, int]) -> None:
     header, cells = table_cells(rows)
     assert header[:4] == ["trial", "test", "threads", "tps"]
     assert cells[0][:4] == ["1", "oltp_point_select", "2", "26,076.67"]
-    assert cells[0][-3:] == ["0.10", "0", "0"]
+    assert header[9:12] == ["p95 ms", "p99 ms", "max ms"]  # p99 beside p95
+    assert cells[0][9:] == ["0.10", "0.15", "3.55", "0", "0.00", "0"]
 
 
 def test_series_adds_clients_per_second(store: tuple[Store, int]) -> None:
@@ -80,22 +75,32 @@ def test_markdown_exact_head_and_table(store: tuple[Store, int]) -> None:
     st, run = store
     md = render_markdown(st, run)
     assert md.startswith(
-        "# Run 1: demo\n\n- status: completed\n- started: 2025-01-02T03:04:05.000+00:00\n"
-        "- ended: 2025-01-02T03:04:05.000+00:00\n- command: `clusterbench bench demo.toml`\n\n## Summary\n\n"
-        "| trial | test | threads | tps | qps read | qps write | qps other | lat min ms | lat avg ms "
-        "| lat max ms | lat p95 ms | errors | reconnects |\n"
+        "# Run 1: demo\n\n- run: 1 (bench, demo)\n- status: completed\n"
+        "- started: 2025-01-02T03:04:05.000+00:00\n- ended: 2025-01-02T03:04:05.000+00:00\n"
+        "- command: `clusterbench bench demo.toml`\n\n## Overview\n"
     )
+    assert (
+        "## Summary\n\nThroughput and errors\n\n"
+        "| trial | test | threads | tps | reads/s | writes/s | other/s | errors | errors/s | reconnects |\n"
+        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| 1 | oltp_point_select | 2 | 26,076.67 | 26,076.67 | 0.00 | 0.00 | 0 | 0.00 | 0 |\n"
+    ) in md
+    assert "| trial | test | min ms | avg ms | p95 ms | p99 ms | max ms |\n" in md
     assert "| 2 | oltp_read_write | 6 |" in md
+    assert "Units: tps = transactions per second" in md
 
 
 def test_html_is_self_contained(store: tuple[Store, int], tmp_path: Path) -> None:
     st, run = store
     page = render_html(st, run)
-    assert page.count('<script type="text/javascript">/**\n* plotly.js') == 1
-    assert "<script src=" not in page and "<link " not in page
-    assert page.count('class="plotly-graph-div"') == 2
+    # inline SVG, no script and nothing fetched: it works offline and stays small
+    assert "<script" not in page and "<link " not in page and " src=" not in page
+    assert "plotly" not in page
+    # one overview, and per trial a tps panel and the latency panel on a linear and a log scale
+    assert page.count("<svg") == 1 + 2 * 3
+    assert len(page) < 300_000
     md, html_path = write_report(st, run, tmp_path / "out")
-    assert md.name == "report-1.md" and html_path.read_text().startswith(page[:200])
+    assert md.name == "report-1.md" and html_path.read_text() == page
 
 
 def test_series_marks_intervals_not_every_client_reported(store: tuple[Store, int]) -> None:
@@ -133,8 +138,11 @@ def test_clients_fairness_and_saturation_in_the_report(store: tuple[Store, int])
     assert [r[:4] for r in rows] == [["0", "cb-lab-c1", "—", "sbtest1"], ["1", "cb-lab-c2", "—", "sbtest2"]]
     assert rows[0][10:] == ["1.90/2 (95%)", "97%", "cpu_saturated"] and rows[1][10:] == ["—", "—", "—"]
     md = render_markdown(st, run)
-    assert "> **Warning: load not as asked (a client was saturated or its --rate was not reached); " in md
-    assert "> - trial 2: client 0 on cb-lab-c1: sysbench used 1.90 of the 2 CPU(s) it can use (95%)" in md
+    assert (
+        "> **Warning:** load not as asked (a client was saturated or its --rate was not reached); the "
+        "cluster's limit was not measured: trial 2: client 0 on cb-lab-c1: sysbench used 1.90 of the 2 "
+        "CPU(s) it can use (95%)"
+    ) in md
     assert "## Clients of trial 2 (oltp_read_write)" in md
     assert "| client | host | target | schema | threads | tps | p95 ms |" in md
     assert "Clients started measuring within 12 ms of each other (sysbench exec'd within 1 ms)" in md
@@ -143,8 +151,8 @@ def test_clients_fairness_and_saturation_in_the_report(store: tuple[Store, int])
         in md
     )
     page = render_html(st, run)
-    assert "<div class='warn'><b>Warning: load not as asked" in page and "Clients of trial 2" in page
-    assert page.count('class="plotly-graph-div"') == 2 and "client 1" in page
+    assert '<div class="warn"><b>Warning:</b> load not as asked' in page and "Clients of trial 2" in page
+    assert "client 1" in page  # the per-client tps line's legend
 
 
 def test_verification_latency_from_merged_hdr_histograms(store: tuple[Store, int]) -> None:
