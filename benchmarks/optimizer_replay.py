@@ -65,7 +65,9 @@ def export(results: Path, run: int, out: Path) -> None:
         "trials": rows,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=0, sort_keys=False) + "\n")
+    trials = ",\n".join(json.dumps(t, sort_keys=True) for t in doc.pop("trials"))
+    text = json.dumps({**doc, "trials": "@"}, indent=1).replace('"@"', "[\n" + trials + "\n]")
+    out.write_text(text + "\n")
     print(f"wrote {out}: {len(rows)} trials")
 
 

@@ -414,6 +414,8 @@ def report_cmd(
             paths = write_experiment_report(store, run_id, out_dir)
         except OSError as exc:
             raise InputError(f"cannot write the report to {out_dir} ({exc}); choose another --out") from None
+        _print_winner(store, run_id)
+        _print_effects(store, run_id)
     table = Table(title=f"experiment run {run_id}", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for col in ("part", "point", "n", "tps median", "95 % CI", "cover", "CV", "p95 ms"):
         table.add_column(col, justify="left" if col in ("part", "point") else "right")
@@ -433,6 +435,23 @@ def report_cmd(
     console.out.print(table)
     for path in paths:
         console.out.print(f"wrote {path}")
+
+
+def _print_effects(store: Any, run_id: int) -> None:
+    """The significant effects of each designed part, largest first (the rest is in the HTML)."""
+    from clusterbench.experiment.doe_report import designed_parts
+
+    for pa in designed_parts(store, run_id):
+        if pa.tps is None:
+            continue
+        sig = sorted((e for e in pa.tps.effects if e.significant), key=lambda e: -abs(e.effect))
+        text = ", ".join(f"{e.term} {e.effect:+,.1f} [{e.low:,.1f}, {e.high:,.1f}]" for e in sig[:6])
+        console.out.print(
+            f"part {pa.part} ({pa.design.describe()}): tps effects low -> high with 95 % CI: "
+            + (text or "none significant at 95 %"),
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def compare_cmd(
