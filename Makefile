@@ -34,6 +34,7 @@ test: setup-test
 
 bench: setup
 	$(PYTHON) benchmarks/bringup.py
+	$(PYTHON) benchmarks/optimizer_replay.py
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .setup-stamp

@@ -583,8 +583,15 @@ class Optimizer:
             found_at=inc.first,
             confirmed=confirmed,
             runner_up=ru.label if ru else None,
-            p_vs_runner_up=welch_p(xs, ru.series(self.obj.metric)) if ru else None,
+            p_vs_runner_up=_quiet_welch(welch_p, xs, ru.series(self.obj.metric)) if ru else None,
         )
+
+
+def _quiet_welch(fn: Callable[..., float | None], a: list[float], b: list[float]) -> float | None:
+    """Welch's p without scipy's precision warning for (nearly) identical samples."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(a, b)
 
 
 def run_loop(
