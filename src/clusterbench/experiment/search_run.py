@@ -219,6 +219,15 @@ class SearchRunner(ExperimentRunner):
             },
         )  # fmt: skip
 
+    def _bring_up(self, t: TrialSpec) -> None:
+        wl = self.plan.experiment.search_workload
+        if (wl is not None and wl.tls) or any(k.name == "tls" and True in k.values for k in self.setup.knobs):
+            from clusterbench.experiment import tls as tlsmod
+
+            with self.ledger.phase("bring-up"):
+                self.certs = tlsmod.ensure_certs(self.home / "experiments" / "tls")
+        super()._bring_up(t)
+
     def _extra_params(self, t: TrialSpec) -> dict[str, Any]:
         return {"search_phase": self._phase}
 
