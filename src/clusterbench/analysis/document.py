@@ -30,6 +30,7 @@ from clusterbench.analysis.report import (
     fault_windows,
     multi_client,
     saturation_lines,
+    summary_parts,
     summary_rows,
     table_align,
     table_cells,
@@ -135,19 +136,11 @@ def _summary_section(
 ) -> Section:
     header, cells = table_cells(rows)
     align = table_align()
-    # two tables that each fit a page 800 px wide: throughput and errors, then latency
-    lat = [i for i, h in enumerate(header) if h.endswith(" ms")]
-    keep = [i for i in range(len(header)) if i not in lat]
-    ident = [0, 1]
-
-    def pick(cols: list[int]) -> Table:
-        return Table(
-            [header[i] for i in cols], [[r[i] for i in cols] for r in cells], [align[i] for i in cols]
-        )
-
-    sec = Section("summary", "Summary", tables=[pick(keep), pick(ident + lat)])
-    sec.tables[0].caption = "Throughput and errors"
-    sec.tables[1].caption = "Latency per transaction"
+    sec = Section("summary", "Summary")
+    for caption, cols in summary_parts():
+        t = Table([header[i] for i in cols], [[r[i] for i in cols] for r in cells], [align[i] for i in cols])
+        t.caption = caption[0].upper() + caption[1:]
+        sec.tables.append(t)
     sec.paragraphs.append(UNITS_NOTE)
     codes: set[str] = set()
     for tr in trials:

@@ -172,6 +172,14 @@ def table_align() -> list[str]:
     return [a for _, _, a in COLUMNS]
 
 
+def summary_parts() -> list[tuple[str, list[int]]]:
+    """The summary as two tables that each fit 800 px (or 100 terminal columns): (caption, column
+    indexes into COLUMNS); both start with trial and test."""
+    lat = [i for i, (_, h, _) in enumerate(COLUMNS) if h.endswith(" ms")]
+    rest = [i for i in range(len(COLUMNS)) if i not in lat]
+    return [("throughput and errors", rest), ("latency per transaction", [0, 1, *lat])]
+
+
 @dataclass(frozen=True)
 class SeriesPoint:
     t: float

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.console import Group
 from rich.table import Table
 
 from clusterbench.analysis import summary_rows, table_cells, write_report
@@ -25,14 +27,21 @@ from clusterbench.analysis.report import (
     client_rows,
     multi_client,
     saturation_lines,
+    summary_parts,
     table_align,
 )
 from clusterbench.cli import console
 from clusterbench.cli.common import (
+    JsonOpt,
     NameOpt,
+    NotesOpt,
     ResultsOpt,
+    TagOpt,
+    check_tags,
     command_line,
+    label_run,
     load_cluster,
+    print_json,
     results_path,
     store_at,
     store_path_of,
@@ -110,9 +119,10 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("suite")(suite)
     app.command("report")(report)
-    results_app = typer_app(help="List, show and export stored runs.")
+    results_app = typer_app(help="List, show, label and export stored runs.")
     results_app.command("list")(results_list)
     results_app.command("show")(results_show)
+    results_app.command("tag")(results_tag)
     results_app.command("export")(results_export)
     app.add_typer(results_app, name="results")
 
@@ -183,19 +193,21 @@ EACH_NODE = "each-node"
 # ---- printing results ---------------------------------------------------------------------------
 
 
-def summary_table(store: Store, run_id: int, title: str) -> Table:
-    """sysbench's layout: per test tps, qps read/write/other, latency min/avg/max/p95, errors, reconnects."""
+def summary_table(store: Store, run_id: int, title: str) -> Group:
+    """sysbench's layout, as the report has it: per test tps, queries per second, errors and
+    reconnects; then latency min / avg / p95 / p99 / max."""
     header, cells = table_cells(summary_rows(store, run_id))
-    table = Table(
-        title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
-    )
-    for h, align in zip(header, table_align(), strict=True):
-        # two-line headers (the unit under the name) keep the table within 120 columns
-        title_text = h.replace(" ", "\n", 1).replace("/s", "\n/s") if h != "trial" else h
-        table.add_column(title_text, justify="left" if align == "l" else "right", no_wrap=True)
-    for row in cells:
-        table.add_row(*row)
-    return table
+    align = table_align()
+    tables = []
+    for caption, cols in summary_parts():
+        table = Table(title=f"{title}: {caption}", title_justify="left", box=box.SIMPLE_HEAD,
+                      collapse_padding=True, pad_edge=False)  # fmt: skip
+        for i in cols:
+            table.add_column(header[i], justify="left" if align[i] == "l" else "right", no_wrap=True)
+        for row in cells:
+            table.add_row(*(row[i] for i in cols))
+        tables.append(table)
+    return Group(*tables)
 
 
 def clients_table(store: Store, trial_id: int, title: str) -> Table:
@@ -236,7 +248,17 @@ def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
     )
 
 
-def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines: bool, title: str) -> None:
+def _execute(
+    plan: BenchPlan,
+    target: Target,
+    store: Store,
+    *,
+    per_sample_lines: bool,
+    title: str,
+    tags: list[str] | None = None,
+    notes: str | None = None,
+) -> None:
+    tags = tags or []
     bench = BenchRunner(sysbench_runner(), target.probe)
     bench.check(plan)  # fail fast: unreachable, wrong password, no schema
     console.out.print(
@@ -254,10 +276,16 @@ def _execute(plan: BenchPlan, target: Target, store: Store, *, per_sample_lines:
         rid = view.run_id
         if rid is None:
             raise BenchInterrupted("interrupted before the run started; nothing was stored") from None
+        label_run(store, rid, tags, notes)  # an interrupted run keeps its labels too
         n = sum(len(store.samples(t.id)) for t in store.trials(rid))
         raise BenchInterrupted(
             f"interrupted: sysbench stopped; run {rid} is marked interrupted and keeps its {n} samples"
         ) from None
+    except Exception:
+        if view.run_id is not None:
+            label_run(store, view.run_id, tags, notes)
+        raise
+    label_run(store, outcome.run_id, tags, notes)
     _print_outcome(store, outcome, title)
     if outcome.status != "completed":
         raise TrialsFailed(f"run {outcome.run_id} finished with failed trials: {'; '.join(outcome.failures)}")
@@ -294,8 +322,11 @@ def run(
     name: NameOpt = None,
     prepare: PrepareOpt = True,
     cleanup: Annotated[bool, typer.Option(help="Drop the tables at the end.")] = False,
+    tag: TagOpt = None,
+    notes: NotesOpt = None,
 ) -> None:
     """Run one sysbench test against the cluster (or --host) and store every sample."""
+    tags = check_tags(tag)
     opts = make_options(
         test=workload, threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
@@ -311,7 +342,8 @@ def run(
             prepare=prepare, cleanup=cleanup, name=workload, command_line=command_line(),
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
-        _execute(plan, tgt, store, per_sample_lines=True, title=f"{workload} on {tgt.label}")
+        _execute(plan, tgt, store, per_sample_lines=True, title=f"{workload} on {tgt.label}", tags=tags,
+                 notes=notes)  # fmt: skip
 
 
 def suite(
@@ -344,9 +376,12 @@ def suite(
     results: ResultsOpt = None,
     name: NameOpt = None,
     cleanup: Annotated[bool, typer.Option(help="Drop the tables after each prepare group.")] = True,
+    tag: TagOpt = None,
+    notes: NotesOpt = None,
 ) -> None:
     """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
     chosen = parse_tests(tests, KNOWN_TESTS)
+    tags = check_tags(tag)
     opts = make_options(
         test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
@@ -362,7 +397,8 @@ def suite(
             prepare=True, cleanup=cleanup, name="suite", command_line=command_line(),
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
-        _execute(plan, tgt, store, per_sample_lines=False, title=f"sysbench suite on {tgt.label}")
+        _execute(plan, tgt, store, per_sample_lines=False, title=f"sysbench suite on {tgt.label}", tags=tags,
+                 notes=notes)  # fmt: skip
 
 
 def report(
@@ -397,37 +433,163 @@ def report(
     console.out.print(f"html:     {page}")
 
 
-def results_list(results: ResultsOpt = None) -> None:
-    """Every stored run: id, kind, status, start, trials, command line."""
+def shown_command(command_line: str) -> str:
+    """A stored command line as the user would type it: runs stored by older versions of drills
+    kept the Python path (`/usr/bin/python3 -m clusterbench ...`, `.../bin/clusterbench ...`)."""
+    try:
+        argv = shlex.split(command_line)
+    except ValueError:
+        return command_line
+    if not argv:
+        return command_line
+    if "-m" in argv[:3] and "clusterbench" in argv and Path(argv[0]).name.startswith("python"):
+        argv = ["clusterbench", *argv[argv.index("clusterbench") + 1 :]]
+    elif Path(argv[0]).name == "clusterbench":
+        argv = ["clusterbench", *argv[1:]]
+    return shlex.join(argv)
+
+
+def run_record(store: Store, r: Any) -> dict[str, Any]:
+    return {
+        "id": r.id, "kind": r.kind, "name": r.name, "status": r.status, "started_at": r.started_at,
+        "ended_at": r.ended_at, "trials": len(store.trials(r.id)), "tags": store.tags(r.id), "notes": r.notes,
+        "command_line": shown_command(r.command_line),
+    }  # fmt: skip
+
+
+def results_list(
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="Only runs with this tag (repeat: with all of them).")
+    ] = None,
+    as_json: JsonOpt = False,
+    results: ResultsOpt = None,
+) -> None:
+    """Every stored run: id, kind, name, status, start, trials, tags and notes, command line."""
+    want = set(tag or [])
     with store_at(results, must_exist=True) as store:
-        runs = store.list_runs()
-        table = Table(title=f"runs in {results_path(results)}", title_justify="left")
-        for col in ("id", "kind", "name", "status", "started", "trials", "command"):
-            table.add_column(col, justify="right" if col in ("id", "trials") else "left")
-        for r in runs:
-            colour = {"completed": "green", "running": "yellow"}.get(r.status, "red")
-            table.add_row(str(r.id), r.kind, r.name, f"[{colour}]{r.status}[/]", r.started_at[:19],
-                          str(len(store.trials(r.id))), r.command_line)  # fmt: skip
-    console.out.print(table)
+        runs = [run_record(store, r) for r in store.list_runs()]
+    runs = [r for r in runs if want <= set(r["tags"])]
+    if as_json:
+        print_json(runs)
+        return
     if not runs:
-        console.out.print("no runs yet; start one with `clusterbench run` or `clusterbench suite`")
+        console.out.print(
+            f"no runs with tag(s) {', '.join(sorted(want))} in {results_path(results)}"
+            if want
+            else "no runs yet; start one with `clusterbench run` or `clusterbench suite`"
+        )
+        return
+    table = Table(title=f"runs in {results_path(results)}", title_justify="left")
+    for col in ("id", "kind", "name", "status", "started", "trials", "tags / notes", "command"):
+        table.add_column(col, justify="right" if col in ("id", "trials") else "left")
+    for r in runs:
+        colour = {"completed": "green", "running": "yellow"}.get(r["status"], "red")
+        label = " ".join(f"#{t}" for t in r["tags"]) + (f" {r['notes']}" if r["notes"] else "")
+        status = f"[{colour}]{r['status']}[/]"
+        table.add_row(str(r["id"]), r["kind"], r["name"], status, r["started_at"][:19], str(r["trials"]),
+                      console.escape(label.strip()), console.escape(r["command_line"]))  # fmt: skip
+    console.out.print(table)
+
+
+def results_tag(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
+    tag: TagOpt = None,
+    notes: NotesOpt = None,
+    results: ResultsOpt = None,
+) -> None:
+    """Add tags or set the notes of a stored run (they show in `results list` and the report)."""
+    tags = check_tags(tag)
+    if not tags and notes is None:
+        raise InputError("give --tag and/or --notes")
+    with store_at(results, must_exist=True) as store:
+        run_id = resolve_run(store, run_ref)
+        label_run(store, run_id, tags, notes)
+        rec = run_record(store, store.get_run(run_id))
+    console.out.print(
+        f"run {run_id}: tags {', '.join(rec['tags']) or '—'}; notes {rec['notes'] or '—'}", markup=False
+    )
+
+
+def show_record(store: Store, run_id: int) -> dict[str, Any]:
+    """`results show --json`: the run, its summary rows, per-client rows, server variables and their
+    findings, provenance and events."""
+    from clusterbench.analysis.export import summary_records
+    from clusterbench.analysis.variables import variable_report
+
+    rep = variable_report(store, run_id)
+    return {
+        "run": run_record(store, store.get_run(run_id)),
+        "summary": summary_records(store, run_id),
+        "clients": {
+            str(t.seq): [dict(zip(CLIENT_HEADER, row, strict=True)) for row in client_rows(store, t.id)]
+            for t in store.trials(run_id)
+            if multi_client(store, t.id)
+        },
+        "server_variables": {
+            "nodes": rep.nodes,
+            "rows": [
+                {
+                    "variable": r.name,
+                    "topology": r.expected_text,
+                    "values": {n: [v for v, _ in vs] for n, vs in r.values.items()},
+                    "differs_from_topology": sorted(r.differs_from_topology),
+                    "differs_between_nodes": r.differs_between_nodes,
+                    "changed": sorted(r.changed),
+                }
+                for r in rep.rows
+            ],  # fmt: skip
+            "unanswered": rep.unanswered,
+        },
+        "provenance": store.provenance(run_id),
+        "events": store.events(run_id),
+    }
+
+
+def variables_table(store: Store, run_id: int) -> Table | None:
+    from clusterbench.analysis.variables import cell, variable_report
+
+    rep = variable_report(store, run_id)
+    if not rep.nodes:
+        return None
+    title = "server variables as run ((!): differs from the topology, from most nodes, or changed)"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("variable", "topology", *rep.nodes):
+        table.add_column(col, overflow="fold")
+    for r in rep.rows:
+        cells = []
+        for n in rep.nodes:
+            text = console.escape(cell(r, n))
+            odd = n in r.differs_from_topology or n in r.changed or n in r.odd_nodes
+            cells.append(f"[bold yellow]{text} (!)[/]" if odd else text)
+        table.add_row(r.name, console.escape(r.expected_text or r.expected or "—"), *cells)
+    return table
 
 
 def results_show(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
+    as_json: JsonOpt = False,
     results: ResultsOpt = None,
 ) -> None:
-    """A run's summary table, provenance (versions, machine) and events."""
+    """A run's summary table, per-node server variables as run, provenance and events."""
     with store_at(results, must_exist=True) as store:
         run_id = resolve_run(store, run_ref)
+        if as_json:
+            print_json(show_record(store, run_id))
+            return
         r = store.get_run(run_id)
         console.out.print(
             f"run [bold]{r.id}[/] {r.kind} {r.name}: {r.status}, {r.started_at} → {r.ended_at or '—'}"
         )
+        tags = store.tags(run_id)
+        if tags or r.notes:
+            console.out.print(f"  tags: {', '.join(tags) or '—'}; notes: {r.notes or '—'}", markup=False)
         if r.command_line:
-            console.out.print(f"  command: {r.command_line}", markup=False)
+            console.out.print(f"  command: {shown_command(r.command_line)}", markup=False)
         console.out.print(summary_table(store, run_id, "summary"))
         print_clients(store, run_id)
+        vt = variables_table(store, run_id)
+        if vt is not None:
+            console.out.print(vt)
         prov = store.provenance(run_id)
         for key in ("versions", "kernel", "cpu", "memory", "endpoint", "workload"):
             if key in prov:
@@ -438,23 +600,42 @@ def results_show(
                               markup=False, soft_wrap=True)  # fmt: skip
 
 
+EXPORT_FORMATS = ("csv", "summary", "json")
+
+
 def results_export(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
-    fmt: Annotated[str, typer.Option("--format", help="csv (a row per sample) or json (everything).")],
+    run_refs: Annotated[
+        list[str], typer.Argument(metavar="RUN...", help="Run id(s), or 'last' (summary: several runs).")
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="csv: a row per second and client (and per second for all clients); summary: a row per "
+            "trial and test, as CSV; json: the whole run.",
+        ),
+    ],
     out: Annotated[
         Path | None, typer.Option("--out", "--output", "-o", help="File (default: stdout).")
     ] = None,
     results: ResultsOpt = None,
 ) -> None:
-    """Export a run: every sample as CSV, or the whole run (samples, summaries, provenance) as JSON."""
-    if fmt not in ("csv", "json"):
-        raise InputError(f"--format must be csv or json, got {fmt!r}")
+    """Export runs: per-second samples (csv), one row per trial and test (summary), or everything (json).
+    The columns are listed in docs/workloads.md."""
+    from clusterbench.analysis.export import summary_csv
+
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
+    if len(run_refs) > 1 and fmt != "summary":
+        raise InputError(f"--format {fmt} exports one run; several runs go into --format summary")
     with store_at(results, must_exist=True) as store:
-        run_id = resolve_run(store, run_ref)
+        run_ids = [resolve_run(store, ref) for ref in run_refs]
         if fmt == "csv":
-            text = store.export_csv(run_id)
+            text = store.export_csv(run_ids[0])
+        elif fmt == "summary":
+            text = summary_csv(store, run_ids)
         else:
-            text = json.dumps(store.export_json(run_id), indent=1) + "\n"
+            text = json.dumps(store.export_json(run_ids[0]), indent=1) + "\n"
     if out is None:
         sys.stdout.write(text)
         return

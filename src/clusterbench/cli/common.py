@@ -8,6 +8,7 @@ their commands, and nothing imports main.py but the entry point and tests.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sqlite3
 import sys
@@ -40,6 +41,36 @@ NameOpt = Annotated[
 ResultsOpt = Annotated[
     Path | None, typer.Option("--results", help="Results store (default: <home>/results.db).")
 ]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) instead of tables.")]
+TagOpt = Annotated[
+    list[str] | None,
+    typer.Option("--tag", help="A label for the run, shown by `results list` (repeat for several)."),
+]
+NotesOpt = Annotated[str | None, typer.Option(help="A note kept with the run, shown by `results list`.")]
+
+
+def print_json(data: object) -> None:
+    """JSON on stdout and nothing else, for `| jq` and scripts (messages go to stderr)."""
+    sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+
+
+def check_tags(tags: list[str] | None) -> list[str]:
+    """--tag values, checked before anything starts."""
+    out = []
+    for t in tags or []:
+        t = t.strip()
+        if not t or any(c.isspace() or c == "," for c in t):
+            raise InputError(f"--tag {t!r}: a tag is one word without spaces or commas, e.g. --tag baseline")
+        out.append(t)
+    return out
+
+
+def label_run(store: Store, run_id: int, tags: list[str], notes: str | None) -> None:
+    """Put --tag and --notes on a stored run."""
+    if tags:
+        store.add_tags(run_id, tags)
+    if notes is not None:
+        store.set_notes(run_id, notes)
 
 
 # ---- which cluster -------------------------------------------------------------------------------

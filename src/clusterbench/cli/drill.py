@@ -12,11 +12,16 @@ from rich.table import Table
 from clusterbench.checkers.verdict import Result, Verdict, exit_code
 from clusterbench.cli import console
 from clusterbench.cli.common import (
+    NotesOpt,
+    TagOpt,
+    check_tags,
     command_line,
     global_name,
+    label_run,
     load_cluster,
     open_store,
     results_path,
+    store_at,
     sysbench_runner,
 )
 from clusterbench.cli.live import LiveView
@@ -131,7 +136,13 @@ def _s(x: float | None) -> str:
 
 
 def _execute(
-    spec: ScenarioSpec, topo_path: Path | None, name: str | None, results: Path | None, keep_up: bool
+    spec: ScenarioSpec,
+    topo_path: Path | None,
+    name: str | None,
+    results: Path | None,
+    keep_up: bool,
+    tags: list[str] | None = None,
+    notes: str | None = None,
 ) -> int:
     store = open_store(results)  # fails early on a bad path
     store.close()
@@ -166,6 +177,9 @@ def _execute(
         with DrillView(clients=1, per_sample_lines=False) as view:
             out = engine.run(command_line(), checkers=run_checkers) if view else None
         assert out is not None
+        if tags or notes is not None:
+            with store_at(results) as st:
+                label_run(st, out.run_id, tags or [], notes)
         _print_outcome(out)
         return exit_code(out.result)
     finally:
@@ -185,11 +199,14 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="Results store (default <home>/results.db).")
         ] = None,
         keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
+        tag: TagOpt = None,
+        notes: NotesOpt = None,
     ) -> None:
         """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
         Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
+        tags = check_tags(tag)
         spec, topo = load_scenario(file)
-        raise typer.Exit(_execute(spec, topo, name, results, keep_up))
+        raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes))
 
     @app.command()
     def heal(
@@ -242,8 +259,11 @@ def register(app: typer.Typer) -> None:
         results: Annotated[
             Path | None, typer.Option(help="Results store (default <home>/results.db).")
         ] = None,
+        tag: TagOpt = None,
+        notes: NotesOpt = None,
     ) -> None:
         """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`."""
+        tags = check_tags(tag)
         if kind not in KINDS:
             raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
         fields: dict[str, Any] = {"kind": kind, "target": f"node:{node}" if node else target, "at": at}
@@ -278,4 +298,4 @@ def register(app: typer.Typer) -> None:
             if isinstance(exc, ValidationError):
                 raise InputError("\n".join(validation_messages(exc, ScenarioSpec, "fault"))) from None
             raise
-        raise typer.Exit(_execute(spec, None, name, results, False))
+        raise typer.Exit(_execute(spec, None, name, results, False, tags, notes))

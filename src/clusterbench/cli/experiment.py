@@ -14,8 +14,14 @@ from rich.table import Table
 from clusterbench.analysis.stats import compare as compare_samples
 from clusterbench.cli import console
 from clusterbench.cli.common import (
+    JsonOpt,
+    NotesOpt,
     ResultsOpt,
+    TagOpt,
+    check_tags,
     command_line,
+    label_run,
+    print_json,
     results_path,
     store_at,
     sysbench_runner,
@@ -62,12 +68,16 @@ def _dur(s: float) -> str:
 def plan_cmd(
     file: FileArg,
     profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
     results: ResultsOpt = None,
 ) -> None:
     """Print the trials of an experiment in run order and the estimated wall time; touches nothing."""
     plan = make_plan(file, profile)
     exp = plan.experiment
     if exp.search is not None:
+        if as_json:
+            print_json(_search_plan_record(plan, results))
+            return
         _plan_search(plan, results)
         return
     done: set[str] = set()
@@ -77,6 +87,9 @@ def plan_cmd(
             rid = find_run(store, plan)
             if rid is not None:
                 done = set(done_trials(store, rid))
+    if as_json:
+        print_json(plan_record(plan, done))
+        return
     table = Table(
         title=f"{exp.name} ({exp.profile or 'base'}): {len(plan.trials)} trials",
         box=box.SIMPLE_HEAD,
@@ -127,6 +140,83 @@ def plan_cmd(
     console.out.print(
         f"estimated wall time {_dur(est.total)} ({phases}); not measuring {est.not_measuring_share:.0%}"
     )
+
+
+def plan_record(plan: Plan, done: set[str]) -> dict[str, Any]:
+    """`plan --json`: every trial in run order, what is done, and the estimate."""
+    exp = plan.experiment
+    est = plan.estimate(skip=done)
+    trials = []
+    for t in plan.trials:
+        r = t.topology.resources
+        trials.append(
+            {
+                "index": t.index,
+                "group": t.group,
+                "part": t.part,
+                "point": t.point_label,
+                "factors": {k: v for k, v in t.point},
+                "rep": t.rep,
+                "nodes": t.nodes,
+                "cluster_nodes": t.topology.cluster.nodes,
+                "cpu_quota": r.cpu_quota,
+                "cpuset": r.cpuset,
+                "bandwidth": r.bandwidth,
+                "server": dict(t.server),
+                "test": t.test,
+                "threads": t.threads,
+                "clients": t.clients,
+                "rate": t.rate_text(),
+                "warmup_s": t.warmup,
+                "duration_s": t.duration,
+                "faults": [f.model_dump(mode="json", by_alias=True) for f in t.faults],
+                "done": t.key in done,
+            }
+        )
+    return {
+        "experiment": exp.name,
+        "profile": exp.profile,
+        "trials": trials,
+        "cluster_builds": len(plan.groups()),
+        "points": len(plan.points()),
+        "repetitions": exp.settings.repetitions,
+        "done": len(done),
+        "estimate": {
+            "total_s": round(est.total, 1),
+            "not_measuring_share": round(est.not_measuring_share, 4),
+            "phases_s": {k: round(v, 1) for k, v in est.phases.items()},
+        },
+    }
+
+
+def _search_plan_record(plan: Plan, results: Path | None) -> dict[str, Any]:
+    """`plan --json` of a search: the knobs, the budget, the random start and the estimate."""
+    from clusterbench.experiment.search_run import estimate, preview, search_setup
+
+    exp = plan.experiment
+    s = search_setup(exp)
+    done = 0
+    if results_path(results).exists():
+        with store_at(results, must_exist=True) as store:
+            rid = find_run(store, plan)
+            if rid is not None:
+                done = len(done_trials(store, rid))
+    est = estimate(exp, done)
+    return {
+        "experiment": exp.name,
+        "profile": exp.profile,
+        "search": True,
+        "knobs": [{"name": k.name, "kind": k.kind, "space": k.describe()} for k in s.knobs],
+        "objective": s.objective.text,
+        "budget": s.spec.budget,
+        "seed": s.spec.seed,
+        "random_start": [s.label(st.config) for st in preview(exp)],
+        "done": done,
+        "estimate": {
+            "total_s": round(est.total, 1),
+            "phases_s": {k: round(v, 1) for k, v in est.phases.items()},
+        },
+    }
 
 
 def _plan_search(plan: Plan, results: Path | None) -> None:
@@ -311,14 +401,21 @@ def run_cmd(
     fresh: Annotated[
         bool, typer.Option(help="Start a new run even if one of this plan can be resumed.")
     ] = False,
+    tag: TagOpt = None,
+    notes: NotesOpt = None,
 ) -> None:
     """Run an experiment (resumable: the same command again skips the finished trials)."""
+    tags = check_tags(tag)
     plan = make_plan(file, profile)
     with store_at(results) as store:
         view = ExperimentView()
         runner = _runner(plan, store, view)
-        with view:
-            out = runner.run(fresh=fresh)
+        try:
+            with view:
+                out = runner.run(fresh=fresh)
+        finally:
+            if view.run_id is not None:  # also when interrupted: the run is stored
+                label_run(store, view.run_id, tags, notes)
         led = out.ledger
         if out.ran == 0:
             console.out.print(f"run [bold]{out.run_id}[/]: all {out.skipped} trial(s) were already done")
@@ -455,17 +552,23 @@ def _print_effects(store: Any, run_id: int) -> None:
 
 
 def compare_cmd(
-    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="Experiment run id (the reference).")],
-    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="Experiment run id compared against RUN_A.")],
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="Run id or 'last': the reference.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="Run id or 'last': compared against RUN_A.")],
     test: Annotated[str, typer.Option(help="welch (Welch's t) or mwu (Mann-Whitney U).")] = "welch",
     alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="Significance level.")] = 0.05,
+    as_json: JsonOpt = False,
     results: ResultsOpt = None,
 ) -> None:
-    """Per matching point: % difference of median tps (B vs A), p-value over repetitions, verdict."""
+    """B against A. Two experiments: per design point, median tps over repetitions and a p-value.
+    Two other runs (suites, runs, drills): per test, tps, p95 and p99, the change and a p-value over
+    the measured seconds. `clusterbench report B --baseline A` draws them together."""
     if test not in ("welch", "mwu"):
         raise InputError(f"--test must be welch or mwu, got {test!r}")
     with store_at(results, must_exist=True) as store:
-        a, b = _experiment_run(store, run_a), _experiment_run(store, run_b)
+        a, b = _resolve_pair(store, run_a, run_b)
+        if store.get_run(a).kind != KIND:
+            _compare_runs(store, a, b, test, alpha, as_json)
+            return
         pa = {p.key: p for p in point_stats(store, a)}
         pb = {p.key: p for p in point_stats(store, b)}
     common = [k for k in pa if k in pb]
@@ -473,6 +576,40 @@ def compare_cmd(
         raise InputError(
             f"runs {a} and {b} have no design point in common; compare runs of the same experiment"
         )
+    rows: list[dict[str, Any]] = []
+    for k in common:
+        x, y = pa[k], pb[k]
+        c = compare_samples(x.tps, y.tps, test=test, alpha=alpha)  # type: ignore[arg-type]
+        rows.append(
+            {
+                "point": k,
+                "n_a": x.n,
+                "n_b": y.n,
+                "tps_median_a": c.median_a,
+                "tps_median_b": c.median_b,
+                "tps_change": c.change,
+                "p95_ms_a": x.p95_pooled,
+                "p95_ms_b": y.p95_pooled,
+                "p_welch": c.p_welch,
+                "p_mwu": c.p_mwu,
+                "verdict": c.verdict(),
+            }
+        )
+    only = (len(pa) - len(common), len(pb) - len(common))
+    if as_json:
+        print_json(
+            {
+                "run_a": a,
+                "run_b": b,
+                "kind": "experiment",
+                "test": test,
+                "alpha": alpha,
+                "points": rows,
+                "only_in_a": only[0],
+                "only_in_b": only[1],
+            }
+        )
+        return
     table = Table(
         title=f"run {b} against run {a} ({'Welch t' if test == 'welch' else 'Mann-Whitney U'}, "
         f"alpha {alpha:g})",
@@ -487,38 +624,114 @@ def compare_cmd(
         "tps A",
         "tps B",
         "diff",
-        "p95 A",
-        "p95 B",
+        "p95 ms A",
+        "p95 ms B",
         "p (Welch)",
         "p (MWU)",
         "verdict",
     ):
         table.add_column(col, justify="left" if col in ("point", "verdict") else "right")
     counts: dict[str, int] = {}
-    for k in common:
-        x, y = pa[k], pb[k]
-        c = compare_samples(x.tps, y.tps, test=test, alpha=alpha)  # type: ignore[arg-type]
-        v = c.verdict()
+    for r in rows:
+        v = r["verdict"]
         counts[v] = counts.get(v, 0) + 1
         colour = {"faster": "green", "slower": "red"}.get(v, "white")
-        pw = "—" if c.p_welch is None else f"{c.p_welch:.3g}"
-        pm = "—" if c.p_mwu is None else f"{c.p_mwu:.3g}"
         table.add_row(
-            k,
-            str(x.n),
-            str(y.n),
-            f"{c.median_a:,.1f}",
-            f"{c.median_b:,.1f}",
-            "—" if c.change is None else f"{c.change:+.1%}",
-            f"{x.p95_pooled:.2f}" if x.p95_pooled else "—",
-            f"{y.p95_pooled:.2f}" if y.p95_pooled else "—",
-            pw,
-            pm,
+            r["point"],
+            str(r["n_a"]),
+            str(r["n_b"]),
+            f"{r['tps_median_a']:,.1f}",
+            f"{r['tps_median_b']:,.1f}",
+            "—" if r["tps_change"] is None else f"{r['tps_change']:+.1%}",
+            f"{r['p95_ms_a']:.2f}" if r["p95_ms_a"] else "—",
+            f"{r['p95_ms_b']:.2f}" if r["p95_ms_b"] else "—",
+            "—" if r["p_welch"] is None else f"{r['p_welch']:.3g}",
+            "—" if r["p_mwu"] is None else f"{r['p_mwu']:.3g}",
             f"[{colour}]{v}[/]",
         )
     console.out.print(table)
-    only = (len(pa) - len(common), len(pb) - len(common))
     console.out.print(
         ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
         + (f"; {only[0]} point(s) only in run {a}, {only[1]} only in run {b}" if any(only) else "")
     )
+
+
+def _resolve_pair(store: Any, ref_a: str, ref_b: str) -> tuple[int, int]:
+    """Both runs; 'last' means the last experiment when the other run is one. Two runs of
+    different kinds (an experiment and a suite) are refused."""
+    known = [resolve_run(store, r) for r in (ref_a, ref_b) if r != "last"]
+    other_is_experiment = any(store.get_run(r).kind == KIND for r in known)
+
+    def one(ref: str) -> int:
+        if ref == "last" and other_is_experiment:
+            return _last_experiment(store)
+        return resolve_run(store, ref)
+
+    a, b = one(ref_a), one(ref_b)
+    if a == b:
+        raise InputError(f"RUN_A and RUN_B are both run {a}; give two different runs")
+    ka, kb = store.get_run(a).kind, store.get_run(b).kind
+    if (ka == KIND) != (kb == KIND):
+        exp, other = (a, b) if ka == KIND else (b, a)
+        raise InputError(
+            f"run {exp} is an experiment and run {other} is not; compare two experiments, or two runs of "
+            "the same tests (`clusterbench results list` shows the kinds)"
+        )
+    return a, b
+
+
+def _compare_runs(store: Any, a: int, b: int, test: str, alpha: float, as_json: bool) -> None:
+    from clusterbench.analysis.compare import CAVEAT, compare_runs
+
+    cmp = compare_runs(store, a, b, test=test, alpha=alpha)  # type: ignore[arg-type]
+    if as_json:
+        print_json(cmp.to_json())
+        return
+    name = "Welch t" if test == "welch" else "Mann-Whitney U"
+    title = f"run {b} against run {a}, per test ({name} over the measured seconds, alpha {alpha:g})"
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for col in (
+        "test",
+        "tps A",
+        "tps B",
+        "diff",
+        "p95 ms A",
+        "p95 ms B",
+        "diff p95",
+        "p99 ms A",
+        "p99 ms B",
+        "p (Welch)",
+        "p (MWU)",
+        "verdict",
+    ):
+        table.add_column(col, justify="left" if col in ("test", "verdict") else "right")
+
+    def f(x: float | None, spec: str = ",.2f") -> str:
+        return "—" if x is None else format(x, spec)
+
+    counts: dict[str, int] = {}
+    for d in cmp.rows:
+        counts[d.verdict] = counts.get(d.verdict, 0) + 1
+        colour = {"faster": "green", "slower": "red"}.get(d.verdict, "white")
+        table.add_row(
+            d.test,
+            f(d.tps_a),
+            f(d.tps_b),
+            f(d.tps_change, "+.1%"),
+            f(d.p95_a),
+            f(d.p95_b),
+            f(d.p95_change, "+.1%"),
+            f(d.p99_a),
+            f(d.p99_b),
+            f(d.p_welch, ".3g"),
+            f(d.p_mwu, ".3g"),
+            f"[{colour}]{d.verdict}[/]",
+        )
+    console.out.print(table)
+    only = ""
+    if cmp.only_a or cmp.only_b:
+        only = f"; only in run {a}: {', '.join(cmp.only_a) or '—'}"
+        only += f"; only in run {b}: {', '.join(cmp.only_b) or '—'}"
+    console.out.print(", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + only, soft_wrap=True)
+    console.out.print(f"note: {CAVEAT}", soft_wrap=True, markup=False)
+    console.out.print(f"plots: clusterbench report {b} --baseline {a}", markup=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -16,8 +17,8 @@ import typer
 from rich.table import Table
 
 from clusterbench import __version__
-from clusterbench.cli import bench, console, drill, experiment, rootfs
-from clusterbench.cli.common import NameOpt, load_cluster, resolve_name, typer_app
+from clusterbench.cli import bench, check, console, drill, experiment, rootfs
+from clusterbench.cli.common import JsonOpt, NameOpt, load_cluster, print_json, resolve_name, typer_app
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
 from clusterbench.providers import preflight
@@ -165,14 +166,33 @@ def down(
 
 
 @app.command()
-def status(name: NameOpt = None) -> None:
+def status(name: NameOpt = None, as_json: JsonOpt = False) -> None:
     """Per node: process, Galera state, cluster size, Primary, ready, flow control; HAProxy's view."""
     cluster = load_cluster(name)
-    _print_status(cluster.status())
+    st = cluster.status()
     from clusterbench.faults import leftovers  # here: faults depend on cluster, not the other way
 
-    for lo in leftovers.find(cluster):
+    left = leftovers.find(cluster)
+    if as_json:
+        print_json(status_record(st, [lo.describe() for lo in left]))
+        return
+    _print_status(st)
+    for lo in left:
         console.warn(f"fault left in place: {lo.describe()}; `clusterbench heal` removes it")
+
+
+def status_record(st: ClusterStatus, leftovers: list[str]) -> dict[str, object]:
+    """`status --json`: the status as data, with the verdicts the table shows in colour."""
+    data = dataclasses.asdict(st)
+    for view, node in zip(st.nodes, data["nodes"], strict=True):
+        w = view.wsrep
+        node["primary"] = w.primary if w is not None else None
+        node["synced"] = w.synced if w is not None else None
+    for lb, rec in zip(st.balancers, data["balancers"], strict=True):
+        for b, brec in zip(lb.backends, rec["backends"], strict=True):
+            brec["up"] = b.up
+    data["faults_left_in_place"] = leftovers
+    return data
 
 
 def _print_status(st: ClusterStatus) -> None:
@@ -374,6 +394,7 @@ def version() -> None:
 
 
 bench.register(app)
+app.command("check")(check.check)
 drill.register(app)
 experiment.register(app)
 rootfs.register(app)

@@ -160,6 +160,25 @@ class Store:
         assert cur.lastrowid is not None
         return cur.lastrowid
 
+    def set_notes(self, run_id: int, notes: str) -> None:
+        self.get_run(run_id)
+        self.conn.execute("UPDATE runs SET notes = ? WHERE id = ?", (notes, run_id))
+
+    def tags(self, run_id: int) -> list[str]:
+        """The run's tags (`--tag`), kept as its provenance `tags`."""
+        row = self.conn.execute(
+            "SELECT value FROM provenance WHERE run_id = ? AND trial_id IS NULL AND key = 'tags'", (run_id,)
+        ).fetchone()
+        return list(json.loads(row[0])) if row is not None else []
+
+    def add_tags(self, run_id: int, tags: list[str]) -> list[str]:
+        """Add tags to a run (once each, in the order given); return all of them."""
+        now = self.tags(run_id)
+        merged = now + [t for t in dict.fromkeys(tags) if t not in now]
+        if merged != now:
+            self.set_provenance(run_id, "tags", merged)
+        return merged
+
     def finish_run(self, run_id: int, status: Status) -> None:
         self.conn.execute(
             "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, self._now(), run_id)

@@ -1,0 +1,73 @@
+"""The summary export: one row per trial (and so per test), the numbers people copy from the summary
+table, with the trial's parameters beside them and the unit in every column name. The per-second
+export (Store.export_csv) is its companion; docs/workloads.md lists the columns of both."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from clusterbench.analysis.report import summary_rows
+from clusterbench.store import Store
+
+# The columns in order; docs/workloads.md says what each one is.
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "run_id", "run_kind", "run_name", "run_tags", "trial", "test", "status", "from_samples",
+    "threads", "clients", "duration_s", "warmup_s", "rate_tps_per_client", "tables", "table_size",
+    "rand_type", "target", "part", "point", "rep",
+    "tps", "reads_per_s", "writes_per_s", "other_per_s", "queries_per_s",
+    "lat_min_ms", "lat_avg_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms",
+    "errors", "errors_per_s", "reconnects", "measured_s",
+)  # fmt: skip
+
+
+def summary_records(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """One dict per trial with the SUMMARY_COLUMNS keys (None where unknown)."""
+    run = store.get_run(run_id)
+    tags = ",".join(store.tags(run_id))
+    params = {t.seq: t.params for t in store.trials(run_id)}
+    out = []
+    for r in summary_rows(store, run_id):
+        raw = params.get(r.trial, {})
+        # an experiment trial keeps its sysbench options under "options" and its rate as effective_rate
+        p = {**(raw.get("options") or {}), **raw}
+        if "effective_rate" in raw:
+            p["rate"] = raw["effective_rate"]
+        endpoint = p.get("endpoint")
+        targets = p.get("client_targets")
+        out.append({
+            "run_id": run_id, "run_kind": run.kind, "run_name": run.name, "run_tags": tags,
+            "trial": r.trial, "test": r.workload, "status": r.status, "from_samples": r.from_samples,
+            "threads": r.threads, "clients": p.get("clients"), "duration_s": p.get("time", p.get("duration")),
+            "warmup_s": p.get("warmup"), "rate_tps_per_client": p.get("rate"), "tables": p.get("tables"),
+            "table_size": p.get("table_size"), "rand_type": p.get("rand_type"),
+            "target": ";".join(targets) if targets else endpoint if endpoint else p.get("target"),
+            "part": p.get("part"), "point": p.get("point_label", p.get("point")), "rep": p.get("rep"),
+            "tps": r.tps, "reads_per_s": r.qps_read, "writes_per_s": r.qps_write, "other_per_s": r.qps_other,
+            "queries_per_s": r.qps_total, "lat_min_ms": r.lat_min, "lat_avg_ms": r.lat_avg,
+            "lat_p95_ms": r.p95, "lat_p99_ms": r.p99, "lat_max_ms": r.lat_max, "errors": r.errors,
+            "errors_per_s": r.errors_per_s, "reconnects": r.reconnects,
+            "measured_s": r.duration,
+        })  # fmt: skip
+    return out
+
+
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return round(v, 3)
+    if isinstance(v, dict | list):
+        return str(v)
+    return v
+
+
+def summary_csv(store: Store, run_ids: list[int]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(SUMMARY_COLUMNS)
+    for run_id in run_ids:
+        for rec in summary_records(store, run_id):
+            w.writerow([_cell(rec[c]) for c in SUMMARY_COLUMNS])
+    return buf.getvalue()

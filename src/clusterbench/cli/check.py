@@ -1,0 +1,101 @@
+"""`clusterbench check FILE`: validate a topology, scenario or experiment file without starting
+anything. The kind is told from the file's tables; every problem is one line naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from clusterbench.cli import console
+from clusterbench.errors import InputError
+from clusterbench.spec.topology import Topology, load_topology, parse_toml
+
+SCENARIO_KEYS = {"load", "fault", "verify", "on_error", "seed"}
+EXPERIMENT_KEYS = {"experiment", "factors", "parts", "profiles", "workload", "search"}
+
+
+def kind_of(data: dict[str, Any]) -> str:
+    """'experiment', 'scenario' or 'topology', from the top-level tables of a parsed file."""
+    keys = set(data)
+    if keys & EXPERIMENT_KEYS:
+        return "experiment"
+    if keys & SCENARIO_KEYS or isinstance(data.get("topology"), str):
+        return "scenario"
+    return "topology"
+
+
+def _topology_line(t: Topology) -> str:
+    parts = [f"cluster {t.name}", f"{t.cluster.nodes} node(s)"]
+    if t.balancer.kind == "haproxy":
+        parts.append("2 HAProxy + keepalived VIP" if t.balancer.count == 2 else "HAProxy")
+    parts.append(f"{len(t.hosts)} machine(s) over ssh" if t.remote else f"subnet {t.network}")
+    return ", ".join(parts)
+
+
+def check_file(path: Path) -> list[str]:
+    """What the file is and what it would do, as lines; InputError with every problem otherwise."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
+    data = parse_toml(text, str(path))
+    kind = kind_of(data)
+    if kind == "topology":
+        topo = load_topology(path)
+        return [f"{path}: a valid topology: {_topology_line(topo)}"] + [
+            f"  warning: {w}" for w in topo.warnings()
+        ]
+    if kind == "scenario":
+        from clusterbench.scenario.spec import load_scenario
+
+        spec, topo_path = load_scenario(path)
+        topo = load_topology(topo_path) if topo_path is not None else Topology()
+        balancers = 1 if topo.balancer.kind == "haproxy" else 0
+        faults = spec.planned(topo.cluster.nodes, balancers, str(path))
+        where = f"on {topo_path} ({_topology_line(topo)})" if topo_path else "on the cluster that is up"
+        sched = "; ".join(
+            f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "") for f in faults
+        )
+        return [
+            f"{path}: a valid scenario '{spec.name}' {where}",
+            f"  load: {spec.load.workload} x{spec.load.threads} threads for {spec.load.duration} s via "
+            f"{spec.load.target}; faults: {sched or 'none'}",
+        ]
+    from clusterbench.cluster import home_dir
+    from clusterbench.experiment import tls as tlsmod
+    from clusterbench.experiment.planner import expand
+    from clusterbench.experiment.spec import load_experiment
+
+    tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")  # as `plan` does; writes nothing
+    profiles = data.get("profiles") if isinstance(data.get("profiles"), dict) else {}
+    lines = [f"{path}: a valid experiment"]
+    errors: list[str] = []
+    for profile in [None, *sorted(profiles or {})]:
+        try:
+            plan = expand(load_experiment(path, profile), tls)
+        except InputError as exc:
+            errors.append(str(exc))
+            continue
+        est = plan.estimate()
+        what = f"{len(plan.trials)} trial(s)" if plan.experiment.search is None else "a search"
+        lines.append(
+            f"  {'profile ' + profile if profile else 'base'}: {what}, estimated {est.total / 60:.0f} min"
+        )
+    if errors:
+        raise InputError("\n".join(dict.fromkeys(errors)))
+    return lines
+
+
+def check(
+    file: Annotated[
+        Path, typer.Argument(metavar="FILE", help="A topology, scenario or experiment file (TOML).")
+    ],
+) -> None:
+    """Validate a topology, scenario or experiment file (every profile of it) without starting
+    anything; exit 0 when it is valid, 2 with one line per problem otherwise."""
+    for line in check_file(file):
+        console.out.print(line, markup=False, soft_wrap=True)
