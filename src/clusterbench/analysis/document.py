@@ -48,6 +48,7 @@ ERROR_CODES: dict[int, str] = {
     1020: "record changed since it was read",
     1047: "node not ready for queries (Galera: not in a Primary component)",
     1053: "server shutting down",
+    1180: "error during COMMIT (through Galera: the commit lost a certification conflict)",
     1205: "lock wait timeout",
     1213: "deadlock (through Galera mostly a certification conflict with another node's write)",
     1927: "connection killed",
@@ -222,6 +223,10 @@ def _series_section(
             _fmt(statistics.median([v for v, _ in p95]) if p95 else None), _fmt(worst[0] if worst else None),
             f"{worst[1]:g}" if worst else "—",
         ])  # fmt: skip
+        title = f"trial {tr.seq}: {tr.workload}" + ("" if tr.status == "completed" else f" ({tr.status})")
+        if not s.t:
+            sec.paragraphs.append(f"{title}: no measured second to plot.")
+            continue
         windows = [plots.Window(lbl, a, b) for lbl, a, b in fault_windows(store, run_id, tr.id)]
         clients = trial_clients_of(store, tr.id)
         per_client = []
@@ -237,7 +242,6 @@ def _series_section(
         label = f"run {baseline[0]}" if baseline else "baseline"
         tps = plots.tps_svg(s, windows=windows, clients=per_client, baseline=base, baseline_label=label)
         lin, lg = plots.latency_svgs(s, windows=windows, baseline=base, baseline_label=label)
-        title = f"trial {tr.seq}: {tr.workload}" + ("" if tr.status == "completed" else f" ({tr.status})")
         sec.figures.append(Figure(title, tps))
         sec.figures.append(Figure("", lin, lg, "latency"))
     sec.tables.append(Table(head, rows, _align(head, [1])))

@@ -193,20 +193,31 @@ def overview_svg(bars: Sequence[Bar], baseline: Sequence[Bar] = (), baseline_lab
         off = h / 2 if base else 0.0
         for ax, key, title in ((ax_t, "tps", "tps (transactions/s)"), (ax_p, "p95", "p95 latency (ms)")):
             vals = [getattr(b, key) or 0.0 for b in bars]
-            ax.barh([y - off for y in ys], vals, height=h, color=COLORS["tps" if key == "tps" else "p95"],
+            bvals = [(getattr(base[t], key) or 0.0) if t in base else 0.0 for t in tests] if base else []
+            # bulk_insert's "tps" is rows per second, 10-100x the others: it would squash every other
+            # bar, so the axis is scaled to the other tests and its bar is cut, with its value written
+            others = [v for b, v in zip(bars, vals, strict=True) if b.test != "bulk_insert"]
+            others += [v for t, v in zip(tests, bvals, strict=False) if t != "bulk_insert"]
+            top = max(others or [*vals, *bvals], default=0.0)
+            limit = top * 1.18 if top > 0 else 1.0
+            shown = [min(v, limit) for v in vals]
+            ax.barh([y - off for y in ys], shown, height=h, color=COLORS["tps" if key == "tps" else "p95"],
                     label="this run")  # fmt: skip
             if base:
-                bv = [getattr(base[t], key) or 0.0 if t in base else 0.0 for t in tests]
-                ax.barh([y + off for y in ys], bv, height=h, color=COLORS["base"], label=baseline_label)
+                ax.barh([y + off for y in ys], [min(v, limit) for v in bvals], height=h, color=COLORS["base"],
+                        label=baseline_label)  # fmt: skip
             ax.set_title(title, loc="left")
-            ax.set_xlim(left=0)
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
             ax.grid(axis="y", visible=False)
-            top = max([*vals, *([getattr(b, key) or 0.0 for b in baseline])], default=0.0)
             for y, v in zip(ys, vals, strict=True):
-                ax.annotate(f"{v:,.0f}" if key == "tps" else f"{v:.2f}", xy=(v, y - off), xytext=(2, 0),
-                            textcoords="offset points", va="center", fontsize=7)  # fmt: skip
-            ax.set_xlim(0, top * 1.18 if top > 0 else 1)
+                text = f"{v:,.0f}" if key == "tps" else f"{v:.2f}"
+                if v > limit:
+                    text += " (rows/s, off scale)" if key == "tps" else " (off scale)"
+                ax.annotate(text, xy=(min(v, limit), y - off), xytext=(-3 if v > limit else 2, 0),
+                            textcoords="offset points",
+                            va="center", fontsize=7, ha="right" if v > limit else "left",
+                            color="white" if v > limit else "black")  # fmt: skip
+            ax.set_xlim(0, limit)
         ax_t.set_yticks(ys, tests)
         ax_t.invert_yaxis()
         if base:

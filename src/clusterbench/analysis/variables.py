@@ -34,15 +34,18 @@ KEY_VARIABLES: tuple[str, ...] = (
 # Different on every node by design (names, addresses, paths), or changing by themselves while a
 # server runs: never a finding.
 PER_NODE = re.compile(
-    r"^(hostname|server_id|server_uuid|pid_file|socket|datadir|tmpdir|bind_address|report_host|"
+    r"^(hostname|server_id|server_uuid|server_uid|auto_increment_offset|pid_file|socket|datadir|tmpdir|"
+    r"bind_address|report_host|"
     r"log_error|general_log_file|slow_query_log_file|log_bin_basename|log_bin_index|relay_log.*|"
     r"wsrep_node_name|wsrep_node_address|wsrep_node_incoming_address|wsrep_sst_receive_address|"
     r"wsrep_cluster_address|wsrep_data_home_dir|gtid_.*|timestamp|last_insert_id|"
     r"innodb_buffer_pool_load_at_startup|system_time_zone|wsrep_start_position|wsrep_gtid_seq_no)$"
 )
 # wsrep_provider_options entries that name the node itself
-PER_NODE_OPTIONS = re.compile(r"^(base_host|base_port|ist\.recv_addr|ist\.recv_bind|gmcast\.listen_addr|"
-                              r"gcache\.dir|gcache\.name|gmcast\.segment)$")  # fmt: skip
+PER_NODE_OPTIONS = re.compile(
+    r"^(base_host|base_port|base_dir|ist\.recv_addr|ist\.recv_bind|gmcast\.listen_addr|"
+    r"gcache\.dir|gcache\.name|gmcast\.segment)$"
+)
 
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT])?B?\s*$", re.I)
 ISO_SECONDS = re.compile(r"^P(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
@@ -214,6 +217,8 @@ def compare(
         changed = {n for n, v in per_node.items() if len({normalize(x) for x, _ in v}) > 1}
         if var not in wanted and not between and not changed:
             continue
+        if var not in wanted and not changed and all(v[0][0].startswith("/") for v in per_node.values()):
+            continue  # a directory of each node's own (aria_log_dir_path, slave_load_tmpdir ...)
         exp = wanted.get(var)
         off = {n for n, v in per_node.items() if exp is not None and any(normalize(x) != exp for x, _ in v)}
         rows.append(VariableRow(var, exp, per_node, off, between, changed, raw.get(var)))
