@@ -7,7 +7,11 @@ Synced, HAProxy sees every backend UP) before it returns.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -221,10 +225,18 @@ def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) 
     dom = chromium("--dump-dom", f"file://{page}", user_dir=tmp_path / "profile2")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "<table>" in dom.stdout and "select_random_points" in dom.stdout
-    # one plot per trial, drawn by plotly (the SVG exists only when the script ran)
-    # plotly adds "js-plotly-plot" to the div's class once it has drawn into it
-    assert dom.stdout.count('class="plotly-graph-div js-plotly-plot"') == len(KNOWN_TESTS)
-    assert dom.stdout.count('class="main-svg"') >= len(KNOWN_TESTS)
+    # inline SVG, no script: the overview, and per trial tps plus latency on a linear and a log scale
+    html = page.read_text()
+    assert "<script" not in html and html.count("<svg") == 1 + 3 * len(KNOWN_TESTS)
+    assert page.stat().st_size < 1_500_000
+    # the same sections in both formats, real numbers from the store in both
+    assert re.findall(r"(?m)^## (.+)$", text) == [
+        h.replace("&#39;", "'") for h in re.findall(r"<h2>(.*?)</h2>", html)
+    ]
+    with Store.open(suite_store) as store:
+        tps = store.summary(store.trials(1)[0].id)["tps"]  # type: ignore[index]
+    assert f"{tps:,.2f}" in text and f"{tps:,.2f}" in html
+    assert "## Server variables as run" in text and "| wsrep_slave_threads |" in text
 
 
 def test_results_export_and_show(suite_store: Path) -> None:
@@ -235,6 +247,15 @@ def test_results_export_and_show(suite_store: Path) -> None:
     assert len(rows) - 1 >= len(KNOWN_TESTS) * (SUITE_TIME - 1)
     res = cb("results", "show", "last", "--results", str(suite_store))
     assert res.returncode == 0 and "galera" in res.stdout
+    res = cb("results", "export", "last", "--format", "summary", "--results", str(suite_store))
+    assert res.returncode == 0, res.stderr
+    summary = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [r["test"] for r in summary] == list(KNOWN_TESTS) and all(float(r["tps"]) > 0 for r in summary)
+    res = cb("results", "show", "last", "--json", "--results", str(suite_store))
+    data = json.loads(res.stdout)
+    assert [r["test"] for r in data["summary"]] == list(KNOWN_TESTS)
+    nodes = data["server_variables"]["nodes"]
+    assert nodes == [f"n{i}" for i in range(1, len(nodes) + 1)] and data["server_variables"]["rows"]
 
 
 def test_bad_endpoint_fails_fast_in_one_line(cluster: Cluster, tmp_path: Path) -> None:
