@@ -6,39 +6,30 @@ State lives in `<home>/clusters/<name>/state.json` and is written after every st
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import secrets
 import shutil
-import signal
 import time
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clusterbench.clock import Clock, SystemClock
-from clusterbench.components.galera.config import NodeConfig
-from clusterbench.components.galera.node import Credentials, GaleraNode, account_sql
-from clusterbench.components.galera.status import GraState, WsrepStatus
 from clusterbench.components.haproxy.component import HAProxy
 from clusterbench.components.haproxy.config import HAProxyConfig
 from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.components.keepalived.config import KeepalivedConfig
+from clusterbench.engines import make_engine
+from clusterbench.engines.base import Credentials, DbNode, NodeHealth
 from clusterbench.errors import ClusterStateError, ComponentError
-from clusterbench.hosts import process
 from clusterbench.hosts.base import Machine, ProcessRef
-from clusterbench.hosts.local import LocalHost, NetnsHost
-from clusterbench.hosts.ssh import copy_tree
-from clusterbench.providers import preflight
-from clusterbench.providers.cgroups import CgroupV1
+from clusterbench.hosts.local import LocalHost
+from clusterbench.providers import make_provider
 from clusterbench.providers.naming import Names
-from clusterbench.providers.network import HostPlan, down_plan, up_plan
-from clusterbench.providers.ssh import SshProvider
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology
 
@@ -88,7 +79,7 @@ class NodeView:
     index: int
     address: str
     alive: bool
-    wsrep: WsrepStatus | None
+    health: NodeHealth | None
 
 
 @dataclass
@@ -123,54 +114,62 @@ def _quiet(_: str) -> None:
 
 
 class Cluster:
+    """Provider hosts, engine nodes and balancers of one cluster, with persisted state.
+
+    It knows neither which engine nor which provider it has: the engine (`engines/`) runs the
+    database's lifecycle through the `Site` methods below, the provider (`providers/`) makes the
+    hosts and owns their links, limits and teardown."""
+
     def __init__(self, topology: Topology, home: Path | None = None, clock: Clock | None = None) -> None:
-        self.topology = topology
+        self._topology = topology
         self.home = home or home_dir()
         self.clock = clock or SystemClock()
         self.names = Names(topology.name)
         self.dir = clusters_dir(self.home) / topology.name
         self.state: dict[str, Any] = {}
         self.creds: Credentials | None = None
-        self.cgroups = CgroupV1()
+        # This machine's own files (state.json, secrets).
         self.local = LocalHost()
-        # Over ssh the hosts are the inventory's machines; locally, namespaces on this machine.
-        self.ssh: SshProvider | None = SshProvider(topology, self.home) if topology.remote else None
+        self.provider = make_provider(topology, self.home, self.dir, self.clock)
+        self.engine = make_engine(topology)
+
+    @property
+    def topology(self) -> Topology:
+        return self._topology
+
+    @topology.setter
+    def topology(self, t: Topology) -> None:
+        """An experiment's trial may change limits: the provider and engine follow."""
+        self._topology = t
+        self.provider.topology = t
+        self.engine.topology = t
 
     # ------------------------------------------------------------------ hosts
 
     @property
     def remote(self) -> bool:
-        return self.ssh is not None
+        return self.provider.remote
 
     def host(self, role: str) -> Machine:
         """Where role n<i>, lb<k> or c<k> runs."""
-        if self.ssh is not None:
-            return self.ssh.host(role)
-        return NetnsHost(self.names.netns(role))
+        return self.provider.host(role)
 
     def role_dir(self, role: str) -> Path:
         """A role's files: the local cluster directory, or `<base_dir>/<cluster>/<role>` remotely."""
-        if self.ssh is not None:
-            return self.ssh.role_dir(role)
-        return self.dir / role
+        return self.provider.role_dir(role)
 
     def client_hosts(self) -> list[Machine]:
         """Hosts that run load clients: the local client namespaces (`[clients] hosts = K`) or the
         inventory's hosts with role client; [] when there are none (load then runs here)."""
-        if self.ssh is not None:
-            return list(self.ssh.client_hosts())
-        return [NetnsHost(self.names.netns(f"c{k}")) for k in self.topology.client_indexes()]
+        return list(self.provider.client_hosts())
 
     def interface(self, role: str) -> str:
         """The interface a role's host reaches its peers on (eth0 inside a local namespace)."""
-        if self.ssh is not None:
-            return self.ssh.interface(role)
-        return "eth0"
+        return self.provider.interface(role)
 
     def close(self) -> None:
         """Close SSH connections (nothing to do locally)."""
-        if self.ssh is not None:
-            self.ssh.close()
+        self.provider.close()
 
     # ------------------------------------------------------------------ state
 
@@ -212,23 +211,12 @@ class Cluster:
             raise ClusterStateError(f"credentials of cluster '{self.topology.name}' are missing; recreate it")
         return self.creds
 
-    # ------------------------------------------------------------------ components
+    # ------------------------------------------------------------------ nodes (the engine's Site)
 
     def node_dir(self, index: int) -> Path:
         return self.role_dir(f"n{index}")
 
-    def node_config(self, index: int) -> NodeConfig:
-        t = self.topology
-        return NodeConfig(
-            cluster_name=t.name,
-            index=index,
-            address=t.node_address(index),
-            peers=tuple(t.node_address(i) for i in t.node_indexes()),
-            dir=self.node_dir(index),
-            settings=t.mariadb,
-        )
-
-    def node(self, index: int) -> GaleraNode:
+    def node(self, index: int) -> DbNode:
         if index not in self.topology.node_indexes():
             raise ClusterStateError(
                 f"node {index} does not exist; cluster '{self.topology.name}' "
@@ -237,23 +225,40 @@ class Cluster:
         st = self.state.get("nodes", {}).get(str(index), {})
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
         check = ProcessRef.from_json(st["check"]) if st.get("check") else None
-        return GaleraNode(
-            self.node_config(index),
+        return self.engine.make_node(
+            index,
             self.host(self.names.node_role(index)),
+            self.node_dir(index),
             self.credentials(),
-            proc=proc,
-            check_proc=check,
-            clock=self.clock,
+            proc,
+            check,
+            self.clock,
         )
 
-    def nodes(self) -> list[GaleraNode]:
+    def nodes(self) -> list[DbNode]:
         return [self.node(i) for i in self.topology.node_indexes()]
 
-    def _record_node(self, n: GaleraNode) -> None:
-        entry = self.state.setdefault("nodes", {}).setdefault(str(n.index), {})
-        entry["proc"] = n.proc.to_json() if n.proc else None
-        entry["check"] = n.check_proc.to_json() if n.check_proc else None
+    def started(self, node: DbNode) -> None:
+        """The engine (re)started a node's server: limits first, then the record of its PID."""
+        if node.proc is not None:
+            self.provider.attach(self.names.node_role(node.index), node.proc.pid)
+        self.recorded(node)
+
+    def recorded(self, node: DbNode) -> None:
+        entry = self.state.setdefault("nodes", {}).setdefault(str(node.index), {})
+        entry["proc"] = node.proc.to_json() if node.proc else None
+        entry["check"] = node.check_proc.to_json() if node.check_proc else None
         self.save()
+
+    def copy_datadir(
+        self, source: DbNode, targets: Sequence[DbNode], excludes: Sequence[str], report: Report
+    ) -> None:
+        self.provider.copy_dir(
+            (self.names.node_role(source.index), source.datadir),
+            [(self.names.node_role(t.index), t.datadir) for t in targets],
+            excludes,
+            report,
+        )
 
     def _check_balancer_index(self, index: int) -> None:
         t = self.topology
@@ -322,11 +327,10 @@ class Cluster:
             src_ip=t.balancer_address(index),
             peer_ip=t.balancer_address(peer),
             vip=vip,
-            # Over ssh there is no subnet plan: the VIP is a host address of its own.
-            prefixlen=32 if self.remote else t.network.prefixlen,
+            prefixlen=self.provider.vip_prefixlen(),
             haproxy_socket=HAProxyConfig.stats_socket_in(self.role_dir(role)),
             advert_int=t.balancer.advert_int,
-            interface=self.interface(role) if self.remote else "eth0",
+            interface=self.interface(role),
         )
         st = self._balancer_state(role)
         proc = ProcessRef.from_json(st["keepalived"]) if st.get("keepalived") else None
@@ -385,28 +389,11 @@ class Cluster:
 
     # ------------------------------------------------------------------ up
 
-    def _host_plans(self) -> list[HostPlan]:
-        t = self.topology
-        plans = [
-            HostPlan(self.names.node_role(i), t.node_address(i), t.node_resources(i).bandwidth)
-            for i in t.node_indexes()
-        ]
-        for k in t.balancer_indexes():
-            plans.append(HostPlan(balancer_role(k), t.balancer_address(k)))
-        for k in t.client_indexes():
-            plans.append(HostPlan(f"c{k}", t.client_host_address(k)))
-        return plans
-
     def up(self, report: Report = _quiet) -> dict[str, float]:
         """Bring the cluster up. On any failure or interrupt, tear down what was started."""
         timings: dict[str, float] = {}
         t0 = time.monotonic()
-        if self.ssh is not None:
-            from clusterbench.providers import ssh_check  # noqa: PLC0415 - only the ssh provider needs it
-
-            ssh_check.check_up(self.topology, self.home, self.ssh)
-        else:
-            preflight.check_up(self.topology, self.home, self.local)
+        self.provider.check_up(self.home, self.engine.required())
         # A failed earlier `up` keeps its files (logs) for reading; a new one starts from nothing.
         if self.dir.exists():
             shutil.rmtree(self.dir)
@@ -417,22 +404,20 @@ class Cluster:
         self.state = {
             "name": self.topology.name,
             "topology": self.topology.model_dump(mode="json"),
+            "engine": self.engine.kind,
             "phase": "creating",
             "created_at": time.time(),
             "nodes": {},
         }
         self.save()
         try:
-            if self.ssh is not None:
-                # Our role directories only (<base_dir>/<cluster>/<role>): a failed earlier up
-                # may have left files there; like the local cluster directory, start from nothing.
-                self.ssh.remove_files()
-                made = self.ssh.prepare()
-                report(f"hosts: {len(self.topology.hosts)} machines over ssh, {len(made)} role directories")
-            else:
-                self._up_network(report)
+            network = self.provider.create(report)
+            if network:
+                self.state["network"] = network
+                self.save()
             timings["network"] = time.monotonic() - t0
-            self._up_nodes(report, timings, t0)
+            self.engine.bring_up(self, report)
+            timings["nodes_synced"] = time.monotonic() - t0
             self._up_balancer(report)
             timings["total"] = time.monotonic() - t0
             self.state["phase"] = "up"
@@ -448,101 +433,6 @@ class Cluster:
             except Exception as exc:  # noqa: BLE001 - the original error matters more
                 log.warning("teardown after failed up: %s", exc)
             raise
-
-    def _up_network(self, report: Report) -> None:
-        t = self.topology
-        hosts = self._host_plans()
-        for argv in up_plan(
-            self.names, f"{t.bridge_address()}/{t.network.prefixlen}", hosts, t.network.prefixlen
-        ):
-            self.local.run(argv)
-        self.state["network"] = {
-            "netns": [self.names.netns(h.role) for h in hosts],
-            "bridge": self.names.bridge,
-        }
-        self.save()
-        for i in t.node_indexes():
-            r = t.node_resources(i)
-            if r.cpu_quota is not None or r.cpuset is not None:
-                self.cgroups.create(self.names.cgroup(self.names.node_role(i)), r.cpu_quota, r.cpuset)
-        report(
-            f"network: bridge {self.names.bridge} {t.bridge_address()}/{t.network.prefixlen}, "
-            f"{len(hosts)} namespaces"
-        )
-
-    def _apply_cgroup(self, n: GaleraNode) -> None:
-        r = self.topology.node_resources(n.index)
-        if (r.cpu_quota is not None or r.cpuset is not None) and n.proc is not None:
-            self.cgroups.attach(self.names.cgroup(self.names.node_role(n.index)), n.proc.pid)
-
-    def _start_node(
-        self, n: GaleraNode, *, bootstrap: bool = False, start_position: str | None = None
-    ) -> None:
-        n.start(bootstrap=bootstrap, start_position=start_position)
-        self._apply_cgroup(n)
-        self._record_node(n)
-
-    def _up_nodes(self, report: Report, timings: dict[str, float], t0: float) -> None:
-        nodes = self.nodes()
-        for n in nodes:
-            n.write_files()
-        first = nodes[0]
-        first.install_db()
-        first.run_bootstrap_sql(account_sql(self.credentials()))
-        # With provider.seed = "sst" joiners start empty and each takes a full SST from a donor,
-        # machine to machine (for a controller far from the machines).
-        if self.ssh is None or self.topology.provider.seed == "copy":
-            self._seed(first, nodes[1:], report)
-        timings["seed"] = time.monotonic() - t0
-        self._start_node(first, bootstrap=True)
-        first.wait_synced(60)
-        report(f"n1 bootstrapped ({time.monotonic() - t0:.1f} s)")
-        # Start joiners one after another, each as soon as the previous one is in the view:
-        # starting them all at once makes Galera retry the view for several seconds.
-        for k, n in enumerate(nodes[1:], start=2):
-            self._start_node(n)
-            first.wait_in_view(k, JOIN_TIMEOUT, joiner=n)
-        for n in nodes[1:]:
-            n.wait_synced(JOIN_TIMEOUT, expect_size=len(nodes))
-            report(f"n{n.index} Synced ({time.monotonic() - t0:.1f} s)")
-        timings["nodes_synced"] = time.monotonic() - t0
-        for n in nodes:
-            n.start_clustercheck()
-            self._record_node(n)
-
-    def _seed(self, first: GaleraNode, joiners: list[GaleraNode], report: Report) -> None:
-        # Seed: bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the
-        # same uuid:seqno, then give every other node a copy. Joiners then need only an IST of a
-        # few cluster-change events instead of a full SST each (InnoDB's own wsrep position wins
-        # over grastate.dat, so a copy of a never-started datadir would still need an SST).
-        self._start_node(first, bootstrap=True)
-        first.wait_synced(60)
-        first.stop(timeout=60)
-        seed = first.grastate()
-        if seed is None or seed.seqno < 0:
-            raise ComponentError(
-                f"node n1 did not record its position at shutdown; see {first.cfg.error_log}"
-            )
-        excludes = ["galera.cache", "*.pid"]
-        if self.ssh is None:
-            for n in joiners:
-                self.local.run(
-                    ["rsync", "-a", *(f"--exclude={e}" for e in excludes),
-                     f"{first.cfg.datadir}/", f"{n.cfg.datadir}/"]
-                )  # fmt: skip
-        elif joiners:
-            # No shared filesystem: one gzip'd tar stream from n1's machine, fanned out through
-            # this machine to every joiner's (provider.seed = "copy").
-            sent = copy_tree(
-                self.ssh.host("n1"),
-                first.cfg.datadir,
-                [(self.ssh.host(f"n{n.index}"), n.cfg.datadir) for n in joiners],
-                owner="mysql",
-                excludes=excludes,
-            )
-            report(f"n1's datadir copied to {len(joiners)} joiners ({sent / 1e6:.1f} MB compressed)")
-        for n in joiners:
-            n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
 
     def _backend_names(self) -> list[str]:
         return [f"n{i}" for i in self.topology.node_indexes()]
@@ -661,17 +551,14 @@ class Cluster:
                     done.append(f"haproxy {h.cfg.dir.name} {what}")
         nodes = self.nodes() if self.state and self.creds is not None else []
         for n in nodes:
-            n.stop_clustercheck()
-        # One at a time, last node first: a node that leaves alone is gone in ~0.1 s, while nodes
-        # leaving together wait out evs.suspect_timeout for each other (5 s by default).
-        for n in reversed(nodes):
+            n.stop_health_agent()
+        # One at a time, in the engine's order: a Galera node that leaves alone is gone in ~0.1 s,
+        # while nodes leaving together wait out evs.suspect_timeout for each other (5 s by default).
+        for n in self.engine.stop_order(nodes):
             what = n.stop(timeout=30)
             if what != "not running":
                 done.append(f"n{n.index} {what}")
-        if self.ssh is not None:
-            done += self._down_remote(keep_files, keep_files if keep_remote is None else keep_remote)
-        else:
-            done += self._down_local()
+        done += self.provider.teardown(keep_files, keep_files if keep_remote is None else keep_remote)
         if not keep_files and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         elif self.state_path.exists():
@@ -680,63 +567,13 @@ class Cluster:
             report(line)
         return done
 
-    def _down_local(self) -> list[str]:
-        done = self._kill_namespace_leftovers()
-        for cg in self.cgroups.existing(f"{self.topology.name}-"):
-            self.cgroups.remove(cg)
-            done.append(f"cgroup {cg} removed")
-        self.cgroups.remove_parents_if_empty()
-        netns, links = preflight.leftovers(self.names, self.local)
-        for argv in down_plan(self.names, netns, links):
-            self.local.run(argv, check=False)
-        if netns or links:
-            done.append(f"removed {len(netns)} namespaces and {len(links)} links")
-        return done
-
-    def _down_remote(self, keep_files: bool, keep_remote: bool) -> list[str]:
-        """Over ssh: the machines stay as they were before `up`, minus our processes and files
-        (never any `ip netns`, link or cgroup cleanup there). With keep_files the remote files
-        stay and the logs are copied into the local cluster directory."""
-        assert self.ssh is not None
-        done = self.ssh.kill_leftovers()
-        if keep_files:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            got = self.ssh.collect_logs(self.dir / "remote-logs")
-            if got:
-                done.append(f"copied {len(got)} remote logs to {self.dir / 'remote-logs'}")
-        if not keep_remote:
-            removed = self.ssh.remove_files()
-            done.append(f"removed our files on {len({r.split(':')[0] for r in removed})} machine(s)")
-        self.ssh.close()
-        return done
-
-    def _kill_namespace_leftovers(self) -> list[str]:
-        """Processes still inside our namespaces (SST helpers, a lost daemon) are ours: stop them."""
-        done: list[str] = []
-        netns, _ = preflight.leftovers(self.names, self.local)
-        pids: list[int] = []
-        for ns in netns:
-            res = self.local.run(["ip", "netns", "pids", ns], check=False)
-            pids += [int(p) for p in res.stdout.split() if p.isdigit()]
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            live = [p for p in pids if _alive_pid(p)]
-            for p in live:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p, sig)
-            if live:
-                done.append(f"sent {sig.name} to {len(live)} leftover processes in the namespaces")
-                deadline = self.clock.now() + 10
-                while self.clock.now() < deadline and any(_alive_pid(p) for p in live):
-                    self.clock.sleep(0.05)
-        return done
-
     # ------------------------------------------------------------------ status
 
     def status(self) -> ClusterStatus:
         t = self.topology
         views = []
         for n in self.nodes():
-            views.append(NodeView(n.index, n.cfg.address, n.alive(), n.status()))
+            views.append(NodeView(n.index, n.address, n.alive(), n.health()))
         balancers: list[BalancerView] = []
         for h in self.haproxies():
             k = int(h.cfg.dir.name[2:])
@@ -770,150 +607,33 @@ class Cluster:
     def node_stop(self, index: int) -> str:
         n = self.node(index)
         what = n.stop()
-        self._record_node(n)
+        self.recorded(n)
         return f"n{index} {what}"
 
     def node_kill(self, index: int) -> str:
         n = self.node(index)
         what = n.kill()
-        self._record_node(n)
+        self.recorded(n)
         return f"n{index} {what}"
 
     def node_start(self, index: int, timeout: float = JOIN_TIMEOUT) -> str:
-        """Start one node. If others run, it rejoins (IST when the gap is in their gcache);
-        if none runs, it may only bootstrap when grastate says it is safe to."""
-        n = self.node(index)
-        if n.alive():
-            return f"n{index} already running"
-        others = [o for o in self.nodes() if o.index != index and o.alive()]
-        if not others:
-            g = n.grastate()
-            if g is None or not g.safe_to_bootstrap:
-                raise ClusterStateError(
-                    f"no node of '{self.topology.name}' is running and n{index} is not safe to bootstrap; "
-                    "run `clusterbench start` to cold-start from the most advanced node"
-                )
-            self._start_node(n, bootstrap=True)
-            n.wait_synced(timeout)
-            return f"n{index} bootstrapped a new Primary component"
-        return self._rejoin(n, timeout)
+        """Start one node: it rejoins the running ones, or bootstraps when none runs and the
+        engine's rules allow this node to."""
+        self.node(index)  # validates the index
+        return self.engine.start_node(self, index, timeout)
 
-    def _rejoin(self, n: GaleraNode, timeout: float) -> str:
-        position = None
-        g = n.grastate()
-        if g is not None and g.crashed:
-            position = n.recover_position()
-        offset = n.error_log_size()
-        t0 = time.monotonic()
-        # Never --wsrep-new-cluster on a rejoin: that would fork a second cluster.
-        self._start_node(n, start_position=position)
-        n.wait_synced(timeout)
-        n.start_clustercheck()
-        self._record_node(n)
-        kind = n.join_kind_since(offset)
-        how = f" after recovering {position}" if position else ""
-        return f"n{n.index} rejoined by {kind}{how} in {time.monotonic() - t0:.1f} s"
-
-    def restart_nodes(self, indexes: tuple[int, ...] | list[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
-        """Restart killed or stopped nodes (the heal of kill and stop faults).
-
-        - No node runs any more (kill all): a cold start from the safe or most advanced node.
-        - A Primary component survives: rejoin one by one (each by IST when its gcache gap allows).
-        - Survivors lost quorum (non-Primary): start every killed node at once. Galera re-forms the
-          Primary component by itself (pc.recovery, gvwstate.dat) once every member of the last
-          Primary view is back; started one at a time, the first would wait for the others forever.
-          We never bootstrap a live non-Primary cluster: that would be the tool picking a winner.
-        """
-        nodes = self.nodes()
-        if not any(n.alive() for n in nodes):
-            return self.start_all()
-        if self._survivors_primary():
-            return [self.node_start(i) for i in indexes]
-        out = []
-        started = []
-        for i in indexes:
-            n = self.node(i)
-            if n.alive():
-                continue
-            g = n.grastate()
-            pos = n.recover_position() if g is not None and g.crashed else None
-            self._start_node(n, start_position=pos)
-            started.append(n)
-            out.append(f"n{i} started" + (f" after recovering {pos}" if pos else ""))
-        t0 = time.monotonic()
-        # The component re-forms from the members of the last Primary view: the survivors and the
-        # nodes started here. A node stopped on purpose before the fault (an experiment running
-        # fewer nodes than the cluster has) left that view and is not waited for.
-        members = [n for n in self.nodes() if n.alive()]
-        for n in members:
-            n.wait_synced(timeout, expect_size=len(members))
-        took = time.monotonic() - t0
-        out.append(f"Primary component re-formed by itself with {len(members)} nodes in {took:.1f} s")
-        for n in started:
-            n.start_clustercheck()
-            self._record_node(n)
-        return out
-
-    def _survivors_primary(self) -> bool:
-        """Do the running nodes form a Primary component of their own?
-
-        Right after a crash the survivors still report the old view (dead members included, still
-        Primary) until evs.suspect_timeout has passed: wait until their view counts only live
-        members, or they have lost Primary, bounded by evs.inactive_timeout."""
-        alive = [n for n in self.nodes() if n.alive()]
-        deadline = self.clock.now() + self.topology.mariadb.evs_inactive_timeout + 10
-        while True:
-            views = [n.status() for n in alive]
-            if any(st is not None and st.primary and st.cluster_size <= len(alive) for st in views):
-                return True
-            if all(st is None or not st.primary for st in views) or self.clock.now() >= deadline:
-                return False
-            self.clock.sleep(0.2)
+    def restart_nodes(self, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
+        """The heal of kill and stop faults: the engine brings the nodes back whatever the
+        survivors' state (quorum kept, quorum lost, nobody left)."""
+        return self.engine.restart_nodes(self, indexes, timeout)
 
     def node_restart(self, index: int) -> str:
         stopped = self.node_stop(index)
         return f"{stopped}; {self.node_start(index)}"
 
     def start_all(self, report: Report = _quiet) -> list[str]:
-        """Cold start: bootstrap from the node that is safe to (or the most advanced one after a
-        crash of all), then join the others one by one."""
-        nodes = self.nodes()
-        if any(n.alive() for n in nodes):
-            running = [n for n in nodes if n.alive()]
-            return [self.node_start(n.index) for n in nodes if not n.alive()] or [
-                f"all {len(running)} nodes already running"
-            ]
-        out: list[str] = []
-        states = {n.index: n.grastate() for n in nodes}
-        chosen = next((i for i, g in states.items() if g is not None and g.safe_to_bootstrap), None)
-        if chosen is None:
-            # Every node crashed: recover positions and bootstrap from the highest seqno.
-            best: tuple[int, int] | None = None
-            for n in nodes:
-                pos = n.recover_position()
-                if pos is None:
-                    continue
-                seqno = int(pos.rsplit(":", 1)[1])
-                out.append(f"n{n.index} recovered position {pos}")
-                if best is None or seqno > best[1]:
-                    best = (n.index, seqno)
-            if best is None:
-                raise ComponentError("no node could recover its position; see the nodes' recover.log")
-            chosen = best[0]
-            g = states[chosen] or GraState(str(uuid.UUID(int=0)), -1, False)
-            self.node(chosen).set_grastate(GraState(g.uuid, g.seqno, safe_to_bootstrap=True))
-            out.append(f"n{chosen} has the highest seqno ({best[1]}); marked safe to bootstrap")
-        first = self.node(chosen)
-        self._start_node(first, bootstrap=True)
-        first.wait_synced(JOIN_TIMEOUT)
-        first.start_clustercheck()
-        self._record_node(first)
-        out.append(f"n{chosen} bootstrapped")
-        report(out[-1])
-        for n in nodes:
-            if n.index != chosen:
-                out.append(self._rejoin(self.node(n.index), JOIN_TIMEOUT))
-                report(out[-1])
+        """Cold start from the most advanced node, then the balancers that are not running."""
+        out = self.engine.start_all(self, report)
         for h in self.haproxies():
             if not h.alive():
                 h.start()
@@ -925,11 +645,5 @@ class Cluster:
         return out
 
     def stop_all(self) -> list[str]:
-        """Graceful stop of every node in reverse order: the last one to stop (n1) is the one
-        grastate marks safe to bootstrap, so a later cold start begins there."""
-        return [self.node_stop(n.index) for n in reversed(self.nodes())]
-
-
-def _alive_pid(pid: int) -> bool:
-    """A process in our namespaces we hold no start time for: alive unless gone or a zombie."""
-    return process.state(pid) not in (None, "Z", "X")
+        """Graceful stop of every node, in the engine's order."""
+        return [self.node_stop(n.index) for n in self.engine.stop_order(self.nodes())]

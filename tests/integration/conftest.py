@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from clusterbench.cluster import Cluster
+from clusterbench.engines.base import DbNode
+from clusterbench.engines.galera.node import GaleraNode
 from clusterbench.providers.naming import Names
 from clusterbench.spec.topology import Topology
 
@@ -44,6 +46,12 @@ def cb_home() -> Iterator[Path]:
     else:
         os.environ["CLUSTERBENCH_HOME"] = old
     shutil.rmtree(home, ignore_errors=True)
+
+
+def galera(node: DbNode) -> GaleraNode:
+    """A node of a Galera cluster, for tests of Galera's own behaviour (grastate, wsrep status)."""
+    assert isinstance(node, GaleraNode), f"{node.name} is not a Galera node"
+    return node
 
 
 def make_topology(name: str, subnet: str, nodes: int = 3, **extra: object) -> Topology:

@@ -111,7 +111,7 @@ def wait_healthy(cluster: Cluster, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while True:
         st = cluster.status()
-        synced = [n.wsrep is not None and n.wsrep.synced and n.wsrep.cluster_size == 3 for n in st.nodes]
+        synced = [n.health is not None and n.health.ready and n.health.size == 3 for n in st.nodes]
         up = [b.up for b in st.backends]
         if all(synced) and len(synced) == 3 and all(up) and len(up) == 3:
             return

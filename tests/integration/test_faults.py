@@ -100,7 +100,7 @@ def test_isolated_node_accepts_no_writes_and_heals_by_itself(cluster: Cluster) -
     assert any(
         s["node"] == "n3" and s["cluster_status"] == "non-Primary" and start <= s["t"] <= end for s in samples
     )
-    assert all(st.synced for st in (n.status() for n in cluster.nodes()) if st is not None)
+    assert all(h.ready for h in (n.health() for n in cluster.nodes()) if h is not None)
 
 
 def test_partial_partition_heals_and_leaves_no_rules(cluster: Cluster) -> None:
@@ -225,7 +225,7 @@ def test_ctrl_c_mid_fault_heals_and_keeps_history(cluster: Cluster, tmp_path: Pa
         [trial] = s.trials(run.id)
         assert len(s.ops(trial.id, "ledger")) > 0, "the history written before the interrupt is kept"
     for n in cluster.nodes():
-        n.wait_synced(120, expect_size=3)
+        n.wait_ready(120, expect_size=3)
 
 
 def test_sigkill_leaves_faults_that_are_reported_and_healed(cluster: Cluster, tmp_path: Path) -> None:

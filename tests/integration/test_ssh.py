@@ -27,6 +27,7 @@ from clusterbench.scenario.engine import ScenarioEngine
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.workloads import SysbenchRunner, build_shim
+from tests.integration.conftest import galera
 from tests.integration.sshlab import SshLab, lab_available
 
 pytestmark = pytest.mark.integration
@@ -195,7 +196,7 @@ def test_up_status_load_and_logs_over_ssh(ssh_cluster: Cluster, cb_home: Path) -
     lg = cli(cb_home, "logs", "2", "-n", NAME, "-l", "200")
     assert lg.returncode == 0 and "Synchronized with group, ready for connections" in lg.stdout
     # Node files live on the node's machine under the provider's base dir, state stays local.
-    assert ssh_cluster.node(2).cfg.dir == base_dir(cb_home) / NAME / "n2"
+    assert ssh_cluster.node(2).dir == base_dir(cb_home) / NAME / "n2"
     assert (cb_home / "clusters" / NAME / "state.json").exists()
     assert ssh_cluster.client_hosts()[0].name == "h4"
 
@@ -227,7 +228,7 @@ def test_kill_node_under_load_over_ssh_loses_no_acknowledged_write(ssh_cluster: 
     v = {x.checker: x.result for x in out.verdicts}
     assert v["ledger"] is Result.PASS and v["convergence"] is Result.PASS, out
     st = ssh_cluster.status()
-    assert all(n.wsrep is not None and n.wsrep.synced and n.wsrep.cluster_size == 3 for n in st.nodes)
+    assert all(n.health is not None and n.health.ready and n.health.size == 3 for n in st.nodes)
 
 
 # ---------------------------------------------------------------- bad input: the up-front check
@@ -362,7 +363,7 @@ def test_isolate_and_throttle_over_ssh_heal_and_unavailable_faults_refuse(ssh_cl
     from clusterbench.faults.spec import FaultSpec, plan
 
     def size_seen_by_n1() -> int:
-        st = ssh_cluster.node(1).status()
+        st = galera(ssh_cluster.node(1)).status()
         return st.cluster_size if st is not None and st.primary else 0
 
     specs = [
@@ -386,7 +387,7 @@ def test_isolate_and_throttle_over_ssh_heal_and_unavailable_faults_refuse(ssh_cl
         throttle.heal()
     assert leftovers.find(ssh_cluster) == []
     wait_for("n3 to rejoin", lambda: size_seen_by_n1() == 3)
-    wait_for("n3 Synced", lambda: (st := ssh_cluster.node(3).status()) is not None and st.synced)
+    wait_for("n3 Synced", lambda: (st := galera(ssh_cluster.node(3)).status()) is not None and st.synced)
 
     def one(**kw: Any) -> Any:
         return plan([FaultSpec.model_validate({"target": "node:1", "at": 0, "for": 1, **kw})], 3, 1, 10)[0]

@@ -75,8 +75,8 @@ def _healed(c: Cluster) -> None:
         if not n.alive():
             c.node_start(n.index)
     for n in c.nodes():
-        st = n.wait_synced(90, expect_size=3)
-        assert st.synced and st.cluster_size == 3
+        h = n.wait_ready(90, expect_size=3)
+        assert h.ready and h.size == 3
 
 
 def _local(c: Cluster, index: int, *statements: str) -> None:

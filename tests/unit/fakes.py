@@ -10,8 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterbench.cluster import Cluster
+from clusterbench.engines.galera.engine import GaleraEngine
 from clusterbench.hosts.base import CommandResult, ProcessRef
 from clusterbench.hosts.local import LocalHost
+from clusterbench.providers.local import LocalProvider
 
 Responder = Callable[[list[str]], CommandResult]
 
@@ -131,3 +134,13 @@ class Recorder:
 
     def __call__(self, line: str) -> None:
         self.lines.append(line)
+
+
+def local_provider(c: Cluster) -> LocalProvider:
+    assert isinstance(c.provider, LocalProvider)
+    return c.provider
+
+
+def galera_engine_of(c: Cluster) -> GaleraEngine:
+    assert isinstance(c.engine, GaleraEngine)
+    return c.engine

@@ -8,16 +8,18 @@ from pathlib import Path
 import pytest
 
 from clusterbench.cluster import Cluster
-from clusterbench.components.galera.node import Credentials
 from clusterbench.components.haproxy.component import HAProxy
 from clusterbench.components.keepalived.component import Keepalived
+from clusterbench.engines.galera import engine as galera_engine
+from clusterbench.engines.galera.engine import GaleraEngine
+from clusterbench.engines.galera.node import Credentials
 from clusterbench.errors import ClusterStateError, ComponentError, InputError
 from clusterbench.hosts.base import ProcessRef
 from clusterbench.providers import preflight
 from clusterbench.providers.network import HostPlan
 from clusterbench.spec.endpoint import Address
 from clusterbench.spec.topology import Topology, load_topology, topology_from_data
-from tests.unit.fakes import FakeClock, FakeHost
+from tests.unit.fakes import FakeClock, FakeHost, local_provider
 
 CREDS = Credentials("cbadmin", "adm-pw", "bench", "app-pw", "cbmon", "mon-pw")
 EXAMPLES = Path(__file__).parents[2] / "examples" / "topologies"
@@ -188,9 +190,9 @@ def test_errors_from_a_file(tmp_path: Path) -> None:
 
 def test_keepalived_required_only_for_a_pair(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(preflight.shutil, "which", lambda b, path=None: None if b == "keepalived" else b)
-    monkeypatch.setattr(preflight, "GALERA_LIB", Path(__file__))
-    assert preflight.missing_binaries(Topology()) == []
-    assert preflight.missing_binaries(topo(PAIR)) == ["keepalived (Debian package keepalived)"]
+    monkeypatch.setattr(galera_engine, "GALERA_PROVIDER", str(Path(__file__)))
+    assert preflight.missing_binaries(Topology(), GaleraEngine(Topology()).required()) == []
+    assert preflight.missing_binaries(topo(PAIR), {}) == ["keepalived (Debian package keepalived)"]
 
 
 # ---------------------------------------------------------------- cluster: endpoints and plans
@@ -215,7 +217,7 @@ def test_vip_endpoint_needs_a_pair(tmp_path: Path) -> None:
 
 
 def test_host_plans_of_a_pair(tmp_path: Path) -> None:
-    assert cluster(tmp_path)._host_plans() == [
+    assert local_provider(cluster(tmp_path)).host_plans() == [
         HostPlan("n1", "198.18.0.11"),
         HostPlan("n2", "198.18.0.12"),
         HostPlan("n3", "198.18.0.13"),

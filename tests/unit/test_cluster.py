@@ -13,17 +13,19 @@ from pathlib import Path
 import pytest
 
 from clusterbench.cluster import Cluster, known_clusters
-from clusterbench.components.galera.node import Credentials, GaleraNode
-from clusterbench.components.galera.status import WsrepStatus
-from clusterbench.errors import ClusterStateError
+from clusterbench.engines.galera.node import Credentials, GaleraNode
+from clusterbench.engines.galera.status import GraState, WsrepStatus
+from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.procs import LIST_PROCS
 from clusterbench.providers.network import HostPlan
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology
-from tests.unit.fakes import FakeClock, FakeHost
+from tests.unit.fakes import FakeClock, FakeHost, galera_engine_of, local_provider
 
 DATA = Path(__file__).parent / "data"
 UUID = "3664e239-e640-11f1-8093-aa394a74bc52"
+LISTING = ["sh", "-c", LIST_PROCS]
 CREDS = Credentials("cbadmin", "adm-pw", "bench", "app-pw", "cbmon", "mon-pw")
 
 
@@ -101,7 +103,7 @@ def test_endpoint_without_credentials(tmp_path: Path) -> None:
 
 def test_node_config(tmp_path: Path) -> None:
     c = cluster(tmp_path, {"cluster": {"name": "east", "subnet": "198.18.5.0/24"}})
-    cfg = c.node_config(2)
+    cfg = galera_engine_of(c).node_config(2, c.node_dir(2))
     assert cfg.cluster_name == "east"
     assert cfg.index == 2
     assert cfg.address == "198.18.5.12"
@@ -133,7 +135,7 @@ def test_host_plans(tmp_path: Path) -> None:
     c = cluster(
         tmp_path, {"resources": {"bandwidth": "10mbit"}, "node": [{"index": 3, "bandwidth": "1gbit"}]}
     )
-    assert c._host_plans() == [
+    assert local_provider(c).host_plans() == [
         HostPlan("n1", "198.18.0.11", "10mbit"),
         HostPlan("n2", "198.18.0.12", "10mbit"),
         HostPlan("n3", "198.18.0.13", "1gbit"),
@@ -143,7 +145,7 @@ def test_host_plans(tmp_path: Path) -> None:
 
 def test_host_plans_without_balancer(tmp_path: Path) -> None:
     c = cluster(tmp_path, {"balancer": {"kind": "none"}, "cluster": {"nodes": 1}})
-    assert c._host_plans() == [HostPlan("n1", "198.18.0.11", None)]
+    assert local_provider(c).host_plans() == [HostPlan("n1", "198.18.0.11", None)]
     assert c.haproxy() is None
 
 
@@ -219,7 +221,12 @@ class SyncedNode(GaleraNode):
 
 def _fake_node(c: Cluster, index: int) -> tuple[GaleraNode, FakeHost]:
     host = FakeHost(f"cb-lab-n{index}", die_on=(signal.SIGTERM, signal.SIGKILL))
-    return SyncedNode(c.node_config(index), host, CREDS, clock=c.clock), host
+    cfg = galera_engine_of(c).node_config(index, c.node_dir(index))
+    return SyncedNode(cfg, host, CREDS, clock=c.clock), host
+
+
+def rejoin(c: Cluster, n: GaleraNode) -> str:
+    return galera_engine_of(c)._rejoin(c, n, timeout=60)
 
 
 def test_rejoin_after_crash_uses_recovered_position_never_new_cluster(tmp_path: Path) -> None:
@@ -228,15 +235,18 @@ def test_rejoin_after_crash_uses_recovered_position_never_new_cluster(tmp_path: 
     host.files[n.cfg.datadir / "grastate.dat"] = (DATA / "grastate_crashed.dat").read_text()
     host.files[n.cfg.dir / "recover.log"] = (DATA / "wsrep_recover.log").read_text()
     host.files[n.cfg.error_log] = (DATA / "join_ist.log").read_text()
-    msg = c._rejoin(n, timeout=60)
+    msg = rejoin(c, n)
     assert re.fullmatch(rf"n2 rejoined by IST after recovering {UUID}:4 in \d+\.\d s", msg)
+    # Before recovery and before the start, the node's stray processes are looked for.
     assert host.runs == [
+        LISTING,
         [
             "mariadbd",
             f"--defaults-file={n.cfg.cnf_path}",
             "--wsrep-recover",
             f"--log-error={n.cfg.dir / 'recover.log'}",
-        ]
+        ],
+        LISTING,
     ]
     assert [s.argv for s in host.spawned] == [
         ["mariadbd", f"--defaults-file={n.cfg.cnf_path}", f"--wsrep-start-position={UUID}:4"],
@@ -253,9 +263,9 @@ def test_rejoin_after_clean_stop_needs_no_recovery(tmp_path: Path) -> None:
     n, host = _fake_node(c, 3)
     host.files[n.cfg.datadir / "grastate.dat"] = (DATA / "grastate_clean.dat").read_text()
     host.files[n.cfg.error_log] = (DATA / "join_ist.log").read_text()
-    msg = c._rejoin(n, timeout=60)
+    msg = rejoin(c, n)
     assert re.fullmatch(r"n3 rejoined by IST in \d+\.\d s", msg)
-    assert host.runs == []
+    assert host.runs == [LISTING]
     assert host.spawned[0].argv == ["mariadbd", f"--defaults-file={n.cfg.cnf_path}"]
 
 
@@ -263,7 +273,7 @@ def test_rejoin_with_empty_datadir_reports_sst(tmp_path: Path) -> None:
     c = cluster(tmp_path)
     n, host = _fake_node(c, 2)
     host.files[n.cfg.error_log] = (DATA / "join_sst.log").read_text()
-    msg = c._rejoin(n, timeout=60)
+    msg = rejoin(c, n)
     assert re.fullmatch(r"n2 rejoined by SST in \d+\.\d s", msg)
     assert host.spawned[0].argv == ["mariadbd", f"--defaults-file={n.cfg.cnf_path}"]
 
@@ -284,3 +294,69 @@ def test_node_operations_validate_the_index(tmp_path: Path) -> None:
         with pytest.raises(ClusterStateError) as info:
             op(0)
         assert str(info.value) == "node 0 does not exist; cluster 'lab' has nodes 1-3"
+
+
+def test_cold_start_after_kill_all_continues_the_recovered_history(tmp_path: Path) -> None:
+    """Issue 15, item 4: the node with the highest recovered seqno bootstraps from that uuid:seqno
+    (grastate rewritten with it, safe to bootstrap), so the cluster keeps its UUID and seqnos go on;
+    seqno -1 would make Galera start a new history ('Starting new group from scratch')."""
+    c = cluster(tmp_path)
+    fakes = {i: _fake_node(c, i) for i in (1, 2, 3)}
+    seqnos = {1: 10480, 2: 10486, 3: 10471}
+    for i, (n, host) in fakes.items():
+        host.files[n.cfg.datadir / "grastate.dat"] = (DATA / "grastate_crashed.dat").read_text()
+        host.files[n.cfg.dir / "recover.log"] = f"WSREP: Recovered position: {UUID}:{seqnos[i]}\n"
+        host.files[n.cfg.error_log] = (DATA / "join_ist.log").read_text()
+    nodes = {i: fakes[i][0] for i in fakes}
+    c.node = lambda i: nodes[i]  # type: ignore[method-assign, assignment]
+    c.nodes = lambda: [nodes[i] for i in (1, 2, 3)]  # type: ignore[method-assign]
+    out = galera_engine_of(c).start_all(c, lambda _: None)
+    n2, host2 = fakes[2]
+    assert n2.grastate() == GraState(UUID, 10486, True)
+    assert host2.spawned[0].argv == ["mariadbd", f"--defaults-file={n2.cfg.cnf_path}", "--wsrep-new-cluster"]
+    assert out[3:5] == [
+        f"n2 has the highest seqno (10486); bootstrapping from {UUID}:10486",
+        "n2 bootstrapped",
+    ]
+    for i in (1, 3):
+        n, host = fakes[i]
+        assert host.spawned[0].argv == [
+            "mariadbd",
+            f"--defaults-file={n.cfg.cnf_path}",
+            f"--wsrep-start-position={UUID}:{seqnos[i]}",
+        ]
+
+
+def test_rejoin_retries_once_with_another_donor_when_the_donor_died(tmp_path: Path) -> None:
+    """Galera aborts a joiner whose donor dies mid-SST instead of choosing another donor: the
+    start is retried once with --wsrep-sst-donor naming a live node other than the failed one."""
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 3)
+    others = {i: _fake_node(c, i)[0] for i in (1, 2)}
+    for i, o in others.items():
+        o.proc = ProcessRef(100 + i, 1)
+        o.host.live.add(100 + i)  # type: ignore[attr-defined]
+    c.nodes = lambda: [others[1], others[2], n]  # type: ignore[method-assign]
+    died = (
+        "WSREP: Member 2.0 (n3) requested state transfer from '*any*'. Selected 0.0 (n1)(SYNCED) as donor.\n"
+        "[ERROR] WSREP: State transfer to 2.0 (n3) failed: -111 (Connection refused)\n"
+    )
+    host.files[n.cfg.error_log] = died
+    first = {"done": False}
+
+    def dies_once(timeout: float, expect_size: int | None = None) -> object:
+        if not first["done"]:
+            first["done"] = True
+            assert n.proc is not None
+            host.live.discard(n.proc.pid)
+            raise ComponentError("node n3 exited while joining")
+        host.files[n.cfg.error_log] = died + "WSREP_SST: [INFO] rsync SST completed on joiner\n"
+        return None
+
+    n.wait_synced = dies_once  # type: ignore[method-assign, assignment]
+    msg = rejoin(c, n)
+    assert [s.argv[-1] for s in host.spawned if s.argv[0] == "mariadbd"] == [
+        f"--defaults-file={n.cfg.cnf_path}",
+        "--wsrep-sst-donor=n2",
+    ]
+    assert msg.endswith("(its donor n1 failed during the transfer; retried with donor n2)")

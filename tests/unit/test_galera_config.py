@@ -1,4 +1,4 @@
-"""components/galera/config.py: golden my.cnf, clustercheck script and client option files."""
+"""engines/galera/config.py: golden my.cnf, clustercheck script and client option files."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.components.galera import config
-from clusterbench.components.galera.config import (
+from clusterbench.engines.galera import config
+from clusterbench.engines.galera.config import (
     NodeConfig,
     provider_options,
-    render_client_cnf,
     render_clustercheck,
     render_my_cnf,
 )
+from clusterbench.engines.server import render_client_cnf
 from clusterbench.spec.topology import MariaDBSettings
 
 DIR = Path("/var/lib/clusterbench/clusters/lab/n2")

@@ -1,4 +1,4 @@
-"""components/galera/node.py with a FakeHost (records argv, holds files) and a FakeClock (no sleeps)."""
+"""engines/galera/node.py with a FakeHost (records argv, holds files) and a FakeClock (no sleeps)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from clusterbench.components.galera import node as node_mod
-from clusterbench.components.galera.config import NodeConfig
-from clusterbench.components.galera.node import Credentials, GaleraNode, account_sql
-from clusterbench.components.galera.status import GraState, WsrepStatus, render_grastate
+from clusterbench.engines import server as server_mod
+from clusterbench.engines.galera.config import NodeConfig
+from clusterbench.engines.galera.node import Credentials, GaleraNode, account_sql, health_of
+from clusterbench.engines.galera.status import GraState, WsrepStatus, render_grastate
 from clusterbench.errors import ComponentError
 from clusterbench.hosts.base import ProcessRef
+from clusterbench.hosts.procs import LIST_PROCS
 from clusterbench.spec.topology import MariaDBSettings
 from tests.unit.fakes import FakeClock, FakeHost
 
@@ -223,8 +224,10 @@ def test_recover_position_from_real_log(tmp_path: Path) -> None:
     rlog = tmp_path / "n2" / "recover.log"
     host.files[rlog] = (DATA / "wsrep_recover.log").read_text()
     assert n.recover_position() == f"{UUID}:4"
+    # An earlier process's helpers (an SST script) are looked for first: recovery must not run beside them.
     assert host.runs == [
-        ["mariadbd", f"--defaults-file={tmp_path}/n2/my.cnf", "--wsrep-recover", f"--log-error={rlog}"]
+        ["sh", "-c", LIST_PROCS],
+        ["mariadbd", f"--defaults-file={tmp_path}/n2/my.cnf", "--wsrep-recover", f"--log-error={rlog}"],
     ]
 
 
@@ -246,16 +249,16 @@ def test_grastate_read_and_write(tmp_path: Path) -> None:
 
 def test_clustercheck_agent_argv(tmp_path: Path) -> None:
     n, host, _ = make(tmp_path)
-    n.start_clustercheck()
+    n.start_health_agent()
     assert host.spawned[0].argv == [
         "socat",
         "TCP-LISTEN:9200,bind=198.18.0.12,fork,reuseaddr",
         f"EXEC:{tmp_path}/n2/clustercheck.sh",
     ]
     assert host.spawned[0].log == tmp_path / "n2" / "clustercheck.log"
-    n.start_clustercheck()
+    n.start_health_agent()
     assert len(host.spawned) == 1  # already running
-    n.stop_clustercheck()
+    n.stop_health_agent()
     assert host.signal_numbers() == [signal.SIGTERM]
 
 
@@ -333,7 +336,7 @@ def test_wait_synced_raises_with_error_tail_when_process_dies(tmp_path: Path) ->
     with pytest.raises(ComponentError) as info:
         n.wait_synced(180)
     assert str(info.value) == (
-        f"node n2 exited while joining; last errors from {tmp_path}/n2/error.log: "
+        f"node n2 exited while joining; errors from {tmp_path}/n2/error.log since its start: "
         "WSREP_SST: [ERROR] rsync daemon port '4444' has been taken (20261122 06:50:31.200) | "
         "2026-11-22  6:50:31 0 [ERROR] WSREP: Failed to read 'ready <addr>' from: "
         "wsrep_sst_rsync --role 'joiner' | "
@@ -360,7 +363,7 @@ def test_wait_synced_returns_synced_status(tmp_path: Path) -> None:
         [None, wsrep(1, "Joining"), wsrep(2, "Joined"), wsrep(4, "Synced", size=2), wsrep(4, "Synced")]
     )
     n.script = lambda: next(seq)
-    assert n.wait_synced(60, expect_size=3) == wsrep(4, "Synced")
+    assert n.wait_synced(60, expect_size=3) == health_of(wsrep(4, "Synced"))
     assert clock.sleeps == [0.05] * 4
 
 
@@ -372,7 +375,7 @@ def test_wait_synced_timeout_names_state(tmp_path: Path) -> None:
     with pytest.raises(ComponentError) as info:
         n.wait_synced(5)
     assert str(info.value) == (
-        f"node n2 not Synced after 5 s (state Donor/Desynced, size 3); see {tmp_path}/n2/error.log: "
+        f"node n2 not ready after 5 s (state Donor/Desynced, 3 members); see {tmp_path}/n2/error.log: "
         "two | three | four"
     )
     assert 5 <= clock.elapsed < 5.1
@@ -382,7 +385,7 @@ def test_wait_synced_timeout_not_answering(tmp_path: Path) -> None:
     n, host, _ = make(tmp_path)
     running(n, host)
     n.script = lambda: None
-    with pytest.raises(ComponentError, match=r"^node n2 not Synced after 2\.5 s \(not answering\); see "):
+    with pytest.raises(ComponentError, match=r"^node n2 not ready after 2\.5 s \(not answering\); see "):
         n.wait_synced(2.5)
 
 
@@ -411,7 +414,7 @@ def test_status_is_none_when_not_running(tmp_path: Path, monkeypatch: pytest.Mon
     def no_connect(*a: object, **kw: object) -> None:
         raise AssertionError("must not connect to a node that is not running")
 
-    monkeypatch.setattr(node_mod.pymysql, "connect", no_connect)
+    monkeypatch.setattr(server_mod.pymysql, "connect", no_connect)
     assert n.status() is None
 
 
@@ -461,7 +464,7 @@ def test_status_reads_show_status_without_blocking(tmp_path: Path, monkeypatch: 
         conns.append(_Conn(log, rows))  # type: ignore[arg-type]
         return conns[-1]
 
-    monkeypatch.setattr(node_mod.pymysql, "connect", connect)
+    monkeypatch.setattr(server_mod.pymysql, "connect", connect)
     st = n.status()
     assert st is not None and st.synced and st.cluster_size == 3
     assert log == ["SET SESSION wsrep_sync_wait=0", "SHOW GLOBAL STATUS LIKE 'wsrep_%'"]
@@ -479,9 +482,9 @@ def test_status_access_denied_is_an_error(tmp_path: Path, monkeypatch: pytest.Mo
     running(n, host)
 
     def denied(**kw: object) -> None:
-        raise node_mod.pymysql.err.OperationalError(1045, "Access denied for user 'cbadmin'@'localhost'")
+        raise server_mod.pymysql.err.OperationalError(1045, "Access denied for user 'cbadmin'@'localhost'")
 
-    monkeypatch.setattr(node_mod.pymysql, "connect", denied)
+    monkeypatch.setattr(server_mod.pymysql, "connect", denied)
     with pytest.raises(ComponentError) as info:
         n.status()
     assert str(info.value) == (
@@ -495,7 +498,54 @@ def test_status_connection_refused_is_none(tmp_path: Path, monkeypatch: pytest.M
     running(n, host)
 
     def refused(**kw: object) -> None:
-        raise node_mod.pymysql.err.OperationalError(2002, "Can't connect to local server through socket")
+        raise server_mod.pymysql.err.OperationalError(2002, "Can't connect to local server through socket")
 
-    monkeypatch.setattr(node_mod.pymysql, "connect", refused)
+    monkeypatch.setattr(server_mod.pymysql, "connect", refused)
     assert n.status() is None
+
+
+# ---------------------------------------------------------------- issue 15: strays and this start's log
+
+
+def test_start_stops_strays_of_an_earlier_process_first(tmp_path: Path) -> None:
+    """A killed donor's SST script (reparented to PID 1, naming the node's directory) would block
+    the next start with 'previous SST script still running': it is stopped before mariadbd starts;
+    the health agent we track, and processes of other nodes, are not touched."""
+    n, host, _ = make(tmp_path)
+    n.check_proc = ProcessRef(700, 7000)
+    host.live |= {700, 701, 800, 900}
+    d = f"{tmp_path}/n2"
+
+    def stat(pid: int) -> str:
+        return f"{pid} (x) S " + " ".join(["0"] * 18) + f" {pid * 10} 0"
+
+    listing = "\n".join(
+        [
+            f"700\t1\t{stat(700)}\tsocat TCP-LISTEN:9200 EXEC:{d}/clustercheck.sh",
+            f"701\t700\t{stat(701)}\tsh {d}/clustercheck.sh",
+            f"800\t1\t{stat(800)}\tbash /usr/bin/wsrep_sst_rsync --role donor --datadir {d}/data/",
+            f"900\t1\t{stat(900)}\tbash /usr/bin/wsrep_sst_rsync --role donor --datadir {d}0/data/",
+        ]
+    )
+    host.responses[("sh", "-c", LIST_PROCS)] = listing
+    host.die_on = (signal.SIGTERM, signal.SIGKILL)
+    n.start()
+    assert [(s.proc.pid, s.sig) for s in host.signals] == [(800, signal.SIGCONT), (800, signal.SIGTERM)]
+    assert host.signals[0].proc == ProcessRef(800, 8000)  # by PID and start time
+    assert host.spawned[-1].argv[0] == "mariadbd"
+
+
+def test_failure_quotes_only_errors_of_this_start(tmp_path: Path) -> None:
+    n, host, clock = make(tmp_path)
+    old = "2026-11-20  1:00:00 0 [ERROR] WSREP: an earlier attempt failed\n"
+    host.files[n.cfg.error_log] = old
+    monkey_size = len(old)
+    host.file_size = lambda path: monkey_size  # type: ignore[method-assign]
+    proc = n.start()
+    host.files[n.cfg.error_log] = old + "2026-11-24  8:00:00 0 [ERROR] Aborting\n"
+    host.live.discard(proc.pid)
+    with pytest.raises(ComponentError) as info:
+        n.wait_synced(10)
+    assert str(info.value).endswith("since its start: 2026-11-24  8:00:00 0 [ERROR] Aborting")
+    assert "earlier attempt" not in str(info.value)
+    assert clock.sleeps == []

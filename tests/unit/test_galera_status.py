@@ -1,4 +1,4 @@
-"""components/galera/status.py against text captured from a real 3-node MariaDB 10.11 / Galera 4 cluster.
+"""engines/galera/status.py against text captured from a real 3-node MariaDB 10.11 / Galera 4 cluster.
 
 Data files (tests/unit/data/):
 - wsrep_status_synced.tsv: `SHOW GLOBAL STATUS LIKE 'wsrep_%'` on a Synced node (mariadb -N -B)
@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from clusterbench.components.galera.status import (
+from clusterbench.engines.galera.status import (
     GraState,
     WsrepStatus,
     classify_join,
+    parse_donor,
     parse_grastate,
     parse_recovered_position,
     parse_wsrep_status,
@@ -56,6 +57,7 @@ def test_parse_real_synced_node() -> None:
         flow_control_paused=0.0,
         cluster_state_uuid=UUID,
         cluster_conf_id=9,
+        incoming_addresses="198.18.210.11:3306,198.18.210.13:3306,198.18.210.12:3306",
     )
     assert st.primary is True
     assert st.synced is True
@@ -74,6 +76,7 @@ def test_parse_real_non_primary_node() -> None:
         flow_control_paused=0.0,
         cluster_state_uuid=UUID,
         cluster_conf_id=-1,  # reported as 2**64 - 1, an unsigned -1
+        incoming_addresses="198.18.210.13:3306",
     )
     assert st.primary is False
     assert st.synced is False
@@ -276,3 +279,12 @@ def test_classify_ist_then_donor_is_still_ist() -> None:
     ist = (DATA / "join_ist.log").read_text()
     donor = "WSREP_SST: [INFO] rsync SST completed on donor (20261122 06:46:00.000)\n"
     assert classify_join(ist + donor) == "IST"
+
+
+def test_parse_donor_of_a_joiner() -> None:
+    text = (DATA / "join_sst.log").read_text()
+    assert parse_donor(text) == "n1"
+    assert parse_donor(text, "n2") == "n1"
+    assert parse_donor(text, "n3") is None
+    line = "WSREP: Member 1.0 (n3) requested state transfer from '*any*'. Selected 0.0 (n2)(SYNCED) as donor."
+    assert parse_donor(text + line + "\n", "n3") == "n2"

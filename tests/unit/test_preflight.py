@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from clusterbench.engines.galera import engine as galera_engine
+from clusterbench.engines.galera.engine import GaleraEngine
 from clusterbench.errors import ClusterStateError, PreflightError
 from clusterbench.hosts.base import CommandResult
 from clusterbench.providers import preflight
@@ -134,8 +136,17 @@ def test_require_root_as_root(monkeypatch: pytest.MonkeyPatch) -> None:
 def galera_lib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     lib = tmp_path / "libgalera_smm.so"
     lib.write_text("")
-    monkeypatch.setattr(preflight, "GALERA_LIB", lib)
+    monkeypatch.setattr(galera_engine, "GALERA_PROVIDER", str(lib))
     return lib
+
+
+def needs(t: Topology) -> dict[str, str]:
+    """What the topology's engine needs besides the common tools."""
+    return GaleraEngine(t).required()
+
+
+def missing(t: Topology) -> list[str]:
+    return preflight.missing_binaries(t, needs(t))
 
 
 def _which(missing: set[str], calls: list[tuple[str, str | None]]) -> Callable[..., str | None]:
@@ -149,24 +160,24 @@ def _which(missing: set[str], calls: list[tuple[str, str | None]]) -> Callable[.
 def test_nothing_missing(monkeypatch: pytest.MonkeyPatch, galera_lib: Path) -> None:
     calls: list[tuple[str, str | None]] = []
     monkeypatch.setattr(preflight.shutil, "which", _which(set(), calls))
-    assert preflight.missing_binaries(Topology()) == []
+    assert missing(Topology()) == []
     assert [c[0] for c in calls] == [
-        "mariadbd",
-        "mariadb-install-db",
-        "mariadb",
         "socat",
-        "rsync",
         "ip",
         "tc",
         "ss",
         "haproxy",
+        "mariadbd",
+        "mariadb-install-db",
+        "mariadb",
+        "rsync",
     ]
     assert {c[1] for c in calls} == {"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 def test_missing_binaries_name_their_packages(monkeypatch: pytest.MonkeyPatch, galera_lib: Path) -> None:
     monkeypatch.setattr(preflight.shutil, "which", _which({"socat", "haproxy", "tc"}, []))
-    assert preflight.missing_binaries(Topology()) == [
+    assert missing(Topology()) == [
         "socat (Debian package socat)",
         "tc (Debian package iproute2)",
         "haproxy (Debian package haproxy)",
@@ -176,20 +187,20 @@ def test_missing_binaries_name_their_packages(monkeypatch: pytest.MonkeyPatch, g
 def test_haproxy_not_needed_without_balancer(monkeypatch: pytest.MonkeyPatch, galera_lib: Path) -> None:
     monkeypatch.setattr(preflight.shutil, "which", _which({"haproxy"}, []))
     t = Topology.model_validate({"balancer": {"kind": "none"}})
-    assert preflight.missing_binaries(t) == []
+    assert missing(t) == []
 
 
 def test_mariabackup_needed_for_mariabackup_sst(monkeypatch: pytest.MonkeyPatch, galera_lib: Path) -> None:
     monkeypatch.setattr(preflight.shutil, "which", _which({"mariabackup"}, []))
-    assert preflight.missing_binaries(Topology()) == []
+    assert missing(Topology()) == []
     t = Topology.model_validate({"mariadb": {"sst_method": "mariabackup"}})
-    assert preflight.missing_binaries(t) == ["mariabackup (Debian package mariadb-backup)"]
+    assert missing(t) == ["mariabackup (Debian package mariadb-backup)"]
 
 
 def test_missing_galera_library(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(preflight.shutil, "which", _which(set(), []))
-    monkeypatch.setattr(preflight, "GALERA_LIB", tmp_path / "nope.so")
-    assert preflight.missing_binaries(Topology()) == [f"{tmp_path / 'nope.so'} (Debian package galera-4)"]
+    monkeypatch.setattr(galera_engine, "GALERA_PROVIDER", str(tmp_path / "nope.so"))
+    assert missing(Topology()) == [f"{tmp_path / 'nope.so'} (Debian package galera-4)"]
 
 
 # ---------------------------------------------------------------- check_up
@@ -209,7 +220,7 @@ def _topo(name: str, subnet: str) -> Topology:
 
 def test_check_up_passes(ready_machine: None, tmp_path: Path) -> None:
     h = real_host()
-    preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, h)
+    preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, h, needs(Topology()))
     assert h.runs == [NETNS, LINKS, ROUTES, ADDRS]
 
 
@@ -219,7 +230,7 @@ def test_check_up_not_root_runs_nothing(
     monkeypatch.setattr(preflight.os, "geteuid", lambda: 1000)
     h = real_host()
     with pytest.raises(PreflightError):
-        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, h)
+        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, h, needs(Topology()))
     assert h.runs == []
 
 
@@ -228,7 +239,7 @@ def test_check_up_missing_binaries(
 ) -> None:
     monkeypatch.setattr(preflight.shutil, "which", _which({"rsync"}, []))
     with pytest.raises(PreflightError) as info:
-        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, real_host())
+        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, real_host(), needs(Topology()))
     assert str(info.value) == "missing rsync (Debian package rsync); run `make setup` to install them"
 
 
@@ -238,7 +249,7 @@ def test_check_up_no_mysql_user(ready_machine: None, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(preflight.pwd, "getpwnam", nouser)
     with pytest.raises(PreflightError) as info:
-        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, real_host())
+        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, real_host(), needs(Topology()))
     assert str(info.value) == "system user 'mysql' does not exist; run `make setup` (package mariadb-server)"
 
 
@@ -247,7 +258,7 @@ def test_check_up_already_up(ready_machine: None, tmp_path: Path) -> None:
     state.parent.mkdir(parents=True)
     state.write_text("{}")
     with pytest.raises(ClusterStateError) as info:
-        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, real_host())
+        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, real_host(), needs(Topology()))
     assert str(info.value) == (
         "cluster 'ut' is already up (or was left by a killed run); "
         "see `clusterbench status -n ut` or remove it with `clusterbench down -n ut`"
@@ -256,7 +267,7 @@ def test_check_up_already_up(ready_machine: None, tmp_path: Path) -> None:
 
 def test_check_up_leftovers(ready_machine: None, tmp_path: Path) -> None:
     with pytest.raises(ClusterStateError) as info:
-        preflight.check_up(_topo("wl", "198.18.210.0/24"), tmp_path, real_host())
+        preflight.check_up(_topo("wl", "198.18.210.0/24"), tmp_path, real_host(), needs(Topology()))
     assert str(info.value) == (
         "leftovers of cluster 'wl' found (cb-wl-lb1, cb-wl-n3, cb-wl-n1, cb-wl-n2, cb-wl-br, cb-wl-n1, "
         "cb-wl-n2, cb-wl-n3, cb-wl-lb1); remove them with `clusterbench down -n wl`"
@@ -265,7 +276,7 @@ def test_check_up_leftovers(ready_machine: None, tmp_path: Path) -> None:
 
 def test_check_up_overlap(ready_machine: None, tmp_path: Path) -> None:
     with pytest.raises(PreflightError) as info:
-        preflight.check_up(_topo("ut", "198.18.230.0/24"), tmp_path, real_host())
+        preflight.check_up(_topo("ut", "198.18.230.0/24"), tmp_path, real_host(), needs(Topology()))
     assert str(info.value) == (
         "cluster.subnet 198.18.230.0/24 overlaps 198.18.230.0/24 dev cb-bench-br; choose a free range, "
         "e.g. 198.18.<N>.0/24, in the topology file"

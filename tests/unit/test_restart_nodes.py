@@ -8,7 +8,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from clusterbench.cluster import Cluster
-from clusterbench.components.galera.status import WsrepStatus
+from clusterbench.engines.base import NodeHealth
+from clusterbench.engines.galera.engine import GaleraEngine
+from clusterbench.engines.galera.node import health_of
+from clusterbench.engines.galera.status import WsrepStatus
 from clusterbench.spec.topology import Topology
 from tests.unit.fakes import FakeClock
 
@@ -40,6 +43,15 @@ class FakeNode:
     def status(self) -> WsrepStatus | None:
         return self.views.pop(0) if len(self.views) > 1 else self.views[0]
 
+    def health(self) -> NodeHealth | None:
+        st = self.status()
+        return None if st is None else health_of(st)
+
+
+def survivors_primary(c: Cluster) -> bool:
+    assert isinstance(c.engine, GaleraEngine)
+    return c.engine._survivors_primary(c)
+
 
 def cluster_with(nodes: list[FakeNode], clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> Cluster:
     topo = Topology.model_validate({"mariadb": {"evs_suspect_timeout": 5.0, "evs_inactive_timeout": 15.0}})
@@ -53,7 +65,7 @@ def test_waits_until_the_survivors_view_drops_the_dead(monkeypatch: pytest.Monke
     n1 = FakeNode(1, True, [view(3, True)] * 10 + [view(1, False)])
     clock = FakeClock()
     c = cluster_with([n1, FakeNode(2, False), FakeNode(3, False)], clock, monkeypatch)
-    assert c._survivors_primary() is False
+    assert survivors_primary(c) is False
     assert clock.elapsed == pytest.approx(2.0)  # ten polls of 0.2 s, not an immediate "Primary"
 
 
@@ -64,7 +76,7 @@ def test_survivors_of_a_minority_kill_are_primary_once_their_view_shrinks(
     n2 = FakeNode(2, True, [view(3, True), view(3, True), view(2, True)])
     clock = FakeClock()
     c = cluster_with([n1, n2, FakeNode(3, False)], clock, monkeypatch)
-    assert c._survivors_primary() is True
+    assert survivors_primary(c) is True
     assert clock.elapsed == pytest.approx(0.4)
 
 
@@ -72,7 +84,7 @@ def test_a_view_that_never_settles_is_treated_as_lost_quorum(monkeypatch: pytest
     n1 = FakeNode(1, True, [view(3, True)])
     clock = FakeClock()
     c = cluster_with([n1, FakeNode(2, False), FakeNode(3, False)], clock, monkeypatch)
-    assert c._survivors_primary() is False
+    assert survivors_primary(c) is False
     assert clock.elapsed == pytest.approx(25.0)  # evs.inactive_timeout + 10 s
 
 
@@ -88,7 +100,7 @@ class StartableNode(FakeNode):
         assert expect_size is not None
         self.waited.append(expect_size)
 
-    def start_clustercheck(self) -> None:
+    def start_health_agent(self) -> None:
         pass
 
 
@@ -104,11 +116,13 @@ def test_lost_quorum_heal_waits_only_for_the_members_of_the_last_primary_view(
     by_index = {x.index: x for x in n}
     monkeypatch.setattr(c, "node", lambda i: by_index[i])
 
-    def start(node: StartableNode, *, bootstrap: bool = False, start_position: str | None = None) -> None:
+    def start(
+        site: object, node: StartableNode, *, bootstrap: bool = False, start_position: str | None = None
+    ) -> None:
         node.live = node.started = True
 
-    monkeypatch.setattr(c, "_start_node", start)
-    monkeypatch.setattr(c, "_record_node", lambda node: None)
+    monkeypatch.setattr(c.engine, "_start", start)
+    monkeypatch.setattr(c, "recorded", lambda node: None)
     out = c.restart_nodes((2, 3))
     assert [x.index for x in n if x.started] == [2, 3]
     assert [x.waited for x in n] == [[3], [3], [3], [], []]

@@ -1,7 +1,8 @@
-"""C2 convergence checker, Codership's way: after the load stops, wsrep_last_committed must be
-equal and stable on every node, a causal read must succeed on each, every node must be
-Synced/Primary/ready in one view of N members (same cluster_state_uuid and conf_id), and every
-table of the given schemas must have the same row count and CHECKSUM TABLE on every node.
+"""C2 convergence checker, Codership's way, for any engine: after the load stops, the replication
+position (Galera's seqno, Group Replication's executed GTID set) must be equal and stable on every
+node, a causal read must succeed on each, every node must be a ready member of the quorum in one
+view of N members (same group id and view), and every table of the given schemas must have the
+same row count and CHECKSUM TABLE on every node.
 
 The snapshot is collected by verify.convergence.collect_convergence; this module is pure."""
 
@@ -27,7 +28,8 @@ class NodeState:
     size: int = 0
     conf_id: int = -1
     state_uuid: str = ""
-    last_committed: int = -1
+    last_committed: int = -1  # the engine's progress count (Galera: seqno)
+    position: str = ""  # the exact replication position, equal on converged nodes
     # "schema.table" -> (row count, CHECKSUM TABLE value or None when the engine gives none)
     tables: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
@@ -35,7 +37,7 @@ class NodeState:
 @dataclass(frozen=True)
 class ConvergenceSnapshot:
     nodes: list[NodeState]
-    stable: bool  # wsrep_last_committed was equal on all nodes for >= 2 consecutive polls
+    stable: bool  # the position was equal on all nodes for >= 2 consecutive polls
     polls: int = 0
     attempts: int = 1
     waited: float = 0.0
@@ -53,6 +55,7 @@ def _node_json(n: NodeState) -> dict[str, Any]:
         "conf_id": n.conf_id,
         "state_uuid": n.state_uuid,
         "last_committed": n.last_committed,
+        "position": n.position,
         "tables": {t: {"rows": c, "checksum": s} for t, (c, s) in sorted(n.tables.items())},
     }
 
@@ -74,17 +77,15 @@ def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
     answered = [n for n in nodes if n.answered]
     for n in answered:
         bad = []
-        if n.local_state != "Synced":
-            bad.append(f"state {n.local_state or '?'}")
+        if not n.ready:
+            bad.append(f"state {n.local_state or '?'}, not ready")
         if n.cluster_status != "Primary":
             bad.append(f"status {n.cluster_status or '?'}")
-        if not n.ready:
-            bad.append("not ready")
         if n.size != expected_size:
             bad.append(f"size {n.size} != {expected_size}")
         if bad:
             problems.append(f"{n.node}: {', '.join(bad)}")
-    for attr, label in (("state_uuid", "cluster_state_uuid"), ("conf_id", "cluster_conf_id")):
+    for attr, label in (("state_uuid", "group id"), ("conf_id", "view")):
         values = {getattr(n, attr) for n in answered}
         if len(values) > 1:
             problems.append(
@@ -103,10 +104,10 @@ def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
                 }
         if mismatched:
             problems.append(f"tables differ between nodes: {', '.join(mismatched)}")
-        lc = {n.last_committed for n in readable}
-        if len(lc) > 1:
+        pos = {n.position for n in readable}
+        if len(pos) > 1:
             problems.append(
-                "wsrep_last_committed differs: " + ", ".join(f"{n.node}={n.last_committed}" for n in readable)
+                "replication position differs: " + ", ".join(f"{n.node}={n.position}" for n in readable)
             )
     evidence["mismatched_tables"] = mismatched
     if problems:
@@ -120,13 +121,13 @@ def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
         )
     if not snap.stable:
         return Verdict(
-            NAME, Result.UNKNOWN, f"wsrep_last_committed did not settle in {snap.waited:.1f} s", evidence
+            NAME, Result.UNKNOWN, f"the replication position did not settle in {snap.waited:.1f} s", evidence
         )
     tables = len(readable[0].tables)
     return Verdict(
         NAME,
         Result.PASS,
-        f"{len(readable)} nodes Synced/Primary in one view of {expected_size}, last_committed "
-        f"{readable[0].last_committed}, {tables} tables identical",
+        f"{len(readable)} nodes ready in one Primary view of {expected_size}, at position "
+        f"{readable[0].position}, {tables} tables identical",
         evidence,
     )

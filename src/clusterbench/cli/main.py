@@ -202,30 +202,31 @@ def _print_status(st: ClusterStatus) -> None:
         "address",
         "process",
         "state",
+        "role",
         "size",
         "primary",
         "ready",
         "fc paused",
-        "last committed",
+        "position",
     ):
-        table.add_column(col, justify="right" if col in ("size", "fc paused", "last committed") else "left")
+        table.add_column(col, justify="right" if col in ("size", "fc paused", "position") else "left")
     for v in st.nodes:
-        w = v.wsrep
-        if w is None:
-            table.add_row(
-                f"n{v.index}", v.address, "alive" if v.alive else "[red]down[/]", "-", "-", "-", "-", "-", "-"
-            )
+        h = v.health
+        if h is None:
+            process = "alive" if v.alive else "[red]down[/]"
+            table.add_row(f"n{v.index}", v.address, process, *["-"] * 7)
             continue
         table.add_row(
             f"n{v.index}",
             v.address,
             "alive",
-            w.state_comment if w.synced else f"[yellow]{w.state_comment}[/]",
-            str(w.cluster_size),
-            "yes" if w.primary else "[red]no[/]",
-            "ON" if w.ready else "[red]OFF[/]",
-            f"{w.flow_control_paused:.3f}",
-            str(w.last_committed),
+            h.state if h.ready else f"[yellow]{h.state}[/]",
+            h.role or "-",
+            str(h.size),
+            "yes" if h.in_quorum else "[red]no[/]",
+            "yes" if h.ready else "[red]no[/]",
+            f"{h.flow_control:.3f}",
+            h.position,
         )
     console.out.print(table)
     if st.vip is not None:
@@ -332,7 +333,7 @@ def sql(
         cnf = cluster.dir / f"admin-n{index}.cnf"
         cluster.local.put_file(
             cnf,
-            f"[client]\nhost={n.cfg.address}\nport=3306\nuser={c.admin_user}\n"
+            f"[client]\nhost={n.address}\nport=3306\nuser={c.admin_user}\n"
             f'password="{c.admin_password}"\n',
             mode=0o600,
         )
@@ -352,8 +353,8 @@ def logs(
 ) -> None:
     """Print the end of a node's error log."""
     n = load_cluster(name).node(index)
-    text = n.host.read_file(n.cfg.error_log) or ""
-    console.out.print(f"[dim]{n.cfg.error_log}[/]")
+    text = n.host.read_file(n.error_log) or ""
+    console.out.print(f"[dim]{n.error_log}[/]")
     for ln in text.splitlines()[-lines:]:
         console.out.print(ln, markup=False, soft_wrap=True)
 

@@ -1,1 +1,20 @@
-"""Database engines behind one interface (Galera, Group Replication)."""
+"""Database engines behind one interface (engines/base.py): MariaDB Galera; MySQL Group
+Replication's pieces live in engines/group_replication/."""
+
+from __future__ import annotations
+
+from clusterbench.engines.base import Engine, SessionSql
+from clusterbench.engines.galera.engine import GaleraEngine
+from clusterbench.engines.galera.node import GALERA_SESSION
+from clusterbench.spec.topology import Topology
+
+ENGINES: dict[str, type[GaleraEngine]] = {"galera": GaleraEngine}
+
+# Each engine's session statements, for clients that reach an endpoint without knowing its engine:
+# they try each engine's statement and skip those the server does not know (error 1193).
+SESSIONS: tuple[SessionSql, ...] = (GALERA_SESSION,)
+
+
+def make_engine(topology: Topology) -> Engine:
+    """The engine the topology names in `[engine] kind`."""
+    return ENGINES[topology.engine.kind](topology)

@@ -26,7 +26,6 @@ from clusterbench.cluster import Cluster
 from clusterbench.errors import ClusterbenchError, ComponentError
 from clusterbench.experiment import tls as tlsmod
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
-from clusterbench.faults.actions import restore_cpu_quota, restore_link
 from clusterbench.faults.nemesis import Nemesis
 from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_servers
 from clusterbench.spec.endpoint import Address, Endpoint
@@ -355,19 +354,9 @@ class ExperimentRunner:
                 if want == had:
                     continue
                 changed.append(i)
-                group = c.names.cgroup(c.names.node_role(i))
-                if want.cpu_quota is not None or want.cpuset is not None:
-                    c.cgroups.create(group, want.cpu_quota, want.cpuset)
-                    n = c.node(i)
-                    if n.proc is not None and n.alive():
-                        c.cgroups.attach(group, n.proc.pid)
-                if want.cpu_quota is None:
-                    restore_cpu_quota(c, i)  # -1: unlimited, if the group exists
-                if want.cpuset is None and had.cpuset is not None:
-                    cpus = (c.cgroups.root / "cpuset" / "cpuset.cpus").read_text().strip()
-                    c.cgroups.create(group, None, cpus)
-                if want.bandwidth != had.bandwidth:
-                    restore_link(c, i)  # tbf at the trial's bandwidth, or none
+                n = c.node(i)
+                pid = n.proc.pid if n.proc is not None and n.alive() else None
+                c.provider.set_limits(c.names.node_role(i), want, had, pid)
             if changed:
                 r = t.topology.resources
                 self.lis.phase(
@@ -648,7 +637,7 @@ class ExperimentRunner:
             if not c.node(i).alive():
                 self.lis.phase(c.node_start(i))
         for i in range(1, t.nodes + 1):
-            c.node(i).wait_synced(SETTLE_TIMEOUT, expect_size=t.nodes)
+            c.node(i).wait_ready(SETTLE_TIMEOUT, expect_size=t.nodes)
         names = [f"n{i}" for i in range(1, t.nodes + 1)]
         for h in c.haproxies():
             if h.alive():
@@ -662,18 +651,18 @@ def _design_facts(plan: Plan, part: str) -> dict[str, Any]:
 
 
 def _wait_size(c: Cluster, size: int, timeout: float) -> None:
-    """Until node 1 is Synced in a Primary component of exactly `size` members."""
+    """Until node 1 is a ready member of a Primary component of exactly `size` members."""
     n1 = c.node(1)
     deadline = time.monotonic() + timeout
-    st = None
+    h = None
     while time.monotonic() < deadline:
-        st = n1.status()
-        if st is not None and st.primary and st.synced and st.cluster_size == size:
+        h = n1.health()
+        if h is not None and h.in_quorum and h.ready and h.size == size:
             return
         time.sleep(0.05)
-    seen = f"{st.cluster_status} {st.state_comment}, size {st.cluster_size}" if st else "not answering"
+    seen = f"{h.quorum_word} {h.state}, size {h.size}" if h else "not answering"
     raise ComponentError(
-        f"node n1 is not Synced in a Primary component of {size} after {timeout:g} s ({seen})"
+        f"node n1 is not ready in a Primary component of {size} after {timeout:g} s ({seen})"
     )
 
 

@@ -8,82 +8,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from clusterbench.cluster import Cluster
+from clusterbench.engines.base import Desyncable
 from clusterbench.errors import PreflightError
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.hosts.base import Machine
-from clusterbench.hosts.ssh import on_hosts
-from clusterbench.providers.cgroups import CFS_PERIOD_US
-from clusterbench.providers.network import shape_plan, tbf_args
+from clusterbench.providers.iptables import (  # noqa: F401 - re-exported for callers and tests
+    CHAIN,
+    isolate_rules,
+    partition_plan,
+    partition_rules,
+    unpartition_plan,
+    unpartition_rules,
+)
 
 log = logging.getLogger(__name__)
-
-# A chain of our own in each namespace, so healing a partition removes exactly our rules.
-CHAIN = "CBPART"
-
-
-def _chain(ipt: list[str]) -> list[list[str]]:
-    return [
-        [*ipt, "-N", CHAIN],
-        [*ipt, "-I", "INPUT", "-j", CHAIN],
-        [*ipt, "-I", "OUTPUT", "-j", CHAIN],
-    ]
-
-
-def partition_rules(addr_of: dict[int, str], pairs: list[tuple[int, int]]) -> list[tuple[int, list[str]]]:
-    """(node, iptables argv) that cut each pair both ways, run on each node's host (pure)."""
-    ipt = ["iptables", "-w"]
-    cmds: list[tuple[int, list[str]]] = []
-    for i in sorted({i for p in pairs for i in p}):
-        cmds += [(i, argv) for argv in _chain(ipt)]
-    for a, b in pairs:
-        for me, peer in ((a, b), (b, a)):
-            cmds += [
-                (me, [*ipt, "-A", CHAIN, "-s", addr_of[peer], "-j", "DROP"]),
-                (me, [*ipt, "-A", CHAIN, "-d", addr_of[peer], "-j", "DROP"]),
-            ]
-    return cmds
-
-
-def partition_plan(
-    ns_of: dict[int, str], addr_of: dict[int, str], pairs: list[tuple[int, int]]
-) -> list[list[str]]:
-    """partition_rules as run inside each node's local namespace (pure)."""
-    return [["ip", "netns", "exec", ns_of[i], *argv] for i, argv in partition_rules(addr_of, pairs)]
-
-
-def unpartition_rules(nodes: list[int]) -> list[tuple[int, list[str]]]:
-    ipt = ["iptables", "-w"]
-    cmds: list[tuple[int, list[str]]] = []
-    for i in sorted(nodes):
-        cmds += [
-            (i, [*ipt, "-D", "INPUT", "-j", CHAIN]),
-            (i, [*ipt, "-D", "OUTPUT", "-j", CHAIN]),
-            (i, [*ipt, "-F", CHAIN]),
-            (i, [*ipt, "-X", CHAIN]),
-        ]
-    return cmds
-
-
-def unpartition_plan(ns_of: dict[int, str], nodes: list[int]) -> list[list[str]]:
-    return [["ip", "netns", "exec", ns_of[i], *argv] for i, argv in unpartition_rules(nodes)]
-
-
-def isolate_rules(ssh_port: int) -> list[list[str]]:
-    """A remote node cut off from everybody, except loopback and our SSH session to it (we could
-    not heal it otherwise): the link itself must stay up over ssh (pure)."""
-    ipt = ["iptables", "-w"]
-    return [
-        *_chain(ipt),
-        [*ipt, "-A", CHAIN, "-s", "127.0.0.0/8", "-j", "RETURN"],
-        [*ipt, "-A", CHAIN, "-p", "tcp", "--dport", str(ssh_port), "-j", "RETURN"],
-        [*ipt, "-A", CHAIN, "-p", "tcp", "--sport", str(ssh_port), "-j", "RETURN"],
-        [*ipt, "-A", CHAIN, "-j", "DROP"],
-    ]
-
 
 def node_host(cluster: Cluster, i: int) -> Machine:
     return cluster.host(cluster.names.node_role(i))
@@ -107,55 +48,19 @@ _HAS_NETEM = (
 )
 
 
+def has_netem(host: Machine) -> bool:
+    return host.run(["sh", "-c", _HAS_NETEM], check=False).ok
+
+
 def netem_missing(cluster: Cluster, nodes: tuple[int, ...]) -> list[str]:
-    """Nodes whose host kernel has no netem, as 'n2 (host h2)'."""
-    hosts = [(i, cluster.local if not cluster.remote else node_host(cluster, i)) for i in nodes]
-    out = []
-    for (i, host), res in on_hosts(hosts, lambda ih: ih[1].run(["sh", "-c", _HAS_NETEM], check=False)):
-        if isinstance(res, Exception) or not res.ok:
-            out.append(f"n{i} (host {host.name})" if cluster.remote else f"n{i} (this machine)")
-    return out
+    """Nodes whose host kernel has no netem, as 'n2 (host h2)' or 'n2 (this machine)'."""
+    return cluster.provider.netem_missing([f"n{i}" for i in nodes], has_netem)
 
 
 def restore_link(cluster: Cluster, i: int) -> str:
     """Put node i's link back to the topology's shaping (tbf at its bandwidth, or none); returns
     what it is now. Used by the throttle-link/netem heals and by healing a killed run's leftovers."""
-    names = cluster.names
-    role = names.node_role(i)
-    if cluster.remote:
-        # No shaping in an ssh topology: removing our root qdisc gives the interface back its
-        # default one.
-        node_host(cluster, i).run(["tc", "qdisc", "del", "dev", cluster.interface(role), "root"], check=False)
-        return "unlimited"
-    configured = cluster.topology.node_resources(i).bandwidth
-    if configured:
-        # `tc qdisc replace` swaps whatever root qdisc is there for the configured one.
-        for argv in shape_plan(names, role, configured):
-            cluster.local.run(argv)
-        return configured
-    cluster.local.run(["tc", "qdisc", "del", "dev", names.veth(role), "root"], check=False)
-    cluster.local.run(
-        ["ip", "netns", "exec", names.netns(role), "tc", "qdisc", "del", "dev", "eth0", "root"], check=False
-    )
-    return "unlimited"
-
-
-def wanted_quota_us(cluster: Cluster, i: int) -> int:
-    """The topology's cfs quota for node i in microseconds per period; -1 is unlimited."""
-    want = cluster.topology.node_resources(i).cpu_quota
-    return int(want * CFS_PERIOD_US) if want else -1
-
-
-def quota_file(cluster: Cluster, i: int) -> Path:
-    return (
-        cluster.cgroups.root / "cpu" / cluster.names.cgroup(cluster.names.node_role(i)) / "cpu.cfs_quota_us"
-    )
-
-
-def restore_cpu_quota(cluster: Cluster, i: int) -> None:
-    path = quota_file(cluster, i)
-    if path.exists():
-        path.write_text(str(wanted_quota_us(cluster, i)))
+    return cluster.provider.restore_link(cluster.names.node_role(i))
 
 
 class Action(Protocol):
@@ -214,22 +119,13 @@ class PauseNodes(_Base):
 
 
 class IsolateNodes(_Base):
-    """Locally: link down on the host side of the node's veth. Over ssh the link must stay up (it
-    carries our session): iptables drops everything but loopback and SSH instead. Either way the
-    node reaches nobody and nobody reaches it."""
-
-    def _veth(self, i: int) -> str:
-        return self.cluster.names.veth(self.cluster.names.node_role(i))
+    """The node reaches nobody and nobody reaches it: the provider cuts its link (locally the
+    host side of its veth goes down; over ssh iptables keeps only loopback and our SSH)."""
 
     def apply(self) -> dict[str, Any]:
         self.active = True
         for i in self.fault.nodes:
-            if self.cluster.remote:
-                port = self.cluster.topology.db_hosts()[i - 1].port
-                for argv in isolate_rules(port):
-                    node_host(self.cluster, i).run(argv)
-            else:
-                self.cluster.local.run(["ip", "link", "set", self._veth(i), "down"])
+            self.cluster.provider.isolate(self.cluster.names.node_role(i))
         return {"isolated": [f"n{i}" for i in self.fault.nodes]}
 
     def heal(self) -> dict[str, Any]:
@@ -237,11 +133,7 @@ class IsolateNodes(_Base):
             return {}
         self.active = False
         for i in self.fault.nodes:
-            if self.cluster.remote:
-                for j, argv in unpartition_rules([i]):
-                    node_host(self.cluster, j).run(argv, check=False)
-            else:
-                self.cluster.local.run(["ip", "link", "set", self._veth(i), "up"], check=False)
+            self.cluster.provider.reconnect(self.cluster.names.node_role(i))
         return {"reconnected": [f"n{i}" for i in self.fault.nodes]}
 
 
@@ -266,20 +158,13 @@ class Partition(_Base):
 
 
 class ThrottleLink(_Base):
+    """tbf at a rate on the node's link (locally both directions, over ssh the egress)."""
+
     def apply(self) -> dict[str, Any]:
         self.active = True
         rate = str(self.fault.params["rate"])
-        names = self.cluster.names
         for i in self.fault.nodes:
-            role = names.node_role(i)
-            if self.cluster.remote:
-                # Egress of the node's interface only: ingress shaping would need an ifb device.
-                dev = self.cluster.interface(role)
-                argv = ["tc", "qdisc", "replace", "dev", dev, "root", *tbf_args(rate)]
-                node_host(self.cluster, i).run(argv)
-            else:
-                for argv in shape_plan(names, role, rate):
-                    self.cluster.local.run(argv)
+            self.cluster.provider.shape(self.cluster.names.node_role(i), rate)
         return {"rate": rate, "nodes": [f"n{i}" for i in self.fault.nodes]}
 
     def heal(self) -> dict[str, Any]:
@@ -307,15 +192,8 @@ class NetemLink(_Base):
     def apply(self) -> dict[str, Any]:
         self.active = True
         qdisc = netem_args(self.fault.params)
-        names = self.cluster.names
         for i in self.fault.nodes:
-            role = names.node_role(i)
-            if self.cluster.remote:
-                dev = self.cluster.interface(role)
-                node_host(self.cluster, i).run(["tc", "qdisc", "replace", "dev", dev, "root", *qdisc])
-            else:
-                self.cluster.local.run(["tc", "qdisc", "replace", "dev", names.veth(role), "root", *qdisc])
-                node_host(self.cluster, i).run(["tc", "qdisc", "replace", "dev", "eth0", "root", *qdisc])
+            self.cluster.provider.netem(self.cluster.names.node_role(i), qdisc)
         return {"netem": " ".join(qdisc[1:]), "nodes": [f"n{i}" for i in self.fault.nodes]}
 
     def heal(self) -> dict[str, Any]:
@@ -328,46 +206,51 @@ class NetemLink(_Base):
 class ThrottleCpu(_Base):
     def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
         super().__init__(cluster, fault)
-        if cluster.remote:
-            raise PreflightError(
-                "throttle-cpu is not available with the ssh provider (it would need cgroups set up on "
-                "the remote machines); use pause-node, throttle-link, or limit the machines themselves"
-            )
-
-    def _group(self, i: int) -> str:
-        return self.cluster.names.cgroup(self.cluster.names.node_role(i))
+        problem = cluster.provider.cpu_limit_problem()
+        if problem:
+            raise PreflightError(problem)
 
     def apply(self) -> dict[str, Any]:
         self.active = True
         quota = float(self.fault.params["cpu_quota"])
         for i in self.fault.nodes:
             n = self.cluster.node(i)
-            self.cluster.cgroups.create(self._group(i), quota, None)
-            if n.proc is not None:
-                self.cluster.cgroups.attach(self._group(i), n.proc.pid)
+            self.cluster.provider.limit_cpu(
+                self.cluster.names.node_role(i), quota, n.proc.pid if n.proc is not None else None
+            )
         return {"cpu_quota": quota, "nodes": [f"n{i}" for i in self.fault.nodes]}
 
     def heal(self) -> dict[str, Any]:
         if not self.active:
             return {}
         self.active = False
+        restored: dict[str, float | str] = {}
         for i in self.fault.nodes:
-            restore_cpu_quota(self.cluster, i)
-        return {
-            "restored": {
-                f"n{i}": self.cluster.topology.node_resources(i).cpu_quota or "unlimited"
-                for i in self.fault.nodes
-            }
-        }
+            q = self.cluster.provider.restore_cpu(self.cluster.names.node_role(i))
+            restored[f"n{i}"] = q if q is not None else "unlimited"
+        return {"restored": restored}
 
 
 class DesyncNodes(_Base):
-    """wsrep_desync=ON: the node stops taking part in flow control (as a donor or backup would)."""
+    """The node stops taking part in flow control (as a donor or backup would): Galera's
+    wsrep_desync. Refused up front on an engine whose nodes cannot desync."""
+
+    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
+        super().__init__(cluster, fault)
+        if not issubclass(type(cluster.node(fault.nodes[0])), Desyncable):
+            raise PreflightError(
+                f"desync-node needs an engine whose nodes can desync; {cluster.engine.label} cannot"
+            )
+
+    def _node(self, i: int) -> Desyncable:
+        n = self.cluster.node(i)
+        assert isinstance(n, Desyncable)
+        return n
 
     def apply(self) -> dict[str, Any]:
         self.active = True
         for i in self.fault.nodes:
-            self.cluster.node(i).query("SET GLOBAL wsrep_desync=ON")
+            self._node(i).desync(True)
         return {"desynced": [f"n{i}" for i in self.fault.nodes]}
 
     def heal(self) -> dict[str, Any]:
@@ -375,9 +258,8 @@ class DesyncNodes(_Base):
             return {}
         self.active = False
         for i in self.fault.nodes:
-            n = self.cluster.node(i)
-            if n.alive():
-                n.query("SET GLOBAL wsrep_desync=OFF")
+            if self.cluster.node(i).alive():
+                self._node(i).desync(False)
         return {"resynced": [f"n{i}" for i in self.fault.nodes]}
 
 

@@ -78,6 +78,9 @@ class Host(Protocol):
 
     def signal(self, proc: ProcessRef, sig: int) -> bool: ...
 
+    def proc_state(self, pid: int) -> tuple[str, int] | None:
+        """(state letter, start ticks) of a PID on this host, or None when it does not exist."""
+
     def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Popen: ...
 
 

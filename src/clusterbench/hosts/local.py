@@ -75,6 +75,11 @@ class LocalHost:
     def alive(self, proc: ProcessRef) -> bool:
         return process.is_alive(proc.pid, proc.start_ticks)
 
+    def proc_state(self, pid: int) -> tuple[str, int] | None:
+        """(state, start ticks) of a PID, or None when it does not exist."""
+        st, ticks = process.state(pid), process.start_ticks(pid)
+        return None if st is None or ticks is None else (st, ticks)
+
     def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")

@@ -14,15 +14,9 @@ from clusterbench.hosts.local import LocalHost
 from clusterbench.providers.naming import Names
 from clusterbench.spec.topology import Topology
 
-GALERA_LIB = Path("/usr/lib/galera/libgalera_smm.so")
-
-# binary -> Debian package
+# What every local cluster needs besides its engine: binary -> Debian package.
 REQUIRED = {
-    "mariadbd": "mariadb-server",
-    "mariadb-install-db": "mariadb-server",
-    "mariadb": "mariadb-client",
     "socat": "socat",
-    "rsync": "rsync",
     "ip": "iproute2",
     "tc": "iproute2",
     "ss": "iproute2",
@@ -37,17 +31,20 @@ def require_root() -> None:
         )
 
 
-def missing_binaries(t: Topology) -> list[str]:
-    need = dict(REQUIRED)
+def missing_binaries(t: Topology, engine_needs: dict[str, str]) -> list[str]:
+    """What is missing on this machine, as 'what (how to get it)'. `engine_needs` is the engine's
+    own list (Engine.required()): a binary name or an absolute path -> how to get it."""
+    need = {b: f"Debian package {pkg}" for b, pkg in REQUIRED.items()}
     if t.balancer.kind == "haproxy":
-        need["haproxy"] = "haproxy"
+        need["haproxy"] = "Debian package haproxy"
     if t.vip_address() is not None:
-        need["keepalived"] = "keepalived"
-    if t.mariadb.sst_method == "mariabackup":
-        need["mariabackup"] = "mariadb-backup"
-    out = [f"{b} (Debian package {pkg})" for b, pkg in need.items() if shutil.which(b, path=_PATH) is None]
-    if not GALERA_LIB.exists():
-        out.append(f"{GALERA_LIB} (Debian package galera-4)")
+        need["keepalived"] = "Debian package keepalived"
+    need.update(engine_needs)
+    out = []
+    for what, how in need.items():
+        found = Path(what).exists() if what.startswith("/") else shutil.which(what, path=_PATH) is not None
+        if not found:
+            out.append(f"{what} ({how})")
     return out
 
 
@@ -90,9 +87,9 @@ def overlapping_networks(subnet: ipaddress.IPv4Network, host: LocalHost) -> list
     return found
 
 
-def check_up(t: Topology, home: Path, host: LocalHost) -> None:
+def check_up(t: Topology, home: Path, host: LocalHost, engine_needs: dict[str, str]) -> None:
     require_root()
-    missing = missing_binaries(t)
+    missing = missing_binaries(t, engine_needs)
     if missing:
         raise PreflightError(f"missing {', '.join(missing)}; run `make setup` to install them")
     try:

@@ -10,13 +10,20 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from clusterbench.clock import SystemClock
 from clusterbench.errors import ClusterStateError
-from clusterbench.hosts.base import ProcessRef, terminate
-from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget, on_hosts
-from clusterbench.spec.topology import InventoryHost, Topology
+from clusterbench.hosts import procs
+from clusterbench.hosts.base import Machine
+from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget, copy_tree, on_hosts
+from clusterbench.providers.iptables import isolate_rules, unpartition_rules
+from clusterbench.providers.network import tbf_args
+from clusterbench.spec.topology import InventoryHost, Resources, Topology
+
+Report = Callable[[str], None]
 
 _ROLE_RE = re.compile(r"^(n|lb)([0-9]+)$")
 
@@ -34,9 +41,13 @@ class SshProvider:
     """Hosts of one topology over SSH; one connection per machine, shared by its roles."""
 
     kind = "ssh"
+    remote = True
 
-    def __init__(self, topology: Topology, home: Path) -> None:
+    def __init__(self, topology: Topology, home: Path, cluster_dir: Path | None = None) -> None:
         self.topology = topology
+        self.home = home
+        # The local cluster directory (state, secrets, copied logs); the nodes' files are remote.
+        self.dir = cluster_dir or home / "clusters" / topology.name
         self.known = KnownHosts(known_hosts_path(home), topology.provider.host_keys)
         self._hosts: dict[str, SshHost] = {}
         self._lock = threading.Lock()
@@ -97,6 +108,117 @@ class SshProvider:
             self._interfaces[h.name] = found
         return found
 
+    def vip_prefixlen(self) -> int:
+        # No subnet plan over ssh: the VIP is a host address of its own.
+        return 32
+
+    # ------------------------------------------------------------------ up
+
+    def check_up(self, home: Path, engine_needs: dict[str, str]) -> None:
+        from clusterbench.providers import ssh_check  # noqa: PLC0415 - avoid an import cycle
+
+        ssh_check.check_up(self.topology, home, self)
+
+    def create(self, report: Report) -> dict[str, Any]:
+        # Our role directories only (<base_dir>/<cluster>/<role>): a failed earlier up may have
+        # left files there; like the local cluster directory, start from nothing.
+        self.remove_files()
+        made = self.prepare()
+        report(f"hosts: {len(self.topology.hosts)} machines over ssh, {len(made)} role directories")
+        return {}
+
+    def attach(self, role: str, pid: int) -> None:
+        """No resource limits over ssh (limit the machines themselves)."""
+
+    def copy_dir(
+        self,
+        src: tuple[str, Path],
+        dests: Sequence[tuple[str, Path]],
+        excludes: Sequence[str],
+        report: Report,
+    ) -> None:
+        """No shared filesystem: one gzip'd tar stream from the source machine, fanned out through
+        this machine to every destination's."""
+        sent = copy_tree(
+            self.host(src[0]),
+            src[1],
+            [(self.host(role), path) for role, path in dests],
+            owner="mysql",
+            excludes=list(excludes),
+        )
+        report(f"{src[0]}'s datadir copied to {len(dests)} hosts ({sent / 1e6:.1f} MB compressed)")
+
+    # ------------------------------------------------------------------ links and CPU (faults)
+
+    def isolate(self, role: str) -> None:
+        """The link must stay up over ssh (it carries our session): iptables drops everything but
+        loopback and SSH instead."""
+        for argv in isolate_rules(self.inventory(role).port):
+            self.host(role).run(argv)
+
+    def reconnect(self, role: str) -> None:
+        for _, argv in unpartition_rules([0]):
+            self.host(role).run(argv, check=False)
+
+    def shape(self, role: str, rate: str) -> None:
+        """Egress of the role's interface only: ingress shaping would need an ifb device."""
+        self.host(role).run(["tc", "qdisc", "replace", "dev", self.interface(role), "root", *tbf_args(rate)])
+
+    def netem(self, role: str, qdisc: list[str]) -> None:
+        self.host(role).run(["tc", "qdisc", "replace", "dev", self.interface(role), "root", *qdisc])
+
+    def netem_missing(self, roles: Sequence[str], probe: Callable[[Machine], bool]) -> list[str]:
+        out = []
+        for role, ok in on_hosts(list(roles), lambda r: probe(self.host(r))):
+            if ok is not True:
+                out.append(f"{role} (host {self.host(role).name})")
+        return out
+
+    def restore_link(self, role: str) -> str:
+        # No shaping in an ssh topology: removing our root qdisc gives the interface back its
+        # default one.
+        self.host(role).run(["tc", "qdisc", "del", "dev", self.interface(role), "root"], check=False)
+        return "unlimited"
+
+    def cpu_limit_problem(self) -> str | None:
+        return (
+            "throttle-cpu is not available with the ssh provider (it would need cgroups set up on "
+            "the remote machines); use pause-node, throttle-link, or limit the machines themselves"
+        )
+
+    def limit_cpu(self, role: str, quota: float, pid: int | None) -> None:
+        raise ClusterStateError(self.cpu_limit_problem() or "")
+
+    def restore_cpu(self, role: str) -> float | None:
+        return None
+
+    def set_limits(self, role: str, want: Resources, had: Resources, pid: int | None) -> None:
+        """Topologies over ssh have no limits (the topology refuses them)."""
+
+    def fault_leftovers(self, role: str) -> list[str]:
+        """netem or tbf left on the node's interface (no link-down or CPU leftovers over ssh)."""
+        from clusterbench.providers.local import _qdisc_leftovers  # noqa: PLC0415
+
+        return _qdisc_leftovers(self.host(role), self.interface(role), None)
+
+    # ------------------------------------------------------------------ down
+
+    def teardown(self, keep_files: bool, keep_remote: bool) -> list[str]:
+        """The machines stay as they were before `up`, minus our processes and files (never any
+        `ip netns`, link or cgroup cleanup there). With keep_files the logs are copied into the
+        local cluster directory first."""
+        done = self.kill_leftovers()
+        if keep_files:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            got = self.collect_logs(self.dir / "remote-logs")
+            if got:
+                done.append(f"copied {len(got)} remote logs to {self.dir / 'remote-logs'}")
+        if not keep_remote:
+            removed = self.remove_files()
+            done.append(f"removed our files on {len({r.split(':')[0] for r in removed})} machine(s)")
+        self.close()
+        return done
+
     def prepare(self) -> list[str]:
         """Create each role's directory (parents world-traversable: mariadbd runs as mysql)."""
         done = []
@@ -131,18 +253,8 @@ class SshProvider:
 
         def one(role: str) -> list[str]:
             host = self.host(role)
-            d = str(self.role_dir(role)) + "/"
-            # The directory is matched here, not in the remote script: the script's own command
-            # line (and sudo's) would otherwise match too.
-            listing = host.shell(_LIST_PROCS, timeout=30).stdout
-            refs = []
-            for pid in ours_and_descendants(listing, d):
-                st = host.proc_state(pid)
-                if st is not None and st[0] not in ("Z", "X"):
-                    refs.append(ProcessRef(pid, st[1]))
-            for ref in refs:
-                terminate(host, ref, SystemClock(), 10)
-            return [f"{role}: stopped {len(refs)} leftover processes"] if refs else []
+            stopped = procs.stop_strays(host, str(self.role_dir(role)) + "/", (), SystemClock())
+            return [f"{role}: stopped {len(stopped)} leftover processes"] if stopped else []
 
         for _, res in on_hosts(self.roles(), one):
             if isinstance(res, list):
@@ -167,39 +279,6 @@ class SshProvider:
             hosts = list(self._hosts.values())
         for h in hosts:
             h.close()
-
-
-# Every process as "PID<TAB>PPID<TAB>command line".
-_LIST_PROCS = (
-    'for f in /proc/[0-9]*; do printf "%s\\t%s\\t" "${f#/proc/}" '
-    '"$(sed -n "s/^PPid:[[:space:]]*//p" "$f/status" 2>/dev/null)"; '
-    'tr "\\0" " " <"$f/cmdline" 2>/dev/null; echo; done'
-)
-
-
-def ours_and_descendants(listing: str, marker: str) -> list[int]:
-    """PIDs whose command line contains `marker` (one of our role directories), and their
-    descendants (a shell's sleep, an SST script's rsync): all started by our daemons (pure)."""
-    children: dict[int, list[int]] = {}
-    found: list[int] = []
-    for line in listing.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) < 3 or not parts[0].isdigit():
-            continue
-        pid = int(parts[0])
-        if parts[1].isdigit():
-            children.setdefault(int(parts[1]), []).append(pid)
-        if marker in parts[2]:
-            found.append(pid)
-    out: list[int] = []
-    todo = list(found)
-    while todo:
-        pid = todo.pop()
-        if pid in out:
-            continue
-        out.append(pid)
-        todo += children.get(pid, [])
-    return sorted(out)
 
 
 def route_interface(host: SshHost, peer: str) -> str:

@@ -197,7 +197,7 @@ class ScenarioEngine:
                 notes.append(f"n{n.index} was not running after heal; starting it")
                 notes.append(self.cluster.node_start(n.index))
         for n in self.cluster.nodes():
-            n.wait_synced(max(1.0, timeout - (time.monotonic() - t0)), expect_size=size)
+            n.wait_ready(max(1.0, timeout - (time.monotonic() - t0)), expect_size=size)
         notes.append(f"all {size} nodes Synced and Primary {time.monotonic() - t0:.1f} s after heal")
         # Clients come through the balancers: settled means they see every node UP again too
         # (HAProxy needs `rise` good checks after a node returns).

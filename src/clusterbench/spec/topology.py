@@ -170,6 +170,12 @@ class BalancerSettings(_Strict):
         return self.kind == "haproxy" and self.count == 2
 
 
+class EngineSettings(_Strict):
+    """Which database engine the nodes run."""
+
+    kind: Literal["galera"] = "galera"
+
+
 class ClusterSettings(_Strict):
     name: str = "lab"
     nodes: int = Field(3, ge=1, le=MAX_NODES)
@@ -290,6 +296,7 @@ class ClientSettings(_Strict):
 
 class Topology(_Strict):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    engine: EngineSettings = Field(default_factory=EngineSettings)
     resources: Resources = Field(default_factory=Resources)
     node: list[NodeOverride] = Field(default_factory=list)
     mariadb: MariaDBSettings = Field(default_factory=MariaDBSettings)

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from clusterbench.components.galera.node import GaleraNode
+from clusterbench.engines.base import DbNode
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.verify.client import (
     ClientPool,
@@ -82,7 +82,7 @@ class BankWorkload:
         """What the checker needs to know about this bank."""
         return {"accounts": self.accounts, "total": self.total, "for_update": self.for_update}
 
-    def setup(self, admin: GaleraNode) -> None:
+    def setup(self, admin: DbNode) -> None:
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.table}")
             cur.execute(
@@ -94,7 +94,7 @@ class BankWorkload:
                 [(a, self.initial_balance) for a in self.accounts],
             )
 
-    def drop(self, admin: GaleraNode) -> None:
+    def drop(self, admin: DbNode) -> None:
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.table}")
 
@@ -182,13 +182,14 @@ class BankWorkload:
 
         return self._op(client, endpoint, conn, "transfer", f"{src}>{dst}", body, str)
 
-    def read_node(self, node: GaleraNode) -> dict[str, int]:
+    def read_node(self, node: DbNode) -> dict[str, int]:
         with node.connect(2.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute("SET SESSION wsrep_sync_wait=1")
+            for stmt in node.session.causal:
+                cur.execute(stmt)
             cur.execute(f"SELECT id, balance FROM {self.table}")
             return {str(r[0]): int(r[1]) for r in cur.fetchall()}
 
-    def read_all(self, nodes: Sequence[GaleraNode]) -> dict[str, dict[str, int] | str]:
+    def read_all(self, nodes: Sequence[DbNode]) -> dict[str, dict[str, int] | str]:
         out: dict[str, dict[str, int] | str] = {}
         for n in nodes:
             try:

@@ -8,42 +8,42 @@ from typing import Any
 
 from clusterbench.checkers.convergence import ConvergenceSnapshot, NodeState
 from clusterbench.clock import Clock, SystemClock
-from clusterbench.components.galera.node import GaleraNode
-from clusterbench.components.galera.status import parse_wsrep_status
+from clusterbench.engines.base import DbNode
 
 
-def read_node_state(node: GaleraNode, schemas: Sequence[str], read_timeout: float = 120.0) -> NodeState:
-    """Status first (sync_wait=0: a non-Primary node still answers), then a causal read
-    (wsrep_sync_wait=1) of every table's row count and CHECKSUM TABLE."""
+def read_node_state(node: DbNode, schemas: Sequence[str], read_timeout: float = 120.0) -> NodeState:
+    """Health first (in a monitoring session: a node without quorum still answers), then a causal
+    read of every table's row count and CHECKSUM TABLE."""
     if not node.alive():
         return NodeState(node.name, answered=False, error="not running")
     try:
+        h = node.health()
+        if h is None:
+            return NodeState(node.name, answered=False, error="no answer")
+        state = NodeState(
+            node.name,
+            answered=True,
+            local_state=h.state,
+            cluster_status=h.quorum_word,
+            ready=h.ready,
+            size=h.size,
+            conf_id=h.view_seq,
+            state_uuid=h.group_id,
+            last_committed=h.progress,
+            position=h.position,
+        )
         with node.connect(2.0, read_timeout=read_timeout) as conn:
-            return _read(conn, node.name, schemas)
+            return _read(conn, state, schemas, node.session.causal)
     except Exception as exc:  # noqa: BLE001 - an unreachable node makes the verdict UNKNOWN
         return NodeState(node.name, answered=False, error=f"{type(exc).__name__}: {exc}")
 
 
-def _read(conn: Any, name: str, schemas: Sequence[str]) -> NodeState:
-    with conn.cursor() as cur:
-        cur.execute("SET SESSION wsrep_sync_wait=0")
-        cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep_%'")
-        st = parse_wsrep_status([(str(r[0]), "" if r[1] is None else str(r[1])) for r in cur.fetchall()])
-    state = NodeState(
-        name,
-        answered=True,
-        local_state=st.state_comment,
-        cluster_status=st.cluster_status,
-        ready=st.ready,
-        size=st.cluster_size,
-        conf_id=st.cluster_conf_id,
-        state_uuid=st.cluster_state_uuid,
-        last_committed=st.last_committed,
-    )
+def _read(conn: Any, state: NodeState, schemas: Sequence[str], causal: Sequence[str]) -> NodeState:
     tables: dict[str, tuple[int, int | None]] = {}
     try:
         with conn.cursor() as cur:
-            cur.execute("SET SESSION wsrep_sync_wait=1")
+            for stmt in causal:
+                cur.execute(stmt)
             marks = ", ".join(["%s"] * len(schemas))
             cur.execute(
                 "SELECT table_schema, table_name FROM information_schema.tables "
@@ -64,26 +64,27 @@ def _read(conn: Any, name: str, schemas: Sequence[str]) -> NodeState:
     return replace(state, tables=tables)
 
 
-def last_committed(nodes: Sequence[GaleraNode]) -> tuple[int | None, ...]:
+def positions_of(nodes: Sequence[DbNode]) -> tuple[str | None, ...]:
+    """Each node's replication position (None when it does not answer)."""
     out = []
     for n in nodes:
-        st = n.status()
-        out.append(None if st is None else st.last_committed)
+        h = n.health()
+        out.append(None if h is None else h.position)
     return tuple(out)
 
 
 def collect_convergence(
-    nodes: Sequence[GaleraNode],
+    nodes: Sequence[DbNode],
     schemas: Sequence[str] = ("sbtest",),
     *,
     timeout: float = 60.0,
     poll: float = 0.5,
     retries: int = 2,
     clock: Clock | None = None,
-    read: Callable[[GaleraNode, Sequence[str]], NodeState] = read_node_state,
-    positions: Callable[[Sequence[GaleraNode]], tuple[int | None, ...]] = last_committed,
+    read: Callable[[DbNode, Sequence[str]], NodeState] = read_node_state,
+    positions: Callable[[Sequence[DbNode]], tuple[object, ...]] = positions_of,
 ) -> ConvergenceSnapshot:
-    """Wait (≤ `timeout`) until wsrep_last_committed is equal on every node and unchanged over two
+    """Wait (≤ `timeout`) until the replication position is equal on every node and unchanged over two
     consecutive polls, read every node, and check that the position did not move meanwhile;
     retry up to `retries` times when it did (something still wrote)."""
     clock = clock or SystemClock()
@@ -96,8 +97,8 @@ def collect_convergence(
     for _ in range(retries + 1):
         attempts += 1
         stable = False
-        prev: tuple[int | None, ...] | None = None
-        pos: tuple[int | None, ...] = ()
+        prev: tuple[object, ...] | None = None
+        pos: tuple[object, ...] = ()
         while clock.now() < deadline:
             pos = positions(nodes)
             polls += 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from clusterbench.components.galera.node import GaleraNode
+from clusterbench.engines.base import DbNode
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.verify.client import (
     ClientPool,
@@ -69,7 +69,7 @@ class LedgerWorkload:
 
     # ---- schema ---------------------------------------------------------------------------
 
-    def setup(self, admin: GaleraNode) -> None:
+    def setup(self, admin: DbNode) -> None:
         """(Re)create an empty ledger: rows of an earlier trial would count as phantoms."""
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.table}")
@@ -78,7 +78,7 @@ class LedgerWorkload:
                 "v VARCHAR(64) NOT NULL, PRIMARY KEY (client, seq)) ENGINE=InnoDB"
             )
 
-    def drop(self, admin: GaleraNode) -> None:
+    def drop(self, admin: DbNode) -> None:
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.table}")
 
@@ -139,14 +139,15 @@ class LedgerWorkload:
 
     # ---- reading back ---------------------------------------------------------------------
 
-    def read_node(self, node: GaleraNode) -> set[Key]:
-        """Every key on one node, after a causal wait (wsrep_sync_wait=1); raises if unreadable."""
+    def read_node(self, node: DbNode) -> set[Key]:
+        """Every key on one node, after a causal wait (the engine's causal session); raises if unreadable."""
         with node.connect(2.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute("SET SESSION wsrep_sync_wait=1")
+            for stmt in node.session.causal:
+                cur.execute(stmt)
             cur.execute(f"SELECT client, seq FROM {self.table}")
             return {(int(r[0]), int(r[1])) for r in cur.fetchall()}
 
-    def read_all(self, nodes: Sequence[GaleraNode]) -> dict[str, set[Key] | str]:
+    def read_all(self, nodes: Sequence[DbNode]) -> dict[str, set[Key] | str]:
         """Per node: its keys, or the error text when it could not be read."""
         out: dict[str, set[Key] | str] = {}
         for n in nodes:

@@ -1,5 +1,5 @@
-"""Split-brain monitor (C6): one thread per node polls its wsrep status (wsrep_sync_wait=0, so a
-node without quorum answers instead of blocking) and records samples for checkers.split_brain."""
+"""Split-brain monitor (C6): one thread per node polls its health in a monitoring session (one that
+never blocks on a node without quorum) and records samples for checkers.split_brain."""
 
 from __future__ import annotations
 
@@ -7,53 +7,46 @@ import threading
 from collections.abc import Callable, Sequence
 
 from clusterbench.checkers.split_brain import MonitorSample
-from clusterbench.components.galera.node import GaleraNode
-from clusterbench.components.galera.status import parse_wsrep_status
+from clusterbench.engines.base import DbNode
 from clusterbench.verify.history import BatchWriter, Timebase
 
 SampleSink = Callable[[list[MonitorSample]], None]
 
 
-def poll_node(node: GaleraNode, tb: Timebase) -> MonitorSample:
+def poll_node(node: DbNode, tb: Timebase) -> MonitorSample:
     """One sample; `answered=False` when the node is down or does not answer within ~1-2 s."""
     wall, t = tb.stamp()
-    if not node.alive():
-        return MonitorSample(t, wall, node.name, False)
     try:
-        with node.connect(1.0, read_timeout=2) as conn, conn.cursor() as cur:
-            # Never block on a node that lost quorum (RELIABILITY: monitoring sessions).
-            cur.execute("SET SESSION wsrep_sync_wait=0")
-            cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep_%'")
-            rows = [(str(r[0]), "" if r[1] is None else str(r[1])) for r in cur.fetchall()]
+        h = node.health()
     except Exception:  # noqa: BLE001 - any failure is "did not answer"
+        h = None
+    if h is None:
         return MonitorSample(t, wall, node.name, False)
-    st = parse_wsrep_status(rows)
-    members = {k.lower(): v for k, v in rows}.get("wsrep_incoming_addresses", "")
     return MonitorSample(
         t=t,
         wall=wall,
         node=node.name,
         answered=True,
-        cluster_status=st.cluster_status,
-        size=st.cluster_size,
-        conf_id=st.cluster_conf_id,
-        state_uuid=st.cluster_state_uuid,
-        local_state=st.state_comment,
-        ready=st.ready,
-        last_committed=st.last_committed,
-        members=members,
+        cluster_status=h.quorum_word,
+        size=h.size,
+        conf_id=h.view_seq,
+        state_uuid=h.group_id,
+        local_state=h.state,
+        ready=h.ready,
+        last_committed=h.progress,
+        members=h.members,
     )
 
 
 class SplitBrainMonitor:
     def __init__(
         self,
-        nodes: Sequence[GaleraNode],
+        nodes: Sequence[DbNode],
         timebase: Timebase,
         *,
         interval: float = 0.5,
         sink: SampleSink | None = None,
-        poll: Callable[[GaleraNode, Timebase], MonitorSample] = poll_node,
+        poll: Callable[[DbNode, Timebase], MonitorSample] = poll_node,
     ) -> None:
         self.nodes = list(nodes)
         self.tb = timebase
@@ -78,7 +71,7 @@ class SplitBrainMonitor:
             self._threads.append(t)
             t.start()
 
-    def _loop(self, node: GaleraNode) -> None:
+    def _loop(self, node: DbNode) -> None:
         while True:
             self.record(self.poll(node, self.tb))
             if self._stop.wait(self.interval):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from clusterbench.components.galera.node import GaleraNode
+from clusterbench.engines.base import DbNode
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.verify.client import (
     ClientPool,
@@ -51,14 +51,14 @@ class AvailabilityProber:
         self.connector = connector
         self.pool = ClientPool(WORKLOAD)
 
-    def setup(self, admin: GaleraNode) -> None:
+    def setup(self, admin: DbNode) -> None:
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
             cur.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.table} (prober INT NOT NULL PRIMARY KEY, "
                 "seq INT NOT NULL, at DOUBLE NOT NULL) ENGINE=InnoDB"
             )
 
-    def drop(self, admin: GaleraNode) -> None:
+    def drop(self, admin: DbNode) -> None:
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.table}")
 

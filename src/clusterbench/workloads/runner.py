@@ -23,6 +23,7 @@ from typing import Any
 
 import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL is a dev extra
 
+from clusterbench.engines import SESSIONS
 from clusterbench.errors import WorkloadError
 from clusterbench.hosts.base import Popen
 from clusterbench.spec.endpoint import Endpoint
@@ -200,15 +201,18 @@ class RunResult:
 def causal_reads(cur: Any) -> None:
     """Make this session's reads wait until the node has applied every write the cluster committed.
 
-    Through a balancer, the DDL of a prepare or cleanup may have run on another Galera node, which
-    returns before this node applies it (TOI), so without this a table list can be stale. A server
-    without wsrep_sync_wait (MySQL, or MariaDB without Galera) is left as it is.
+    Through a balancer, the DDL of a prepare or cleanup may have run on another node, which returns
+    before this node applies it, so without this a table list can be stale. The endpoint's engine is
+    not known here: every engine's causal statement is tried, and a server that does not know one
+    (error 1193: MySQL without Group Replication, MariaDB without Galera) is left as it is.
     """
-    try:
-        cur.execute("SET SESSION wsrep_sync_wait = 1")
-    except pymysql.err.MySQLError as e:
-        if not e.args or e.args[0] != 1193:  # ER_UNKNOWN_SYSTEM_VARIABLE
-            raise
+    for session in SESSIONS:
+        for stmt in session.causal:
+            try:
+                cur.execute(stmt)
+            except pymysql.err.MySQLError as e:
+                if not e.args or e.args[0] != 1193:  # ER_UNKNOWN_SYSTEM_VARIABLE
+                    raise
 
 
 def _endpoint_label(endpoint: Endpoint, database: str) -> str:

@@ -139,6 +139,7 @@ def node(name: str, **kw: object) -> NodeState:
         "conf_id": 5,
         "state_uuid": "u-1",
         "last_committed": 100,
+        "position": "100",
         "tables": {"sbtest.sbtest1": (1000, 123), "sbtest.cb_ledger": (50, 77)},
     }
     base.update(kw)
@@ -148,7 +149,7 @@ def node(name: str, **kw: object) -> NodeState:
 def test_convergence_pass() -> None:
     v = check_convergence(ConvergenceSnapshot([node("n1"), node("n2"), node("n3")], True, 3), 3)
     assert v.result is Result.PASS
-    assert v.summary == "3 nodes Synced/Primary in one view of 3, last_committed 100, 2 tables identical"
+    assert v.summary == "3 nodes ready in one Primary view of 3, at position 100, 2 tables identical"
     assert v.evidence["nodes"]["n2"]["tables"]["sbtest.sbtest1"] == {"rows": 1000, "checksum": 123}
 
 
@@ -157,14 +158,14 @@ def test_convergence_fail_on_checksum_state_and_view() -> None:
         [
             node("n1"),
             node("n2", tables={"sbtest.sbtest1": (1000, 124), "sbtest.cb_ledger": (50, 77)}),
-            node("n3", local_state="Donor/Desynced", size=2, conf_id=6),
+            node("n3", local_state="Donor/Desynced", ready=False, size=2, conf_id=6),
         ],
         True,
     )
     v = check_convergence(snap, 3)
     assert v.result is Result.FAIL
     assert v.summary == (
-        "n3: state Donor/Desynced, size 2 != 3; cluster_conf_id differs: n1=5, n2=5, n3=6; "
+        "n3: state Donor/Desynced, not ready, size 2 != 3; view differs: n1=5, n2=5, n3=6; "
         "tables differ between nodes: sbtest.sbtest1"
     )
     assert v.evidence["mismatched_tables"] == {
@@ -183,7 +184,7 @@ def test_convergence_unknown_when_unread_or_unsettled() -> None:
     v = check_convergence(ConvergenceSnapshot([node("n1"), NodeState("n2", False, "not running")], True), 3)
     assert (v.result, v.summary) == (Result.UNKNOWN, "could not read n2 (not running)")
     v = check_convergence(ConvergenceSnapshot([node("n1"), node("n2")], False, 9, waited=4.5), 3)
-    assert (v.result, v.summary) == (Result.UNKNOWN, "wsrep_last_committed did not settle in 4.5 s")
+    assert (v.result, v.summary) == (Result.UNKNOWN, "the replication position did not settle in 4.5 s")
     assert check_convergence(ConvergenceSnapshot([], True), 3).result is Result.UNKNOWN
 
 

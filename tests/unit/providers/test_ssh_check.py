@@ -199,17 +199,26 @@ def test_provision_installs_only_what_is_missing() -> None:
 
 
 def test_leftovers_are_processes_naming_our_directory_and_their_descendants() -> None:
-    from clusterbench.providers.ssh import ours_and_descendants
+    from clusterbench.hosts.procs import parse_listing, strays
 
+    def stat(pid: int, comm: str, state: str = "S") -> str:
+        return f"{pid} ({comm}) {state} " + " ".join(["0"] * 18) + f" {pid * 10} 0"
+
+    n2 = "/var/lib/clusterbench/remote/prod/n2"
     listing = "\n".join(
         [
-            "1\t0\t/sbin/init ",
-            "100\t1\tmariadbd --defaults-file=/var/lib/clusterbench/remote/prod/n2/my.cnf ",
-            "101\t100\tsh /usr/bin/wsrep_sst_rsync --role joiner ",
-            "102\t101\trsync --daemon ",
-            "200\t1\tmariadbd --defaults-file=/var/lib/clusterbench/remote/prod/n20/my.cnf ",
-            "300\t1\tsleep 300 ",
+            f"1\t0\t{stat(1, 'init')}\t/sbin/init ",
+            f"100\t1\t{stat(100, 'mariadbd')}\tmariadbd --defaults-file={n2}/my.cnf ",
+            f"101\t100\t{stat(101, 'sh')}\tsh /usr/bin/wsrep_sst_rsync --role joiner ",
+            f"102\t101\t{stat(102, 'rsync')}\trsync --daemon ",
+            f"103\t101\t{stat(103, 'rsync', 'Z')}\t",
+            f"200\t1\t{stat(200, 'mariadbd')}\tmariadbd --defaults-file={n2}0/my.cnf ",
+            f"300\t1\t{stat(300, 'sleep')}\tsleep 300 ",
             "garbage",
         ]
     )
-    assert ours_and_descendants(listing, "/var/lib/clusterbench/remote/prod/n2/") == [100, 101, 102]
+    entries = parse_listing(listing)
+    found = strays(entries, "/var/lib/clusterbench/remote/prod/n2/")
+    assert [(e.pid, e.start_ticks) for e in found] == [(100, 1000), (101, 1010), (102, 1020)]
+    # A process we still track (and its children) is not a stray.
+    assert [e.pid for e in strays(entries, "/var/lib/clusterbench/remote/prod/n2/", keep=[101])] == [100]

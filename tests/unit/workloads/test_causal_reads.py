@@ -20,7 +20,7 @@ class Cursor:
 def test_sets_sync_wait() -> None:
     cur = Cursor()
     causal_reads(cur)
-    assert cur.sql == ["SET SESSION wsrep_sync_wait = 1"]
+    assert cur.sql == ["SET SESSION wsrep_sync_wait=1"]
 
 
 def test_server_without_the_variable_is_left_alone() -> None:

@@ -13,7 +13,7 @@ GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 MARIADB_CLIENT = "/usr/bin/mariadb"
 
 _env = Environment(
-    loader=PackageLoader("clusterbench.components.galera", ""),
+    loader=PackageLoader("clusterbench.engines.galera", ""),
     undefined=StrictUndefined,
     keep_trailing_newline=True,
     autoescape=False,
@@ -93,15 +93,6 @@ def render_my_cnf(cfg: NodeConfig) -> str:
 
 def render_clustercheck(cfg: NodeConfig) -> str:
     return _env.get_template("clustercheck.sh.j2").render(client=MARIADB_CLIENT, mon_cnf=str(cfg.mon_cnf))
-
-
-def _option_quote(value: str) -> str:
-    """Quote a value for a MariaDB option file, where an unquoted '#' starts a comment."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def render_client_cnf(user: str, password: str, socket: Path) -> str:
-    return f"[client]\nuser={user}\npassword={_option_quote(password)}\nsocket={socket}\n"
 
 
 def _value(v: str | int | float | bool) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+_DONOR = re.compile(r"Member \S+ \(([^)]*)\) requested state transfer from .*?Selected \S+ \(([^)]*)\)")
 _RECOVERED = re.compile(r"WSREP: Recovered position: ([0-9a-f-]{36}:-?\d+)")
 
 
@@ -20,6 +21,7 @@ class WsrepStatus:
     flow_control_paused: float
     cluster_state_uuid: str
     cluster_conf_id: int
+    incoming_addresses: str = ""  # the view's members' client addresses, comma-separated
 
     @property
     def primary(self) -> bool:
@@ -64,6 +66,7 @@ def parse_wsrep_status(rows: list[tuple[str, str]] | dict[str, str]) -> WsrepSta
         flow_control_paused=_float(d.get("wsrep_flow_control_paused")),
         cluster_state_uuid=d.get("wsrep_cluster_state_uuid", "") or "",
         cluster_conf_id=_conf_id(d.get("wsrep_cluster_conf_id")),
+        incoming_addresses=d.get("wsrep_incoming_addresses", "") or "",
     )
 
 
@@ -121,3 +124,11 @@ def classify_join(log_text: str) -> str:
     if "SST received" in log_text:
         return "SST"
     return "none"
+
+
+def parse_donor(log_text: str, joiner: str | None = None) -> str | None:
+    """The donor Galera selected for the last state transfer `joiner` requested (any joiner when
+    None): 'Member 1.0 (n2) requested state transfer from '*any*'. Selected 2.0 (n3)(SYNCED) as
+    donor.' gives n3."""
+    found = [m.group(2) for m in _DONOR.finditer(log_text) if joiner is None or m.group(1) == joiner]
+    return found[-1] if found else None

@@ -1,0 +1,249 @@
+"""The engine interface: what every database engine of a cluster offers, in engine-neutral terms.
+
+An engine (MariaDB Galera, MySQL Group Replication) is two things:
+
+- `DbNode`: one database server on one host. Its lifecycle (write files, start, stop, kill,
+  pause), its SQL (an admin connection), its health agent for the balancer, and a typed view of
+  how it sees itself and its group (`NodeHealth`).
+- `Engine`: the lifecycle of a whole cluster of such nodes: bring it up from nothing, start one
+  node (rejoin or bootstrap), heal after kills, cold start after a complete outage.
+
+`Cluster` orchestrates provider hosts, engine nodes and balancers through these two protocols and
+knows neither which engine nor which provider it has. Checkers, faults, telemetry and workloads
+read `NodeHealth` and the session SQL below, never `wsrep_*` or `performance_schema` rows. A
+capability only one engine has (Galera's desync) is an optional protocol the caller asks for
+with isinstance, not an `if kind == ...`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import pymysql
+
+from clusterbench.clock import Clock
+from clusterbench.hosts.base import Machine, ProcessRef
+from clusterbench.spec.topology import Topology
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Per-cluster accounts, generated at `up`. Only ever printed masked."""
+
+    admin_user: str
+    admin_password: str
+    app_user: str
+    app_password: str
+    mon_user: str
+    mon_password: str
+
+    def to_json(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+    @staticmethod
+    def from_json(d: dict[str, str]) -> Credentials:
+        return Credentials(**d)
+
+
+@dataclass(frozen=True)
+class NodeHealth:
+    """How one answering node sees itself and its group, in words every engine can fill.
+
+    - `state`: the engine's own word for the member state (Galera: Synced, Donor/Desynced,
+      Joiner...; Group Replication: ONLINE, RECOVERING, ERROR...), for people to read.
+    - `in_quorum`: a member of the component or group that has quorum (Galera: Primary).
+    - `ready`: a full member serving the cluster's data now (Galera: Synced in the Primary
+      component with wsrep_ready; GR: ONLINE in a majority view).
+    - `writable`: accepts writes now (Galera: ready; GR: ready and PRIMARY, or multi-primary).
+    - `role`: PRIMARY or SECONDARY where the engine has roles, "" where every member writes.
+    - `group_id` + `view_seq`: which view of which cluster history the node is in (Galera:
+      cluster_state_uuid and conf_id; GR: group name + view timestamp, and the view counter).
+    - `position`: the exact replication position, equal on converged nodes (Galera: the seqno;
+      GR: gtid_executed); `progress`: a count that grows with every commit (seqno; GTIDs).
+    - `members`: addresses of the view's members, comma-separated ("" when unknown).
+    - `flow_control`: fraction of time paused by flow control (0 when the engine has none).
+    """
+
+    state: str
+    in_quorum: bool
+    ready: bool
+    writable: bool
+    size: int
+    group_id: str = ""
+    view_seq: int = -1
+    position: str = ""
+    progress: int = -1
+    role: str = ""
+    members: str = ""
+    flow_control: float = 0.0
+
+    @property
+    def quorum_word(self) -> str:
+        """'Primary' or 'non-Primary' (the words Galera and the split-brain checker use)."""
+        return "Primary" if self.in_quorum else "non-Primary"
+
+
+@dataclass(frozen=True)
+class SessionSql:
+    """Statements that set up a session's consistency, per engine.
+
+    `monitor`: never block on a node that lost quorum (health checks, status, monitors).
+    `causal`: a read that sees every write acknowledged anywhere in the cluster before it
+    (verification reads, convergence). `default`: the engine's default (stale reads possible)."""
+
+    monitor: tuple[str, ...]
+    causal: tuple[str, ...]
+    default: tuple[str, ...]
+
+
+class DbNode(Protocol):
+    """One database server of an engine, on one host."""
+
+    index: int
+    host: Machine
+    proc: ProcessRef | None
+    check_proc: ProcessRef | None
+    session: SessionSql
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def dir(self) -> Path: ...
+
+    @property
+    def datadir(self) -> Path: ...
+
+    @property
+    def error_log(self) -> Path: ...
+
+    @property
+    def admin_cnf(self) -> Path:
+        """A [client] option file (mode 0600, on the node's host) for the admin account."""
+
+    def write_files(self) -> None: ...
+
+    def alive(self) -> bool: ...
+
+    def stop(self, timeout: float = 60.0) -> str: ...
+
+    def kill(self) -> str: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def connect(
+        self, timeout: float = 2.0, **kw: Any
+    ) -> AbstractContextManager[pymysql.connections.Connection]: ...
+
+    def query(self, sql: str, timeout: float = 2.0) -> list[tuple[Any, ...]]: ...
+
+    def health(self) -> NodeHealth | None: ...
+
+    def start_health_agent(self) -> ProcessRef: ...
+
+    def stop_health_agent(self) -> None: ...
+
+    def health_agent_alive(self) -> bool: ...
+
+    def error_log_size(self) -> int: ...
+
+    def error_log_tail(self, lines: int = 8) -> str: ...
+
+    def engine_status(self) -> dict[str, str]:
+        """The engine's own status variables, for provenance ({} when the node does not answer)."""
+
+    def wait_ready(self, timeout: float, expect_size: int | None = None) -> NodeHealth: ...
+
+    def stop_strays(self) -> list[str]: ...
+
+
+@runtime_checkable
+class Desyncable(Protocol):
+    """A node that can leave flow control on purpose (Galera's wsrep_desync)."""
+
+    def desync(self, on: bool) -> None: ...
+
+    def desynced(self) -> bool: ...
+
+
+class Site(Protocol):
+    """What an engine's cluster lifecycle needs from the cluster it runs in: the topology, the
+    nodes as objects, a clock, and callbacks that keep the cluster's persisted state and the
+    provider's limits in step with the processes the engine starts."""
+
+    topology: Topology
+    clock: Clock
+
+    def node(self, index: int) -> DbNode: ...
+
+    def nodes(self) -> list[DbNode]: ...
+
+    def started(self, node: DbNode) -> None:
+        """A node's server process was (re)started: attach its resource limits, persist its PID."""
+
+    def recorded(self, node: DbNode) -> None:
+        """Persist a node's processes (server, health agent)."""
+
+    def copy_datadir(
+        self, source: DbNode, targets: Sequence[DbNode], excludes: Sequence[str], report: Report
+    ) -> None:
+        """Give every target a copy of the source's datadir (owned by mysql), host to host."""
+
+
+class Engine(Protocol):
+    """The lifecycle of a whole cluster of one engine."""
+
+    kind: str
+    label: str  # for people: "MariaDB Galera", "MySQL Group Replication"
+    topology: Topology
+
+    def make_node(
+        self,
+        index: int,
+        host: Machine,
+        dir: Path,
+        creds: Credentials,
+        proc: ProcessRef | None,
+        check_proc: ProcessRef | None,
+        clock: Clock,
+    ) -> DbNode: ...
+
+    def required(self) -> dict[str, str]:
+        """What must exist on a db host: a path or binary name -> how to get it (one line)."""
+
+    def bring_up(self, site: Site, report: Report) -> None:
+        """From empty node directories to every node a ready member (files written, data
+        initialized, accounts made, group bootstrapped, the others joined, health agents up)."""
+
+    def start_node(self, site: Site, index: int, timeout: float) -> str:
+        """Start one stopped or crashed node: rejoin the running ones, or bootstrap when none runs
+        and the engine's rules allow this node to. Returns what happened."""
+
+    def restart_nodes(self, site: Site, indexes: Sequence[int], timeout: float) -> list[str]:
+        """The heal of kill and stop faults: bring the given nodes back, whatever the survivors'
+        state (quorum kept, quorum lost, nobody left)."""
+
+    def start_all(self, site: Site, report: Report) -> list[str]:
+        """Cold start after every node stopped or crashed, from the most advanced node."""
+
+    def stop_order(self, nodes: Sequence[DbNode]) -> list[DbNode]:
+        """The order of a graceful stop of every node."""
+
+
+def nodes_by_index(nodes: Sequence[DbNode]) -> dict[int, DbNode]:
+    return {n.index: n for n in nodes}
+
+
+def alive_nodes(nodes: Sequence[DbNode]) -> Iterator[DbNode]:
+    return (n for n in nodes if n.alive())

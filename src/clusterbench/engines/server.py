@@ -1,0 +1,268 @@
+"""What every engine's database server has in common: a detached process on a host that we signal
+by PID + start time, an error log, an admin connection, and an HTTP health agent (socat running
+a check script per request) that the balancer asks. Engines subclass `ServerNode` and add their
+own files, start arguments and status."""
+
+from __future__ import annotations
+
+import signal
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pymysql
+
+from clusterbench.clock import Clock, SystemClock
+from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
+from clusterbench.errors import ComponentError
+from clusterbench.hosts import procs
+from clusterbench.hosts.base import Machine, ProcessRef, terminate, wait_dead
+
+HEALTH_PORT = 9200
+
+
+def sql_quote(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def option_quote(value: str) -> str:
+    """Quote a value for a MySQL/MariaDB option file, where an unquoted '#' starts a comment."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_client_cnf(user: str, password: str, socket: Path | None = None, host: str | None = None) -> str:
+    """A [client] option file: how every client of ours gets a password without putting it on a
+    command line (`--defaults-extra-file`), mode 0600."""
+    lines = ["[client]", f"user={user}", f"password={option_quote(password)}"]
+    if socket is not None:
+        lines.append(f"socket={socket}")
+    if host is not None:
+        lines.append(f"host={host}")
+    return "\n".join(lines) + "\n"
+
+
+class ServerNode(ABC):
+    """A database server process of some engine on one host.
+
+    Subclasses set `session` and implement write_files, the start argv, health() and
+    engine_status(); everything here is the same for every engine."""
+
+    session: SessionSql
+
+    def __init__(
+        self,
+        index: int,
+        host: Machine,
+        creds: Credentials,
+        proc: ProcessRef | None = None,
+        check_proc: ProcessRef | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.index = index
+        self.host = host
+        self.creds = creds
+        self.proc = proc
+        self.check_proc = check_proc
+        self.clock = clock or SystemClock()
+        # Where this process's part of the error log begins: failures quote only lines written
+        # since this start, never an earlier attempt's (issue 15, item 9).
+        self.log_offset: int | None = None
+
+    # --- identity and paths (subclasses provide dir, address, socket, error_log, health script) ---
+
+    @property
+    def name(self) -> str:
+        return f"n{self.index}"
+
+    @property
+    @abstractmethod
+    def address(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def dir(self) -> Path: ...
+
+    @property
+    def datadir(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def error_log(self) -> Path:
+        return self.dir / "error.log"
+
+    @property
+    def socket(self) -> Path:
+        """The server's unix socket as this machine sees it (local hosts only)."""
+        return self.dir / "mysqld.sock"
+
+    @property
+    def health_script(self) -> Path:
+        return self.dir / "clustercheck.sh"
+
+    @property
+    def admin_cnf(self) -> Path:
+        return self.dir / "admin.cnf"
+
+    # --- error log ---
+
+    def error_log_size(self) -> int:
+        return self.host.file_size(self.error_log)
+
+    def error_log_since(self, offset: int) -> str:
+        text = self.host.read_file(self.error_log) or ""
+        return text[offset:] if offset <= len(text) else text
+
+    def error_log_tail(self, lines: int = 8) -> str:
+        """The last error lines of this start (or of the whole log when we did not start it)."""
+        text = self.error_log_since(self.log_offset) if self.log_offset is not None else (
+            self.host.read_file(self.error_log) or ""
+        )
+        wanted = [ln for ln in text.splitlines() if "[ERROR]" in ln]
+        pick = wanted[-lines:] if wanted else text.splitlines()[-lines:]
+        return " | ".join(ln.strip() for ln in pick)
+
+    # --- process ---
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.host.alive(self.proc)
+
+    def spawn(self, argv: list[str]) -> ProcessRef:
+        """Start the server detached, after stopping what an earlier process of this node left
+        running (issue 15, item 8: a killed donor's SST script blocks the next start)."""
+        self.stop_strays()
+        self.log_offset = self.error_log_size()
+        self.proc = self.host.spawn(argv, log=self.dir / "stdout.log")
+        return self.proc
+
+    def stop_strays(self) -> list[str]:
+        """Processes naming this node's directory that are neither the server nor the health
+        agent we track: an earlier process's helpers. Only call while the server is down."""
+        if self.alive():
+            return []
+        keep = [p.pid for p in (self.check_proc,) if p is not None and self.host.alive(p)]
+        return procs.stop_strays(self.host, f"{self.dir}/", keep, self.clock)
+
+    def stop(self, timeout: float = 60.0) -> str:
+        """SIGTERM, wait, SIGKILL after `timeout`. SIGCONT first: a paused (SIGSTOPped) server
+        would not act on SIGTERM until continued."""
+        return terminate(self.host, self.proc, self.clock, timeout, cont=True)
+
+    def kill(self) -> str:
+        if not self.alive():
+            return "not running"
+        assert self.proc is not None
+        self.host.signal(self.proc, signal.SIGKILL)
+        self._wait_dead(10)
+        return "killed"
+
+    def pause(self) -> None:
+        if self.proc is not None:
+            self.host.signal(self.proc, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.proc is not None:
+            self.host.signal(self.proc, signal.SIGCONT)
+
+    def _wait_dead(self, timeout: float) -> bool:
+        return self.proc is None or wait_dead(self.host, self.proc, self.clock, timeout)
+
+    # --- health agent (socat + script, on the node's host) ---
+
+    def health_agent_alive(self) -> bool:
+        return self.check_proc is not None and self.host.alive(self.check_proc)
+
+    def start_health_agent(self) -> ProcessRef:
+        if self.health_agent_alive():
+            assert self.check_proc is not None
+            return self.check_proc
+        self.check_proc = self.host.spawn(
+            [
+                "socat",
+                f"TCP-LISTEN:{HEALTH_PORT},bind={self.address},fork,reuseaddr",
+                f"EXEC:{self.health_script}",
+            ],
+            log=self.dir / "clustercheck.log",
+        )
+        return self.check_proc
+
+    def stop_health_agent(self) -> None:
+        if self.check_proc is not None and self.host.alive(self.check_proc):
+            self.host.signal(self.check_proc, signal.SIGTERM)
+
+    # --- SQL ---
+
+    @contextmanager
+    def connect(self, timeout: float = 2.0, **kw: Any) -> Iterator[pymysql.connections.Connection]:
+        # The unix socket is on this machine's filesystem only for local hosts; a remote node is
+        # reached over TCP, as the admin account exists for '%' too.
+        where: dict[str, Any] = (
+            {"host": self.address, "port": 3306} if self.host.remote else {"unix_socket": str(self.socket)}
+        )
+        conn = pymysql.connect(
+            **where,
+            user=self.creds.admin_user,
+            password=self.creds.admin_password,
+            connect_timeout=timeout,
+            read_timeout=kw.pop("read_timeout", 10),
+            write_timeout=10,
+            autocommit=True,
+            **kw,
+        )
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def query(self, sql: str, timeout: float = 2.0) -> list[tuple[Any, ...]]:
+        with self.connect(timeout) as conn, conn.cursor() as cur:
+            cur.execute(sql)
+            return list(cur.fetchall())
+
+    def monitor_rows(self, sql: str, timeout: float = 1.0) -> list[tuple[str, str]] | None:
+        """Name/value rows read in a monitoring session (never blocks on a node without quorum);
+        None when the node is down or does not answer. A refused admin account is an error: the
+        cluster's credentials do not match its data."""
+        if not self.alive():
+            return None
+        try:
+            with self.connect(timeout) as conn, conn.cursor() as cur:
+                for stmt in self.session.monitor:
+                    cur.execute(stmt)
+                cur.execute(sql)
+                return [(str(r[0]), "" if r[1] is None else str(r[1])) for r in cur.fetchall()]
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] == 1045:
+                raise ComponentError(
+                    f"node {self.name} refuses the admin account ({exc.args[1]}); the cluster's credentials "
+                    "do not match its data: recreate it with `clusterbench down` and `clusterbench up`"
+                ) from None
+            return None
+        except pymysql.MySQLError:
+            return None
+
+    @abstractmethod
+    def health(self) -> NodeHealth | None:
+        """How the node sees itself and its group; None when it does not answer."""
+
+    def wait_ready(self, timeout: float, expect_size: int | None = None) -> NodeHealth:
+        """Wait until the node is a ready member (of a view of at least `expect_size`); fail at
+        once, quoting this start's errors, if the process dies."""
+        deadline = self.clock.now() + timeout
+        last: NodeHealth | None = None
+        while self.clock.now() < deadline:
+            if not self.alive():
+                raise ComponentError(
+                    f"node {self.name} exited while joining; errors from {self.error_log} since its start: "
+                    f"{self.error_log_tail()}"
+                )
+            last = self.health()
+            if last is not None and last.ready and (expect_size is None or last.size >= expect_size):
+                return last
+            self.clock.sleep(0.05)
+        where = f"state {last.state}, {last.size} members" if last else "not answering"
+        raise ComponentError(
+            f"node {self.name} not ready after {timeout:g} s ({where}); see {self.error_log}: "
+            f"{self.error_log_tail(3)}"
+        )

@@ -1,0 +1,260 @@
+"""The local provider: every host of a topology is a network namespace on this machine, on a
+bridge the provider creates, with no default route; limits are tbf qdiscs and cgroup v1 groups.
+
+A provider makes hosts and owns what happens to them below the database: their network links
+(isolate, shape, netem), CPU limits, copying a directory from one host to others, and the
+teardown of everything it made. `Cluster` and the fault actions call these methods and never ask
+which provider they have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from clusterbench.clock import Clock
+from clusterbench.hosts import process
+from clusterbench.hosts.base import Machine
+from clusterbench.hosts.local import LocalHost, NetnsHost
+from clusterbench.providers import preflight
+from clusterbench.providers.cgroups import CFS_PERIOD_US, CgroupV1
+from clusterbench.providers.naming import Names
+from clusterbench.providers.network import HostPlan, down_plan, shape_plan, up_plan
+from clusterbench.spec.topology import Resources, Topology
+
+Report = Callable[[str], None]
+
+
+class LocalProvider:
+    kind = "local"
+    remote = False
+
+    def __init__(self, topology: Topology, cluster_dir: Path, clock: Clock) -> None:
+        self.topology = topology
+        self.names = Names(topology.name)
+        self.dir = cluster_dir
+        self.clock = clock
+        self.local = LocalHost()
+        self.cgroups = CgroupV1()
+
+    # ------------------------------------------------------------------ hosts
+
+    def host(self, role: str) -> Machine:
+        """Where role n<i>, lb<k> or c<k> runs: its namespace."""
+        return NetnsHost(self.names.netns(role))
+
+    def role_dir(self, role: str) -> Path:
+        return self.dir / role
+
+    def client_hosts(self) -> list[Machine]:
+        """The client namespaces of `[clients] hosts = K`; [] when there are none (load runs here)."""
+        return [NetnsHost(self.names.netns(f"c{k}")) for k in self.topology.client_indexes()]
+
+    def interface(self, role: str) -> str:
+        return "eth0"
+
+    def vip_prefixlen(self) -> int:
+        return self.topology.network.prefixlen
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ up
+
+    def check_up(self, home: Path, engine_needs: dict[str, str]) -> None:
+        preflight.check_up(self.topology, home, self.local, engine_needs)
+
+    def host_plans(self) -> list[HostPlan]:
+        t = self.topology
+        plans = [
+            HostPlan(self.names.node_role(i), t.node_address(i), t.node_resources(i).bandwidth)
+            for i in t.node_indexes()
+        ]
+        for k in t.balancer_indexes():
+            plans.append(HostPlan(f"lb{k}", t.balancer_address(k)))
+        for k in t.client_indexes():
+            plans.append(HostPlan(f"c{k}", t.client_host_address(k)))
+        return plans
+
+    def create(self, report: Report) -> dict[str, Any]:
+        """Bridge, namespaces, veths, shaping, cgroups. Returns what to persist in state.json."""
+        t = self.topology
+        hosts = self.host_plans()
+        bridge = f"{t.bridge_address()}/{t.network.prefixlen}"
+        for argv in up_plan(self.names, bridge, hosts, t.network.prefixlen):
+            self.local.run(argv)
+        for i in t.node_indexes():
+            r = t.node_resources(i)
+            if r.cpu_quota is not None or r.cpuset is not None:
+                self.cgroups.create(self.names.cgroup(self.names.node_role(i)), r.cpu_quota, r.cpuset)
+        report(
+            f"network: bridge {self.names.bridge} {t.bridge_address()}/{t.network.prefixlen}, "
+            f"{len(hosts)} namespaces"
+        )
+        return {"netns": [self.names.netns(h.role) for h in hosts], "bridge": self.names.bridge}
+
+    def attach(self, role: str, pid: int) -> None:
+        """Put a node's server process under its topology limits (cgroup), if it has any."""
+        if not role.startswith("n"):
+            return
+        r = self.topology.node_resources(int(role[1:]))
+        if r.cpu_quota is not None or r.cpuset is not None:
+            self.cgroups.attach(self.names.cgroup(role), pid)
+
+    def copy_dir(
+        self,
+        src: tuple[str, Path],
+        dests: Sequence[tuple[str, Path]],
+        excludes: Sequence[str],
+        report: Report,
+    ) -> None:
+        """Copy a directory between hosts: one filesystem here, so rsync it."""
+        for _, path in dests:
+            self.local.run(["rsync", "-a", *(f"--exclude={e}" for e in excludes), f"{src[1]}/", f"{path}/"])
+
+    # ------------------------------------------------------------------ links and CPU (faults)
+
+    def isolate(self, role: str) -> None:
+        """Cut a host off from everybody: its link down (host side of the veth)."""
+        self.local.run(["ip", "link", "set", self.names.veth(role), "down"])
+
+    def reconnect(self, role: str) -> None:
+        self.local.run(["ip", "link", "set", self.names.veth(role), "up"], check=False)
+
+    def shape(self, role: str, rate: str) -> None:
+        """tbf at `rate` on both directions of a host's link."""
+        for argv in shape_plan(self.names, role, rate):
+            self.local.run(argv)
+
+    def netem(self, role: str, qdisc: list[str]) -> None:
+        self.local.run(["tc", "qdisc", "replace", "dev", self.names.veth(role), "root", *qdisc])
+        self.host(role).run(["tc", "qdisc", "replace", "dev", "eth0", "root", *qdisc])
+
+    def netem_missing(self, roles: Sequence[str], probe: Callable[[Machine], bool]) -> list[str]:
+        """Roles whose kernel has no netem: one kernel here, probed once."""
+        return [] if probe(self.local) else [f"{r} (this machine)" for r in roles]
+
+    def restore_link(self, role: str) -> str:
+        """Back to the topology's shaping (tbf at its bandwidth, or none); returns what it is now."""
+        configured = self.topology.node_resources(int(role[1:])).bandwidth if role.startswith("n") else None
+        if configured:
+            # `tc qdisc replace` swaps whatever root qdisc is there for the configured one.
+            self.shape(role, configured)
+            return configured
+        self.local.run(["tc", "qdisc", "del", "dev", self.names.veth(role), "root"], check=False)
+        self.host(role).run(["tc", "qdisc", "del", "dev", "eth0", "root"], check=False)
+        return "unlimited"
+
+    def cpu_limit_problem(self) -> str | None:
+        """Why CPU limits cannot be changed on this provider (None: they can)."""
+        return None
+
+    def limit_cpu(self, role: str, quota: float, pid: int | None) -> None:
+        group = self.names.cgroup(role)
+        self.cgroups.create(group, quota, None)
+        if pid is not None:
+            self.cgroups.attach(group, pid)
+
+    def quota_file(self, role: str) -> Path:
+        return self.cgroups.root / "cpu" / self.names.cgroup(role) / "cpu.cfs_quota_us"
+
+    def _wanted_quota_us(self, role: str) -> int:
+        want = self.topology.node_resources(int(role[1:])).cpu_quota if role.startswith("n") else None
+        return int(want * CFS_PERIOD_US) if want else -1
+
+    def restore_cpu(self, role: str) -> float | None:
+        """Back to the topology's CPU quota; returns it (None: unlimited)."""
+        path = self.quota_file(role)
+        if path.exists():
+            path.write_text(str(self._wanted_quota_us(role)))
+        us = self._wanted_quota_us(role)
+        return us / CFS_PERIOD_US if us > 0 else None
+
+    def set_limits(self, role: str, want: Resources, had: Resources, pid: int | None) -> None:
+        """Change a node's limits from `had` to `want` while it runs (an experiment's trial with
+        other limits). The topology must already be the one with `want`."""
+        group = self.names.cgroup(role)
+        if want.cpu_quota is not None or want.cpuset is not None:
+            self.cgroups.create(group, want.cpu_quota, want.cpuset)
+            if pid is not None:
+                self.cgroups.attach(group, pid)
+        if want.cpu_quota is None:
+            self.restore_cpu(role)  # -1: unlimited, if the group exists
+        if want.cpuset is None and had.cpuset is not None:
+            cpus = (self.cgroups.root / "cpuset" / "cpuset.cpus").read_text().strip()
+            self.cgroups.create(group, None, cpus)
+        if want.bandwidth != had.bandwidth:
+            self.restore_link(role)  # tbf at the new bandwidth, or none
+
+    def fault_leftovers(self, role: str) -> list[str]:
+        """What a killed run may have left on a node's link and CPU: link-down, netem, shaping
+        (tbf the topology does not have), cpu-quota (not the topology's)."""
+        out = []
+        shown = self.local.run(["ip", "-j", "link", "show", "dev", self.names.veth(role)], check=False)
+        links = json.loads(shown.stdout or "[]") if shown.ok else []
+        if links and "UP" not in links[0].get("flags", []):
+            out.append("link-down")
+        out += _qdisc_leftovers(self.local, self.names.veth(role), self._bandwidth(role))
+        path = self.quota_file(role)
+        if path.exists() and int(path.read_text().strip()) != self._wanted_quota_us(role):
+            out.append("cpu-quota")
+        return out
+
+    def _bandwidth(self, role: str) -> str | None:
+        return self.topology.node_resources(int(role[1:])).bandwidth if role.startswith("n") else None
+
+    # ------------------------------------------------------------------ down
+
+    def teardown(self, keep_files: bool, keep_remote: bool) -> list[str]:
+        """Stop what still runs in our namespaces, remove cgroups, veths, namespaces, bridge."""
+        done = self._kill_namespace_leftovers()
+        for cg in self.cgroups.existing(f"{self.topology.name}-"):
+            self.cgroups.remove(cg)
+            done.append(f"cgroup {cg} removed")
+        self.cgroups.remove_parents_if_empty()
+        netns, links = preflight.leftovers(self.names, self.local)
+        for argv in down_plan(self.names, netns, links):
+            self.local.run(argv, check=False)
+        if netns or links:
+            done.append(f"removed {len(netns)} namespaces and {len(links)} links")
+        return done
+
+    def _kill_namespace_leftovers(self) -> list[str]:
+        """Processes still inside our namespaces (SST helpers, a lost daemon) are ours: stop them."""
+        done: list[str] = []
+        netns, _ = preflight.leftovers(self.names, self.local)
+        pids: list[int] = []
+        for ns in netns:
+            res = self.local.run(["ip", "netns", "pids", ns], check=False)
+            pids += [int(p) for p in res.stdout.split() if p.isdigit()]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            live = [p for p in pids if _alive_pid(p)]
+            for p in live:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, sig)
+            if live:
+                done.append(f"sent {sig.name} to {len(live)} leftover processes in the namespaces")
+                deadline = self.clock.now() + 10
+                while self.clock.now() < deadline and any(_alive_pid(p) for p in live):
+                    self.clock.sleep(0.05)
+        return done
+
+
+def _qdisc_leftovers(host: Machine, dev: str, configured: str | None) -> list[str]:
+    shown = host.run(["tc", "-j", "qdisc", "show", "dev", dev], check=False)
+    kinds = {q.get("kind") for q in (json.loads(shown.stdout or "[]") if shown.ok else [])}
+    if "netem" in kinds:
+        return ["netem"]
+    if "tbf" in kinds and not configured:
+        return ["shaping"]
+    return []
+
+
+def _alive_pid(pid: int) -> bool:
+    """A process in our namespaces we hold no start time for: alive unless gone or a zombie."""
+    return process.state(pid) not in (None, "Z", "X")
