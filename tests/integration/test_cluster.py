@@ -266,9 +266,9 @@ def test_node_whose_donor_was_killed_mid_sst_starts_with_one_command(cluster: Cl
     assert msg.startswith(f"n{donor} rejoined"), msg
     _all_synced(cluster)
     cluster.node(1).query("DROP TABLE sbtest.big")
-    h = cluster.haproxy()
-    assert h is not None
-    h.wait_all_up(["n1", "n2", "n3"], timeout=30)
+    lb = cluster.haproxy()
+    assert lb is not None
+    lb.wait_all_up(["n1", "n2", "n3"], timeout=30)
 
 
 def test_cli_status_and_sql_against_running_cluster(cluster: Cluster) -> None:
