@@ -95,7 +95,7 @@ def test_all_eleven_tests_through_the_balancer(suite_store: Path) -> None:
             if t.workload != "bulk_insert":  # bulk_insert's events are buffered rows, latency ~0
                 assert s["p95"] is not None and s["lat_min"] <= s["p95"] <= s["lat_max"]
             prov = store.provenance(run.id, t.id)
-            assert set(prov["wsrep_status@start"]) == {"n1", "n2", "n3"}
+            assert set(prov["engine_status@start"]) == {"n1", "n2", "n3"}
             assert prov["server_variables@end"]["n1"]["wsrep_on"] == "ON"
         prov = store.provenance(run.id)
         assert set(prov["versions"]) >= {"mariadb", "galera", "haproxy", "sysbench"}

@@ -94,7 +94,7 @@ def test_experiment_end_to_end_with_resume(cb_home: Path, tmp_path: Path) -> Non
             params = [tr.params for tr in store.trials(run_id) if tr.status == "completed"]
             assert {p["nodes"] for p in params} == {1, 2}
             prov = [store.provenance(run_id, tr.id) for tr in store.trials(run_id) if tr.params["nodes"] == 2]
-            assert all(p["wsrep_status@start"]["n1"]["wsrep_cluster_size"] == "2" for p in prov)
+            assert all(p["engine_status@start"]["n1"]["wsrep_cluster_size"] == "2" for p in prov)
 
             paths = write_experiment_report(store, run_id, tmp_path / "rep")
             page = paths[0].read_text()
@@ -168,8 +168,8 @@ def test_experiment_runs_a_fault_schedule_in_every_trial(cb_home: Path, tmp_path
                 assert isinstance(d["errors_until_recovered"], int) and d["errors_until_recovered"] >= 0
             # the second trial started on a healed cluster: n3 was restarted and Synced at size 3
             second = store.provenance(run_id, trials[1].id)
-            assert second["wsrep_status@start"]["n3"]["wsrep_cluster_size"] == "3"
-            assert second["wsrep_status@start"]["n3"]["wsrep_local_state_comment"] == "Synced"
+            assert second["engine_status@start"]["n3"]["wsrep_cluster_size"] == "3"
+            assert second["engine_status@start"]["n3"]["wsrep_local_state_comment"] == "Synced"
             page = write_experiment_report(store, run_id, tmp_path / "rep")[0].read_text()
             assert "Faults inside trials" in page and "kill-node" in page
             assert out.ledger.phases.get("faults", 0) > 0

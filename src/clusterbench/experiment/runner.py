@@ -462,7 +462,7 @@ class ExperimentRunner:
             queries[f"n{i}"] = lambda sql, node=node: node.query(sql, timeout=2.0)  # type: ignore[misc]
         snap: ServerSnapshot = snapshot_servers(queries)
         self.store.set_provenance(run_id, f"server_variables@{when}", snap.variables, trial_id=trial_id)
-        self.store.set_provenance(run_id, f"wsrep_status@{when}", snap.wsrep_status, trial_id=trial_id)
+        self.store.set_provenance(run_id, f"engine_status@{when}", snap.engine_status, trial_id=trial_id)
         if snap.errors:
             self.store.set_provenance(run_id, f"server_errors@{when}", snap.errors, trial_id=trial_id)
 

@@ -300,7 +300,7 @@ class BenchRunner:
             return None
         snap = self.probe.snapshot()
         store.set_provenance(run_id, f"server_variables@{when}", snap.variables, trial_id=trial_id)
-        store.set_provenance(run_id, f"wsrep_status@{when}", snap.wsrep_status, trial_id=trial_id)
+        store.set_provenance(run_id, f"engine_status@{when}", snap.engine_status, trial_id=trial_id)
         if snap.errors:
             store.set_provenance(run_id, f"server_errors@{when}", snap.errors, trial_id=trial_id)
         if when == "start":

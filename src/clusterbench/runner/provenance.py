@@ -1,9 +1,10 @@
 """Provenance: what a run ran on, so that every number can be traced back from the store alone.
 
 Host facts (versions, kernel, CPU, memory) come from commands and /proc; the parsers are pure.
-Server snapshots (SHOW GLOBAL VARIABLES, SHOW GLOBAL STATUS LIKE 'wsrep_%') come from a
-`ServerProbe`: every node of a local cluster through its admin socket, or every address of an
-endpoint given by host and port.
+Server snapshots (SHOW GLOBAL VARIABLES and the engine's own status: Galera's wsrep_% status
+variables) come from a `ServerProbe`: every node of a cluster through the engine's node objects,
+or every address of an endpoint given by host and port (whose engine is not known: its wsrep_%
+status is asked for, which a server without Galera answers with nothing).
 """
 
 from __future__ import annotations
@@ -97,14 +98,15 @@ def host_facts(run: RunCommand = _run_command, read: ReadText = _read_text) -> d
 
 @dataclass(frozen=True)
 class ServerSnapshot:
-    """One moment of every server: per server name, its variables and wsrep status (or an error)."""
+    """One moment of every server: per server name, its variables and its engine's status (or an
+    error)."""
 
     variables: dict[str, dict[str, str]]
-    wsrep_status: dict[str, dict[str, str]]
+    engine_status: dict[str, dict[str, str]]
     errors: dict[str, str]
 
     def provider_version(self) -> str | None:
-        for status in self.wsrep_status.values():
+        for status in self.engine_status.values():
             v = status.get("wsrep_provider_version")
             if v:
                 return v
@@ -144,22 +146,25 @@ def snapshot_servers(queries: dict[str, Query]) -> ServerSnapshot:
 
 
 class ClusterProbe:
-    """Every node of a local cluster, through its admin socket."""
+    """Every node of a cluster, through the engine's node objects (the admin account)."""
 
     def __init__(self, cluster: Any) -> None:
         self.cluster = cluster
 
     def snapshot(self) -> ServerSnapshot:
-        queries: dict[str, Query] = {}
+        variables: dict[str, dict[str, str]] = {}
+        status: dict[str, dict[str, str]] = {}
+        errors: dict[str, str] = {}
         for node in self.cluster.nodes():
-
-            def query(sql: str, node: Any = node) -> Sequence[Sequence[Any]]:
+            name = f"n{node.index}"
+            try:
                 if not node.alive():
                     raise ConnectionError("node is not running")
-                return node.query(sql, timeout=2.0)
-
-            queries[f"n{node.index}"] = query
-        return snapshot_servers(queries)
+                variables[name] = _rows(node.query(VARIABLES_SQL, timeout=2.0))
+                status[name] = node.engine_status()
+            except Exception as exc:  # noqa: BLE001 - a dead node is a fact to record, not a failure
+                errors[name] = f"{type(exc).__name__}: {exc}"
+        return ServerSnapshot(variables, status, errors)
 
 
 class EndpointProbe:

@@ -290,7 +290,7 @@ class Store:
 
     def set_provenance(self, run_id: int, key: str, value: Any, *, trial_id: int | None = None) -> None:
         """Resolved topology, workload options, versions, kernel, CPU, memory; per trial: server
-        variables and wsrep status (use keys like 'wsrep_status@start')."""
+        variables and engine status (use keys like 'engine_status@start')."""
         self.conn.execute(
             "INSERT INTO provenance (run_id, trial_id, key, value) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (run_id, COALESCE(trial_id, -1), key) DO UPDATE SET value = excluded.value",

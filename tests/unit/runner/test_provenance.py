@@ -7,6 +7,7 @@ from typing import Any
 from clusterbench.runner.provenance import (
     VARIABLES_SQL,
     WSREP_STATUS_SQL,
+    ClusterProbe,
     ServerSnapshot,
     cpu_model,
     first_line,
@@ -69,10 +70,35 @@ def test_snapshot_records_a_dead_server_instead_of_failing() -> None:
 
     snap = snapshot_servers({"n1": alive, "n3": dead})
     assert snap.variables == {"n1": {"version": "10.11.19-MariaDB", "wsrep_on": "ON", "sql_mode": ""}}
-    assert snap.wsrep_status == {
+    assert snap.engine_status == {
         "n1": {"wsrep_provider_version": "26.4.23(r1234)", "wsrep_cluster_size": "3"}
     }
     assert snap.errors == {"n3": "ConnectionError: node is not running"}
     assert snap.provider_version() == "26.4.23(r1234)"
     assert snap.server_version() == "10.11.19-MariaDB"
     assert ServerSnapshot({}, {}, {}).provider_version() is None
+
+
+def test_cluster_probe_reads_variables_and_the_engines_own_status() -> None:
+    class Node:
+        def __init__(self, index: int, up: bool) -> None:
+            self.index, self.up = index, up
+
+        def alive(self) -> bool:
+            return self.up
+
+        def query(self, sql: str, timeout: float = 2.0) -> list[tuple[str, str]]:
+            assert sql == VARIABLES_SQL
+            return [("version", "10.11.19-MariaDB")]
+
+        def engine_status(self) -> dict[str, str]:
+            return {"wsrep_provider_version": "26.4.23(r1234)"}
+
+    class FakeCluster:
+        def nodes(self) -> list[Node]:
+            return [Node(1, True), Node(2, False)]
+
+    snap = ClusterProbe(FakeCluster()).snapshot()
+    assert snap.variables == {"n1": {"version": "10.11.19-MariaDB"}}
+    assert snap.engine_status == {"n1": {"wsrep_provider_version": "26.4.23(r1234)"}}
+    assert snap.errors == {"n2": "ConnectionError: node is not running"}

@@ -92,11 +92,11 @@ def test_events_and_provenance(store: Store) -> None:
     store.add_event(run, "fault.kill", {"node": "n3"}, trial_id=trial, t=10.0)
     store.set_provenance(run, "versions", {"mariadb": "10.11.19", "sysbench": "1.0.20"})
     store.set_provenance(run, "versions", {"mariadb": "10.11.20"})
-    store.set_provenance(run, "wsrep_status@start", {"wsrep_cluster_size": "3"}, trial_id=trial)
+    store.set_provenance(run, "engine_status@start", {"wsrep_cluster_size": "3"}, trial_id=trial)
     [ev] = store.events(run)
     assert (ev["kind"], ev["detail"], ev["t"], ev["trial_id"]) == ("fault.kill", {"node": "n3"}, 10.0, trial)
     assert store.provenance(run) == {"versions": {"mariadb": "10.11.20"}}
-    assert store.provenance(run, trial) == {"wsrep_status@start": {"wsrep_cluster_size": "3"}}
+    assert store.provenance(run, trial) == {"engine_status@start": {"wsrep_cluster_size": "3"}}
 
 
 def test_mark_interrupted_only_dead_owners(store: Store) -> None:
