@@ -146,7 +146,9 @@ class Probe:
         self.n += 1
         return ServerSnapshot(
             variables={"n1": {"version": "10.11.19-MariaDB", "max_connections": "200"}},
-            engine_status={"n1": {"wsrep_provider_version": "26.4.23", "wsrep_local_state_comment": "Synced"}},
+            engine_status={
+                "n1": {"wsrep_provider_version": "26.4.23", "wsrep_local_state_comment": "Synced"}
+            },
             errors={} if self.n % 2 else {"n3": "ConnectionError: node is not running"},
         )
 
@@ -273,11 +275,11 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     per_trial = store.provenance(out.run_id, trial.id)
     assert sorted(per_trial) == [
         "clients",
+        "engine_status@end",
+        "engine_status@start",
         "server_errors@end",
         "server_variables@end",
         "server_variables@start",
-        "engine_status@end",
-        "engine_status@start",
     ]
     assert per_trial["engine_status@start"]["n1"]["wsrep_local_state_comment"] == "Synced"
     assert [e["kind"] for e in store.events(out.run_id)] == ["drop_tables", "prepare"]
