@@ -95,22 +95,6 @@ class GaleraNode(ServerNode):
     def dir(self) -> Path:
         return self.cfg.dir
 
-    @property
-    def datadir(self) -> Path:
-        return self.cfg.datadir
-
-    @property
-    def error_log(self) -> Path:
-        return self.cfg.error_log
-
-    @property
-    def socket(self) -> Path:
-        return self.cfg.socket
-
-    @property
-    def health_script(self) -> Path:
-        return self.cfg.clustercheck_path
-
     # --- files ---
 
     def write_files(self) -> None:
