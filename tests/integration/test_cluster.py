@@ -227,7 +227,7 @@ def test_node_whose_donor_was_killed_mid_sst_starts_with_one_command(cluster: Cl
     and the joiner, aborted by Galera, is retried once with another donor."""
     cluster.node(1).query("CREATE TABLE IF NOT EXISTS sbtest.big (id INT PRIMARY KEY, v TEXT)")
     cluster.node(1).query(
-        "INSERT IGNORE INTO sbtest.big SELECT seq, REPEAT('x', 2000) FROM seq_1_to_40000"
+        "INSERT IGNORE INTO sbtest.big SELECT seq, REPEAT('x', 2000) FROM sbtest.seq_1_to_40000"
     )
     assert cluster.node_stop(3) == "n3 stopped"
     n3 = galera(cluster.node(3))
