@@ -184,13 +184,14 @@ def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_status_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from clusterbench.cli import main as cli_main
     from clusterbench.cluster import BalancerView, ClusterStatus, NodeView
-    from clusterbench.components.galera.status import WsrepStatus
     from clusterbench.components.haproxy.status import BackendServer
+    from clusterbench.engines.galera.node import health_of
+    from clusterbench.engines.galera.status import WsrepStatus
     from clusterbench.faults import leftovers
 
     w = WsrepStatus(4, "Synced", 3, "Primary", True, True, 42, 0.0, "u", 3)
     be = BackendServer("galera", "n1", "UP", 1, 10, "L7OK", 5)
-    nodes = [NodeView(1, "198.18.0.11", True, w), NodeView(2, "198.18.0.12", False, None)]
+    nodes = [NodeView(1, "198.18.0.11", True, health_of(w)), NodeView(2, "198.18.0.12", False, None)]
     lbs = [BalancerView(1, "lb1", "198.18.0.2:3306", True, [be])]
     st = ClusterStatus("lab", nodes, "198.18.0.2:3306", True, [be], lbs)
 
@@ -202,10 +203,10 @@ def test_status_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     monkeypatch.setattr(leftovers, "find", lambda cluster: [])
     data = out_json(capsys, "status", "--json")
     assert isinstance(data, dict) and data["name"] == "lab"
-    assert data["nodes"][0]["primary"] is True and data["nodes"][0]["synced"] is True
-    assert data["nodes"][0]["wsrep"]["last_committed"] == 42
-    assert data["nodes"][1] == {"index": 2, "address": "198.18.0.12", "alive": False, "wsrep": None,
-                                "primary": None, "synced": None}  # fmt: skip
+    assert data["nodes"][0]["primary"] is True and data["nodes"][0]["ready"] is True
+    assert data["nodes"][0]["health"]["position"] == "42" and data["nodes"][0]["health"]["state"] == "Synced"
+    assert data["nodes"][1] == {"index": 2, "address": "198.18.0.12", "alive": False, "health": None,
+                                "primary": None, "ready": None}  # fmt: skip
     assert data["balancers"][0]["backends"][0]["up"] is True and data["faults_left_in_place"] == []
 
 

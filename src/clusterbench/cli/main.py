@@ -167,7 +167,7 @@ def down(
 
 @app.command()
 def status(name: NameOpt = None, as_json: JsonOpt = False) -> None:
-    """Per node: process, Galera state, cluster size, Primary, ready, flow control; HAProxy's view."""
+    """Per node: process, state, role, view size, Primary, ready, flow control, position; HAProxy's view."""
     cluster = load_cluster(name)
     st = cluster.status()
     from clusterbench.faults import leftovers  # here: faults depend on cluster, not the other way
@@ -185,9 +185,9 @@ def status_record(st: ClusterStatus, leftovers: list[str]) -> dict[str, object]:
     """`status --json`: the status as data, with the verdicts the table shows in colour."""
     data = dataclasses.asdict(st)
     for view, node in zip(st.nodes, data["nodes"], strict=True):
-        w = view.wsrep
-        node["primary"] = w.primary if w is not None else None
-        node["synced"] = w.synced if w is not None else None
+        h = view.health
+        node["primary"] = h.in_quorum if h is not None else None
+        node["ready"] = h.ready if h is not None else None
     for lb, rec in zip(st.balancers, data["balancers"], strict=True):
         for b, brec in zip(lb.backends, rec["backends"], strict=True):
             brec["up"] = b.up
