@@ -75,9 +75,13 @@ class Table:
     align: list[str]  # 'l' or 'r' per column
     marks: set[tuple[int, int]] = field(default_factory=set)  # (row, column) of flagged cells
     caption: str = ""
+    styles: dict[tuple[int, int], str] = field(default_factory=dict)  # HTML class of a cell (colour)
 
     def is_marked(self, r: int, c: int) -> bool:
         return (r, c) in self.marks
+
+    def style(self, r: int, c: int) -> str:
+        return self.styles.get((r, c), "")
 
 
 @dataclass
@@ -389,7 +393,10 @@ def build_report(
         head = ["checker", "result", "summary"]
         vr = [[v["checker"], v["result"] + (" (documented limitation)" if v["documented_limitation"] else ""),
                v["summary"]] for v in verdicts]  # fmt: skip
-        sections.append(Section("verdicts", "Verdicts", tables=[Table(head, vr, ["l", "l", "l"])]))
+        vt = Table(
+            head, vr, ["l", "l", "l"], styles={(i, 1): v["result"].lower() for i, v in enumerate(verdicts)}
+        )
+        sections.append(Section("verdicts", "Verdicts", tables=[vt]))
     avail = availability_rows(verdicts)
     if avail:
         sections.append(

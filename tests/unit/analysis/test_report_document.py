@@ -179,3 +179,11 @@ def test_log_latency_is_the_page_switch(st: Store) -> None:
     run = _suite(st, fail_second=False)
     assert 'id="logscale">' in render_html(st, run)
     assert 'id="logscale" checked>' in render_html(st, run, log_latency=True)
+
+
+def test_verdicts_are_coloured_in_html_and_plain_in_markdown(st: Store) -> None:
+    run = _suite(st, fail_second=False, n3_threads="2")
+    st.add_verdict(run, {"checker": "ledger", "result": "FAIL", "summary": "2 acknowledged inserts lost"})
+    st.add_verdict(run, {"checker": "split-brain", "result": "PASS", "summary": "one Primary component"})
+    assert '<td class="l fail">FAIL</td>' in render_html(st, run)
+    assert "| ledger | FAIL | 2 acknowledged inserts lost |" in render_markdown(st, run)
