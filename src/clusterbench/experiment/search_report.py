@@ -35,7 +35,7 @@ def search_data(store: Store, run_id: int) -> dict[str, Any] | None:
     search = info.get("search")
     if not search:
         return None
-    names = list(search.get("knobs") or {})
+    names = list(search.get("knob_order") or search.get("knobs") or {})
     objective = str(search.get("objective", "max tps")).split()
     direction, metric = objective[0], objective[-1]
     steps = stored_steps(store, run_id)
@@ -154,7 +154,7 @@ def nearest_grid(config: dict[str, Any], grid: dict[str, list[Any]]) -> list[dic
             return min(range(len(levels)), key=lambda i: abs(float(levels[i]) - float(v)))
         return 0
 
-    names = list(grid)
+    names = [n for n in config if n in grid] + [n for n in grid if n not in config]
     base = {n: snap(n, config.get(n)) for n in names}
     out = [{n: grid[n][base[n]] for n in names}]
     for n in names:

@@ -147,6 +147,7 @@ class SearchRunner(ExperimentRunner):
         assert exp.search is not None and exp.search_workload is not None
         out["search"] = {
             **exp.search.model_dump(mode="json"),
+            "knob_order": [k.name for k in self.setup.knobs],  # JSON objects in the store are sorted
             "knob_kinds": {k.name: k.kind for k in self.setup.knobs},
             "knob_grid": {k.name: k.grid() for k in self.setup.knobs},
             "workload": exp.search_workload.model_dump(mode="json"),

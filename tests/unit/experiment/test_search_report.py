@@ -46,7 +46,11 @@ def fill(st: Store) -> tuple[int, Optimizer]:
             "settings": {},
             "parts": {},
             "trials": [],
-            "search": {**s.spec.model_dump(mode="json"), "knob_grid": {k.name: k.grid() for k in s.knobs}},
+            "search": {
+                **s.spec.model_dump(mode="json"),
+                "knob_grid": {k.name: k.grid() for k in s.knobs},
+                "knob_order": [k.name for k in s.knobs],
+            },
         },
     )
     opt = Optimizer(s)
