@@ -256,7 +256,7 @@ def _plan_search(plan: Plan, results: Path | None) -> None:
         f"{spec.confirm} times each; a new incumbent is measured {spec.recheck} times before exploring on",
         markup=False,
     )
-    console.out.print("the random start (fixed by the seed):", markup=False)
+    console.out.print("the random start (fixed by the seed; largest node count first):", markup=False)
     for st in preview(exp):
         console.out.print(f"  {st.number:>3}  {s.label(st.config)}", markup=False)
     est = estimate(exp, done)

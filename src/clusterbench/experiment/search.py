@@ -406,7 +406,8 @@ class Optimizer:
         self.last_improvement = 0
         self.exploring = True
         self.stopped_by: str | None = None
-        self._pending: dict[str, Any] = {}  # label -> asked Optuna trial
+        self._pending: dict[str, list[Any]] = {}  # label -> asked Optuna trials, oldest first
+        self._start: list[dict[str, Level]] | None = None  # the random start still to run
 
     # ---- state --------------------------------------------------------------------------------
 
@@ -480,6 +481,9 @@ class Optimizer:
                 and inc.n < min(self.s.spec.recheck, self.s.spec.confirm)
             ):
                 return Step(dict(inc.config), "recheck", number)
+            start = self._random_start()
+            if start:
+                return Step(start.pop(0), "explore", number)
             return Step(self._ask(), "explore", number)
         conf = self._confirm_set()
         todo = [c for c in conf if c.n < self.s.spec.confirm]
@@ -499,8 +503,39 @@ class Optimizer:
             warnings.simplefilter("ignore")
             trial = self.study.ask(self.dists)
         config = {k.name: k.from_param(trial.params[k.name]) for k in self.s.knobs}
-        self._pending[self.s.label(config)] = trial
+        self._pending.setdefault(self.s.label(config), []).append(trial)
         return config
+
+    def random_start(self) -> list[dict[str, Level]]:
+        """The random start in the order it runs (what `plan` shows)."""
+        return list(self._random_start())
+
+    def _random_start(self) -> list[dict[str, Level]]:
+        """The random start, drawn at once (it does not depend on any result) and run largest node
+        count first, so the cluster only shrinks and no node rejoins by state transfer during it.
+        On a resumed run the configurations of the start already recorded are left out."""
+        if self._start is None:
+            import optuna
+
+            n = min(self.s.startup, self.s.spec.budget)
+            drawn = [self._ask() for _ in range(n)]
+            if any(k.name == "nodes" for k in self.s.knobs):
+                drawn.sort(key=lambda c: -float(c["nodes"]))
+            done: dict[str, int] = {}
+            for r in self.records[:n]:
+                if r.phase == "explore":
+                    done[r.label] = done.get(r.label, 0) + 1
+            self._start = []
+            for c in drawn:
+                lab = self.s.label(c)
+                if done.get(lab, 0) > 0:
+                    done[lab] -= 1
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        self.study.tell(self._pending[lab].pop(0), state=optuna.trial.TrialState.FAIL)
+                else:
+                    self._start.append(c)
+        return self._start
 
     def record(self, step_or_config: Step | Mapping[str, Level], values: Mapping[str, float] | None,
                phase: Phase | None = None) -> Record:  # fmt: skip
@@ -526,7 +561,8 @@ class Optimizer:
             for con in self.s.constraints
         } if vals is not None else {}  # fmt: skip
         cons = {k: (v if math.isfinite(v) else 1e9) for k, v in cons.items()}
-        trial = self._pending.pop(label, None)
+        queue = self._pending.get(label) or []
+        trial = queue.pop(0) if queue else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if trial is not None and ph == "explore":

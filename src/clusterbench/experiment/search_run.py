@@ -78,11 +78,7 @@ def make_trial(
 def preview(exp: Experiment) -> list[Step]:
     """The random start of the search (fixed by the seed): what `plan` can show before any result."""
     s = search_setup(exp)
-    opt = Optimizer(s)
-    out = []
-    for i in range(min(s.startup, s.spec.budget)):
-        out.append(Step(opt._ask(), "explore", i + 1))
-    return out
+    return [Step(c, "explore", i) for i, c in enumerate(Optimizer(s).random_start(), start=1)]
 
 
 def estimate(exp: Experiment, done: int = 0, cost: CostModel | None = None) -> Estimate:

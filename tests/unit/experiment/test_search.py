@@ -210,3 +210,24 @@ def test_search_and_factors_do_not_mix() -> None:
 def test_setup_is_pure_data() -> None:
     s = setup(SearchSpec(knobs={"nodes": [1, 3]}))
     assert s.startup == 7 and s.label({"nodes": 2}) == "nodes=2"
+
+
+def test_the_random_start_runs_largest_node_count_first_and_resumes_without_repeats() -> None:
+    s = search_setup(exp(extra="seed = 11"))
+    start = Optimizer(s).random_start()
+    assert len(start) == s.startup
+    assert [c["nodes"] for c in start] == sorted((c["nodes"] for c in start), reverse=True)
+    first = Optimizer(s)
+    ex = fake(11)
+    for _ in range(3):  # interrupted inside the random start
+        st = first.next()
+        assert st is not None
+        first.record(st, ex(st))
+    resumed = Optimizer(s)
+    for r in first.records:
+        resumed.record(r.config, r.values, r.phase)
+    rest = [resumed.next() for _ in range(s.startup - 3)]
+    for st in rest:
+        assert st is not None
+        resumed.record(st, ex(st))
+    assert [r.config for r in resumed.records] == start  # the same start, each configuration once
