@@ -35,7 +35,14 @@ from typing import Any
 
 from clusterbench.errors import InputError
 from clusterbench.experiment.design import DesignResult, expand_design
-from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level, Workload, factor_kinds
+from clusterbench.experiment.spec import (
+    SERVER_FACTORS,
+    Experiment,
+    Level,
+    Workload,
+    factor_kinds,
+    server_value,
+)
 from clusterbench.faults.spec import FaultSpec
 from clusterbench.faults.spec import plan as plan_faults
 from clusterbench.spec.topology import Topology
@@ -318,7 +325,9 @@ def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
             p = dict(point)
             topo = _topology_for(exp.topology, p, tls_server if any_tls else None)
             nodes = int(p.get("nodes", exp.topology.cluster.nodes))
-            server = tuple((k, int(p.get(k, getattr(exp.topology.mariadb, k)))) for k in server_used)
+            server = tuple(
+                (k, server_value(k, p.get(k, getattr(exp.topology.mariadb, k)))) for k in server_used
+            )
             for rep in range(1, copies * exp.settings.repetitions + 1):
                 raw.append(_trial(part, point, rep, topo, nodes, server, wl, p))
     ordered = tuple(order(raw, interleaved=exp.settings.repetition_order == "interleaved"))

@@ -156,7 +156,8 @@ def parse_knobs(raw: Mapping[str, Any], where: str) -> list[Knob]:
             if len(values) < 2:
                 raise InputError(f"{field_}: empty range: a knob needs at least 2 levels (got {len(values)})")
             _check_levels(name, values, field_)
-            if kind == "categorical" or (isinstance(spec, dict) and "choices" in spec):
+            ordered = isinstance(spec, dict) and "levels" in spec  # { levels = [...] }: ordered, any kind
+            if not ordered and (kind == "categorical" or (isinstance(spec, dict) and "choices" in spec)):
                 out.append(Knob(name, "categorical", values=tuple(values)))
             else:
                 out.append(Knob(name, "levels", values=tuple(values)))

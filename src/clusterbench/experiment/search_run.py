@@ -36,7 +36,7 @@ from clusterbench.experiment.search import (
     metrics_of,
     setup,
 )
-from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level
+from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level, server_value
 
 PART = "search"
 
@@ -63,7 +63,7 @@ def make_trial(
     topo = _topology_for(exp.topology, config, tls_server if any_tls else None)
     nodes = int(config.get("nodes", exp.topology.cluster.nodes))
     server = tuple(
-        (k, int(config.get(k, getattr(exp.topology.mariadb, k))))
+        (k, server_value(k, config.get(k, getattr(exp.topology.mariadb, k))))
         for k in SERVER_FACTORS
         if k in names
     )

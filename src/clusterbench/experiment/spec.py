@@ -35,6 +35,7 @@ from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import (
     MAX_NODES,
     RATE_RE,
+    SIZE_RE,
     Topology,
     parse_toml,
     validation_messages,
@@ -47,7 +48,11 @@ Level = int | float | str | bool
 TOPOLOGY_FACTORS = ("cpu_quota", "cpuset", "bandwidth")
 # `nodes` is changed at runtime: the cluster is built for the largest count of its group and the
 # extra nodes are stopped (a graceful leave) between points, largest node count first.
-SERVER_FACTORS = ("wsrep_slave_threads", "innodb_flush_log_at_trx_commit")  # SET GLOBAL
+SERVER_FACTORS = (  # SET GLOBAL
+    "wsrep_slave_threads",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_buffer_pool_size",
+)
 CLIENT_FACTORS = (
     "workload",
     "threads",
@@ -75,6 +80,7 @@ class Factors(_Strict):
     bandwidth: list[str] | None = None
     wsrep_slave_threads: list[int] | None = None
     innodb_flush_log_at_trx_commit: list[Literal[0, 1, 2]] | None = None
+    innodb_buffer_pool_size: list[str] | None = None  # sizes like "128M"; resized online
     workload: list[str] | None = None
     threads: list[int] | None = None
     clients: list[int] | None = None
@@ -125,6 +131,14 @@ class Factors(_Strict):
         for x in v or []:
             if not 0 < x <= 64:
                 raise ValueError(f"cpu_quota levels are CPUs, above 0 and at most 64 (got {x})")
+        return v
+
+    @field_validator("innodb_buffer_pool_size")
+    @classmethod
+    def _sizes(cls, v: list[str] | None) -> list[str] | None:
+        for x in v or []:
+            if not SIZE_RE.match(x):
+                raise ValueError(f"'{x}' is not a size like '128M' or '1G'")
         return v
 
     @field_validator("bandwidth")
@@ -192,6 +206,14 @@ class Workload(_Strict):
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
         return v
+
+
+def server_value(name: str, value: Level) -> int:
+    """A server factor's level as the integer SET GLOBAL takes (sizes like '128M' in bytes)."""
+    if isinstance(value, str):
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(value[-1:].upper(), 1)
+        return int(value.rstrip("KMGkmg")) * mult
+    return int(value)
 
 
 def factor_kinds() -> dict[str, FactorKind]:

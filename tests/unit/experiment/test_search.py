@@ -231,3 +231,19 @@ def test_the_random_start_runs_largest_node_count_first_and_resumes_without_repe
         assert st is not None
         resumed.record(st, ex(st))
     assert [r.config for r in resumed.records] == start  # the same start, each configuration once
+
+
+def test_buffer_pool_is_a_server_factor_and_an_ordered_knob() -> None:
+    e = exp('{ nodes = [1, 3], innodb_buffer_pool_size = { levels = ["64M", "128M", "1G"] } }')
+    s = search_setup(e)
+    k = {x.name: x for x in s.knobs}["innodb_buffer_pool_size"]
+    assert k.kind == "levels" and k.values == ("64M", "128M", "1G")
+    t = make_trial(e, s, {"nodes": 2, "innodb_buffer_pool_size": "1G"}, 1, 1)
+    assert dict(t.server) == {"innodb_buffer_pool_size": 1 << 30}
+    grid = FILE.format(knobs="{ nodes = [1, 3] }", extra="", rate=0).split("[search]")[0]
+    grid += '[factors]\nnodes = [1]\ninnodb_buffer_pool_size = ["64M", "256M"]\n'
+    plan = expand(experiment_from_data(parse_toml(grid, "g.toml"), "g.toml"))
+    sizes = [dict(t.server)["innodb_buffer_pool_size"] for t in plan.trials]
+    assert sizes == [64 << 20] * 3 + [256 << 20] * 3
+    with pytest.raises(InputError, match="g.toml: factors.innodb_buffer_pool_size: '64MB' is not a size"):
+        experiment_from_data(parse_toml(grid.replace('"64M"', '"64MB"'), "g.toml"), "g.toml")
