@@ -198,3 +198,31 @@ def design_sections(store: Store, run_id: int, plot: Plot) -> str:
             if fig is not None:
                 out.append(plot(fig))
     return "".join(out)
+
+
+EFFECTS_CSV = ("part", "design", "response", "term", "effect", "ci_low", "ci_high", "t", "p", "significant")
+
+
+def effects_csv(store: Store, run_id: int) -> str | None:
+    """One row per effect of every designed part (None when the run has none)."""
+    import csv
+    import io
+
+    parts = designed_parts(store, run_id)
+    if not parts:
+        return None
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(EFFECTS_CSV)
+    for pa in parts:
+        for a in (pa.tps, pa.p95):
+            if a is None:
+                continue
+            for e in a.effects:
+                w.writerow([pa.part, pa.design.kind, a.response, e.term, round(e.effect, 4),
+                            _r(e.low), _r(e.high), _r(e.t), _r(e.p, 6), int(e.significant)])  # fmt: skip
+    return out.getvalue()
+
+
+def _r(v: float | None, nd: int = 4) -> Any:
+    return "" if v is None else round(v, nd)

@@ -333,4 +333,16 @@ def write_experiment_report(store: Store, run_id: int, out_dir: Path) -> list[Pa
     page.write_text(render_html(store, run_id))
     pts.write_text(points_csv(store, run_id))
     trs.write_text(trials_csv(store, run_id))
-    return [page, pts, trs]
+    return [page, pts, trs, *_extra_files(store, run_id, out_dir)]
+
+
+def _extra_files(store: Store, run_id: int, out_dir: Path) -> list[Path]:
+    """The effects of designed parts as CSV (their own module)."""
+    from clusterbench.experiment.doe_report import effects_csv
+
+    text = effects_csv(store, run_id)
+    if text is None:
+        return []
+    path = out_dir / f"experiment-{run_id}-effects.csv"
+    path.write_text(text)
+    return [path]

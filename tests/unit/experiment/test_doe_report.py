@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterbench.experiment.design import DesignSpec, expand_design
-from clusterbench.experiment.doe_report import designed_parts
+from clusterbench.experiment.doe_report import designed_parts, effects_csv
 from clusterbench.experiment.planner import label
 from clusterbench.experiment.report import render_html
 from clusterbench.experiment.spec import factor_kinds
@@ -48,6 +48,7 @@ def test_report_has_effects_anova_pareto_surface_and_aliases(tmp_path: Path) -> 
                 st.finish_trial(tid, "completed")
         parts = designed_parts(st, run)
         page = render_html(st, run)
+        csv_text = effects_csv(st, run)
     assert len(parts) == 1 and parts[0].tps is not None
     eff = {e.term: e.effect for e in parts[0].tps.effects}
     assert round(eff["nodes"]) == -30 and round(eff["threads"]) == -10
@@ -55,10 +56,15 @@ def test_report_has_effects_anova_pareto_surface_and_aliases(tmp_path: Path) -> 
     assert "Alias structure" in page and "nodes = wsrep_slave_threads×clients" in page
     assert "ANOVA (type II)" in page and "Pareto chart of tps effects" in page
     assert "fitted tps over the two strongest factors" in page
+    assert csv_text is not None
+    rows = [ln.split(",") for ln in csv_text.splitlines()]
+    assert rows[0][:4] == ["part", "design", "response", "term"]
+    nodes = next(r for r in rows if r[2] == "tps" and r[3] == "nodes")
+    assert round(float(nodes[4])) == -30 and nodes[9] == "1"
 
 
 def test_a_full_grid_run_has_no_design_section(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.db") as st:
         run = st.create_run("experiment", name="x")
         st.set_provenance(run, "experiment", {"parts": {"main": {"factors": {"nodes": [1, 3]}}}})
-        assert designed_parts(st, run) == []
+        assert designed_parts(st, run) == [] and effects_csv(st, run) is None
