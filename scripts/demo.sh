@@ -32,6 +32,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo
-$CB suite -n "$NAME" --time "$SECONDS_PER_TEST" --threads 4 --tables 4 --table-size 10000
+$CB suite -n "$NAME" --duration "$SECONDS_PER_TEST" --threads 4 --tables 4 --table-size 10000
 echo
 $CB report last
