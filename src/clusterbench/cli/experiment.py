@@ -690,7 +690,7 @@ def _compare_runs(store: Any, a: int, b: int, test: str, alpha: float, as_json: 
     name = "Welch t" if test == "welch" else "Mann-Whitney U"
     title = f"run {b} against run {a}, per test ({name} over the measured seconds, alpha {alpha:g})"
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for col in (
+    cols = (
         "test",
         "tps A",
         "tps B",
@@ -698,13 +698,12 @@ def _compare_runs(store: Any, a: int, b: int, test: str, alpha: float, as_json: 
         "p95 ms A",
         "p95 ms B",
         "diff p95",
-        "p99 ms A",
-        "p99 ms B",
         "p (Welch)",
         "p (MWU)",
         "verdict",
-    ):
-        table.add_column(col, justify="left" if col in ("test", "verdict") else "right")
+    )
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("test", "verdict") else "right", no_wrap=True)
 
     def f(x: float | None, spec: str = ",.2f") -> str:
         return "—" if x is None else format(x, spec)
@@ -713,7 +712,8 @@ def _compare_runs(store: Any, a: int, b: int, test: str, alpha: float, as_json: 
     for d in cmp.rows:
         counts[d.verdict] = counts.get(d.verdict, 0) + 1
         colour = {"faster": "green", "slower": "red"}.get(d.verdict, "white")
-        table.add_row(
+        short = "n.s." if d.verdict == "no significant difference" else d.verdict
+        cells = (
             d.test,
             f(d.tps_a),
             f(d.tps_b),
@@ -721,17 +721,20 @@ def _compare_runs(store: Any, a: int, b: int, test: str, alpha: float, as_json: 
             f(d.p95_a),
             f(d.p95_b),
             f(d.p95_change, "+.1%"),
-            f(d.p99_a),
-            f(d.p99_b),
             f(d.p_welch, ".3g"),
             f(d.p_mwu, ".3g"),
-            f"[{colour}]{d.verdict}[/]",
+            f"[{colour}]{short}[/]",
         )
+        table.add_row(*cells)
     console.out.print(table)
     only = ""
     if cmp.only_a or cmp.only_b:
         only = f"; only in run {a}: {', '.join(cmp.only_a) or '—'}"
         only += f"; only in run {b}: {', '.join(cmp.only_b) or '—'}"
     console.out.print(", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + only, soft_wrap=True)
-    console.out.print(f"note: {CAVEAT}", soft_wrap=True, markup=False)
+    console.out.print(
+        f"n.s. = no significant difference; p99 too with --json or in the report. Note: {CAVEAT}",
+        soft_wrap=True,
+        markup=False,
+    )
     console.out.print(f"plots: clusterbench report {b} --baseline {a}", markup=False)

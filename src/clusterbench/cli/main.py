@@ -333,8 +333,7 @@ def sql(
         cnf = cluster.dir / f"admin-n{index}.cnf"
         cluster.local.put_file(
             cnf,
-            f"[client]\nhost={n.address}\nport=3306\nuser={c.admin_user}\n"
-            f'password="{c.admin_password}"\n',
+            f'[client]\nhost={n.address}\nport=3306\nuser={c.admin_user}\npassword="{c.admin_password}"\n',
             mode=0o600,
         )
     argv = ["mariadb", f"--defaults-extra-file={cnf}"]
