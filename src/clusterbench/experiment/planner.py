@@ -87,6 +87,7 @@ class TrialSpec:
     faults: tuple[FaultSpec, ...] = ()
     group: int = 0
     index: int = 0  # 1-based position in the run order
+    client_hosts: int = 0  # the first N client machines of the topology; 0: all of them
 
     @property
     def point_label(self) -> str:
@@ -159,6 +160,8 @@ class TrialSpec:
         }
         if self.faults:
             out["faults"] = [f.model_dump(by_alias=True, exclude_none=True) for f in self.faults]
+        if self.client_hosts:  # only when set: plan ids of experiments without it stay the same
+            out["client_hosts"] = self.client_hosts
         return out
 
 
@@ -372,6 +375,7 @@ def _trial(
         warmup=wl.warmup,
         cooldown=wl.cooldown,
         faults=tuple(wl.faults),
+        client_hosts=int(get("client_hosts", 0)),
     )
 
 

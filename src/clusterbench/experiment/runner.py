@@ -524,7 +524,7 @@ class ExperimentRunner:
                 preflight=False,
                 # Client machines of the topology ([clients] hosts locally, role client over ssh):
                 # the trial's client processes are spread over them round-robin.
-                hosts=self.client_hosts or None,
+                hosts=(self.client_hosts[: t.client_hosts] if t.client_hosts else self.client_hosts) or None,
             )
         finally:
             load = self.ledger.monotonic() - t_load

@@ -290,6 +290,11 @@ def check_search(spec: SearchSpec, wl: Workload, topo: Topology, where: str) -> 
             f"{where}: search.knobs.workload: give the tests either as workload.tests or as a knob"
         )
     for k in s.knobs:
+        if k.name == "client_hosts":
+            from clusterbench.experiment.spec import check_client_hosts
+
+            check_client_hosts([int(x) for x in _levels_of(s, "client_hosts", 0)], topo,
+                               f"{where}: search.knobs.client_hosts")  # fmt: skip
         if k.name == "target":
             nodes_low = int(min(v for v in _levels_of(s, "nodes", topo.cluster.nodes)))
             for t in k.values:

@@ -57,6 +57,7 @@ CLIENT_FACTORS = (
     "workload",
     "threads",
     "clients",
+    "client_hosts",
     "separate_schemas",
     "rate",
     "rand_type",
@@ -84,6 +85,8 @@ class Factors(_Strict):
     workload: list[str] | None = None
     threads: list[int] | None = None
     clients: list[int] | None = None
+    # how many of the topology's client machines the trial's client processes are spread over
+    client_hosts: list[int] | None = None
     separate_schemas: list[bool] | None = None
     rate: list[int] | None = None
     rand_type: list[Literal["uniform", "gaussian", "special", "pareto"]] | None = None
@@ -109,7 +112,7 @@ class Factors(_Strict):
                 raise ValueError(f"node counts must be 1-{MAX_NODES} (got {x})")
         return v
 
-    @field_validator("threads", "clients", "wsrep_slave_threads")
+    @field_validator("threads", "clients", "wsrep_slave_threads", "client_hosts")
     @classmethod
     def _positive(cls, v: list[int] | None) -> list[int] | None:
         for x in v or []:
@@ -206,6 +209,23 @@ class Workload(_Strict):
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
         return v
+
+
+def client_machines(topo: Topology) -> int:
+    """The client machines a topology has: local client namespaces, or ssh hosts with role client."""
+    if topo.provider.kind == "ssh":
+        return sum(1 for h in topo.hosts if "client" in h.roles)
+    return topo.clients.hosts
+
+
+def check_client_hosts(levels: list[int], topo: Topology, field_: str) -> None:
+    have = client_machines(topo)
+    k = max(levels, default=0)
+    if k > have:
+        raise InputError(
+            f"{field_}: {k} client machine(s) asked, the topology has {have}; set "
+            "topology.clients.hosts (or give more hosts the role client)"
+        )
 
 
 def server_value(name: str, value: Level) -> int:
@@ -386,6 +406,10 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
         ):
             raise InputError(
                 f"{where}: parts.{name}.workload.target: {wl.target} is beyond the smallest node count"
+            )
+        if "client_hosts" in levels:
+            check_client_hosts(
+                [int(x) for x in levels["client_hosts"]], topo, f"{where}: parts.{name}.factors.client_hosts"
             )
         parts[name] = (wl, levels)
         design = part.design or f.experiment.design

@@ -247,3 +247,27 @@ def test_buffer_pool_is_a_server_factor_and_an_ordered_knob() -> None:
     assert sizes == [64 << 20] * 3 + [256 << 20] * 3
     with pytest.raises(InputError, match="g.toml: factors.innodb_buffer_pool_size: '64MB' is not a size"):
         experiment_from_data(parse_toml(grid.replace('"64M"', '"64MB"'), "g.toml"), "g.toml")
+
+
+def test_client_hosts_is_a_runtime_factor_within_the_topologys_client_machines() -> None:
+    text = FILE.format(knobs="{ nodes = [1, 3], client_hosts = [1, 3] }", extra="budget = 4", rate=0)
+    with pytest.raises(
+        InputError, match=r"search.knobs.client_hosts: 3 client machine\(s\) asked, the topology has 0"
+    ):
+        experiment_from_data(parse_toml(text, "s.toml"), "s.toml")
+    text = text.replace(
+        'subnet = "198.18.34.0/24"', 'subnet = "198.18.34.0/24"\n\n[topology.clients]\nhosts = 3'
+    )
+    e = experiment_from_data(parse_toml(text, "s.toml"), "s.toml")
+    s = search_setup(e)
+    t = make_trial(e, s, {"nodes": 2, "client_hosts": 2}, 1, 1)
+    assert t.client_hosts == 2 and t.describe()["client_hosts"] == 2
+    assert t.topology.clients.hosts == 3  # the cluster has all of them; the trial uses the first 2
+    grid = text.split("[search]")[0] + "[factors]\nclient_hosts = [1, 2, 4]\n"
+    with pytest.raises(InputError, match=r"parts.main.factors.client_hosts: 4 client machine\(s\) asked"):
+        experiment_from_data(parse_toml(grid, "g.toml"), "g.toml")
+    plan = expand(experiment_from_data(parse_toml(grid.replace(", 4]", "]"), "g.toml"), "g.toml"))
+    assert sorted({t.client_hosts for t in plan.trials}) == [1, 2]
+    plain = make_trial(exp(), search_setup(exp()), {"nodes": 1, "threads": 2, "wsrep_slave_threads": 1,
+                       "innodb_flush_log_at_trx_commit": 1}, 1, 1)  # fmt: skip
+    assert "client_hosts" not in plain.describe()  # so plan ids without the factor do not change
