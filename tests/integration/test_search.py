@@ -85,7 +85,7 @@ def test_search_runs_resumes_and_reports(cb_home: Path, tmp_path: Path) -> None:
             assert {tr.params["part"] for tr in trials} == {"search"}
             for tr in trials:  # the node count asked for is the one that ran
                 prov = store.provenance(run_id, tr.id)
-                assert prov["wsrep_status@start"]["n1"]["wsrep_cluster_size"] == str(tr.params["nodes"])
+                assert prov["engine_status@start"]["n1"]["wsrep_cluster_size"] == str(tr.params["nodes"])
             result = [e["detail"] for e in store.events(run_id) if e["kind"] == "search_result"][-1]
             w = result["winner"]
             assert w is not None and w["n"] >= 2 and w["median"] > 0 and result["trials"] == 5
