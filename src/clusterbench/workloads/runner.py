@@ -239,7 +239,9 @@ class SysbenchRunner:
         wall_ns: Callable[[], int] = time.time_ns,
         cpu_probe: CpuProbe = probe_cpu,
         cpu_interval: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        self.sleep = sleep
         self.wall_ns = wall_ns
         self.cpu_probe = cpu_probe
         self.cpu_interval = cpu_interval
@@ -283,7 +285,7 @@ class SysbenchRunner:
         for addr in endpoint.addresses:
             for db in dbs:
                 try:
-                    conn = self._connect(endpoint, addr.host, addr.port, db, want_tls)
+                    conn = self._connect_waiting_for_schema(endpoint, addr.host, addr.port, db, want_tls)
                 except pymysql.err.MySQLError as e:
                     code, msg = (e.args + (None, None))[:2] if e.args else (None, str(e))
                     hint = (
@@ -294,6 +296,26 @@ class SysbenchRunner:
                         f"{msg} (error {code}); {hint}"
                     ) from e
                 conn.close()
+
+    def _connect_waiting_for_schema(
+        self, endpoint: Endpoint, host: str, port: int, db: str, tls: bool, wait: float = 5.0
+    ) -> Any:
+        """Connect; while the server says the database does not exist (1049), retry for up to
+        `wait` seconds. A schema just created through a balancer reaches the other nodes a moment
+        later (Galera applies DDL in total order after the originating node returned; seen as
+        'Unknown database' on a loaded 2-core machine), and the next connection may land there."""
+        deadline: float | None = None
+        while True:
+            try:
+                return self._connect(endpoint, host, port, db, tls)
+            except pymysql.err.MySQLError as e:
+                if not e.args or e.args[0] != 1049:
+                    raise
+                now = self.monotonic()
+                deadline = now + wait if deadline is None else deadline
+                if now >= deadline:
+                    raise
+                self.sleep(0.1)
 
     def existing_tables(self, endpoint: Endpoint, database: str, tls: bool) -> set[str]:
         addr = endpoint.addresses[0]

@@ -233,3 +233,29 @@ def test_build_shim_names_make_setup_when_headers_missing(tmp_path: Path) -> Non
     src.write_text("")
     with pytest.raises(PreflightError, match=r"libmariadb-dev.*run `make setup`"):
         build_shim(tmp_path / "b", source=src, gcc="gcc", include=tmp_path / "nowhere")
+
+
+def test_a_schema_just_created_elsewhere_is_waited_for(fake_bin: str) -> None:
+    """Through a balancer, the next connection may reach a node that has not applied the CREATE
+    DATABASE yet: 1049 is retried for a few seconds, any other error is not."""
+    answers: list[Exception | None] = [pymysql.err.OperationalError(1049, "Unknown database 'sbtest2'")] * 2
+    calls: list[str] = []
+    now = [0.0]
+
+    def connect(**kw: object) -> object:
+        calls.append(str(kw.get("database")))
+        err = answers.pop(0) if answers else None
+        if err is not None:
+            raise err
+        return FakeServer()(**kw)
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=connect, monotonic=lambda: now[0], sleep=sleep)
+    runner.check_endpoint(EP, ["sbtest2"])
+    assert calls == ["sbtest2"] * 3 and now[0] == pytest.approx(0.2)
+    answers[:] = [pymysql.err.OperationalError(1049, "Unknown database 'nope'")] * 100
+    with pytest.raises(WorkloadError, match=r"Unknown database 'nope' \(error 1049\); create the database first"):
+        runner.check_endpoint(EP, ["nope"])
+    assert 5.2 <= now[0] <= 5.31  # gave up once 5 s had passed since the first 1049
