@@ -167,6 +167,29 @@ def nearest_grid(config: dict[str, Any], grid: dict[str, list[Any]]) -> list[dic
     return out
 
 
+def nearest_measured(
+    d: dict[str, Any], config: dict[str, Any], grid: dict[str, list[Any]], k: int
+) -> list[dict[str, Any]]:
+    """The k measured configurations closest to `config` (not itself): per knob the distance in
+    grid positions over the knob's number of steps, added up."""
+
+    def pos(n: str, v: Any) -> float:
+        levels = grid.get(n) or [v]
+        if v in levels:
+            i = float(levels.index(v))
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            i = float(min(range(len(levels)), key=lambda j: abs(float(levels[j]) - float(v))))
+        else:
+            i = 0.0
+        return i / max(1, len(levels) - 1)
+
+    def dist(c: dict[str, Any]) -> float:
+        return sum(abs(pos(n, c.get(n)) - pos(n, config.get(n))) for n in grid)
+
+    others = [p for p in d["points"].values() if p["values"] and p["config"] != config]
+    return sorted(others, key=lambda p: dist(p["config"]))[:k]
+
+
 def _winner_block(d: dict[str, Any]) -> str:
     res = d["result"]
     metric, names = d["metric"], d["names"]
@@ -193,11 +216,17 @@ def _winner_block(d: dict[str, Any]) -> str:
         return "".join(out)
     win_vals = [v[metric] for v in d["points"].get(w["label"], {}).get("values", [])]
     rows = []
-    for i, c in enumerate(nearest_grid(w["config"], grid)):
+    listed: set[str] = set()
+    near = [(c, "nearest grid point" if i == 0 else "its grid neighbour")
+            for i, c in enumerate(nearest_grid(w["config"], grid))]  # fmt: skip
+    measured = [(p["config"], "measured nearby") for p in nearest_measured(d, w["config"], grid, 5)]
+    for c, kind in near + measured:
         lab = _label(c, names)
+        if lab in listed:
+            continue
+        listed.add(lab)
         p = d["points"].get(lab)
         vals = [v[metric] for v in p["values"]] if p else []
-        kind = "nearest grid point" if i == 0 else "its grid neighbour"
         if lab == w["label"]:
             kind += " (the winner)"
         if vals:
@@ -215,7 +244,9 @@ def _winner_block(d: dict[str, Any]) -> str:
     out.append(
         "<h4>The winner and the nearest grid configurations</h4><p>The grid a full sweep of these knobs "
         "would use: " + html.escape("; ".join(f"{k} {', '.join(map(_fmt, v))}" for k, v in grid.items()))
-        + ". Points measured by the search are compared with the winner (Welch's t over the trials).</p>"
+        + ". Below them, the 5 configurations the search measured nearest to the winner (grid steps, "
+        "each knob's range counting 1). Measured points are compared with the winner (Welch's t over "
+        "the trials).</p>"
         + _table(["configuration", "", "n", f"{metric} median", "CI", "vs winner", "p"], rows)
     )  # fmt: skip
     return "".join(out)

@@ -140,6 +140,7 @@ def test_report_has_progress_explored_points_and_the_winner_against_the_grid(tmp
     assert "<h2>Search</h2>" in page and f"<b>{w.label}</b>" in page
     assert "best so far" in page and "explored configurations" in page
     assert "The winner and the nearest grid configurations" in page
+    assert "measured nearby" in page
 
 
 def test_nearest_grid_snaps_and_lists_the_neighbours() -> None:
