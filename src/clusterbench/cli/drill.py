@@ -160,9 +160,6 @@ def _execute(
             1 if cluster.topology.balancer.kind == "haproxy" else 0,
             "scenario",
         )
-        engine = ScenarioEngine(
-            cluster, spec, faults, results_path(results), sysbench_runner(), companions=companions
-        )
         console.out.print(
             f"scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
             f"{spec.load.workload} x{spec.load.threads} for {spec.load.duration} s via {spec.load.target}; "
@@ -174,9 +171,19 @@ def _execute(
                 or "no faults"
             )
         )
-        with DrillView(clients=1, per_sample_lines=False) as view:
-            out = engine.run(command_line(), checkers=run_checkers) if view else None
-        assert out is not None
+        view = DrillView(clients=1, per_sample_lines=False)
+        with view:
+            # The view is the engine's listener: fault events and the per-second line show live.
+            engine = ScenarioEngine(
+                cluster,
+                spec,
+                faults,
+                results_path(results),
+                sysbench_runner(),
+                companions=companions,
+                listener=view,
+            )
+            out = engine.run(command_line(), checkers=run_checkers)
         if tags or notes is not None:
             with store_at(results) as st:
                 label_run(st, out.run_id, tags or [], notes)

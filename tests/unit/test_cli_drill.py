@@ -1,0 +1,46 @@
+"""cli/drill.py: the live view of a drill is the scenario engine's listener, so fault events show
+while the drill runs (it was created but never passed to the engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterbench.cli import drill
+from clusterbench.scenario.engine import ScenarioOutcome
+from clusterbench.scenario.spec import load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+
+
+def test_the_drill_view_receives_fault_events(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class FakeCluster:
+        class topology:  # noqa: N801 - the attribute shape drill.py reads
+            name = "lab"
+
+            class cluster:  # noqa: N801
+                nodes = 3
+
+            class balancer:  # noqa: N801
+                kind = "haproxy"
+
+    class FakeEngine:
+        def __init__(self, *a: Any, listener: Any = None, **kw: Any) -> None:
+            self.listener = listener
+
+        def run(self, command: str, checkers: Any = None) -> ScenarioOutcome:
+            self.listener.fault_event(10.0, {"fault": "kill-node n2", "phase": "applied"})
+            return ScenarioOutcome(run_id=1, trial_id=1, status="completed")
+
+    monkeypatch.setattr(drill, "_cluster_for", lambda spec, topo, name: (FakeCluster(), False))
+    monkeypatch.setattr(drill.leftovers, "find", lambda cluster: [])
+    monkeypatch.setattr(drill, "ScenarioEngine", FakeEngine)
+    monkeypatch.setattr(drill, "sysbench_runner", lambda: None)
+    monkeypatch.setattr(drill.DrillView, "phase", lambda self, text: seen.append(text))
+    spec, _ = load_scenario(EXAMPLES / "kill-node.toml")
+    drill._execute(spec, None, "lab", tmp_path / "r.db", False)
+    assert seen == ["[  10.0 s] fault kill-node n2: applied"]
