@@ -32,14 +32,18 @@ TEST = "oltp_read_write"
 def raw_sysbench(cluster: Cluster, tables: int, size: int, threads: int, seconds: int, command: str) -> str:
     ep = cluster.endpoint("balancer")
     addr = ep.addresses[0]
-    argv = [
-        "sysbench", TEST, "--db-driver=mysql", f"--mysql-host={addr.host}", f"--mysql-port={addr.port}",
-        f"--mysql-user={ep.user}", f"--mysql-password={ep.password}", "--mysql-db=sbtest",
-        f"--tables={tables}", f"--table-size={size}", f"--threads={threads}", "--auto_inc=off",
-        "--rand-type=special", "--report-interval=1", f"--time={seconds}",
-        "--mysql-ignore-errors=" + ",".join(str(c) for c in DEFAULT_IGNORE_ERRORS), command,
-    ]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    # the password in an option file of mode 0600, never on the command line (ps shows argv to all)
+    with tempfile.NamedTemporaryFile("w", prefix="cb-fidelity-", suffix=".cnf") as cnf:
+        cnf.write(f"mysql-password={ep.password}\n")
+        cnf.flush()
+        argv = [
+            "sysbench", f"--config-file={cnf.name}", TEST, "--db-driver=mysql", f"--mysql-host={addr.host}",
+            f"--mysql-port={addr.port}", f"--mysql-user={ep.user}", "--mysql-db=sbtest",
+            f"--tables={tables}", f"--table-size={size}", f"--threads={threads}", "--auto_inc=off",
+            "--rand-type=special", "--report-interval=1", f"--time={seconds}",
+            "--mysql-ignore-errors=" + ",".join(str(c) for c in DEFAULT_IGNORE_ERRORS), command,
+        ]  # fmt: skip
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"raw sysbench {command} failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
     return proc.stdout

@@ -30,7 +30,7 @@ from clusterbench.analysis.report import (
     summary_parts,
     table_align,
 )
-from clusterbench.cli import console
+from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     JsonOpt,
     NameOpt,
@@ -138,6 +138,7 @@ class Target:
     label: str
     client_hosts: tuple[ClientHost, ...] = ()
     client_endpoints: tuple[Endpoint, ...] = ()
+    cluster: str | None = None  # the clusterbench cluster it loads (None: --host)
 
 
 def _resolve_target(
@@ -172,6 +173,7 @@ def _resolve_target(
         )
         return Target(ep, EndpointProbe(ep), None, f"{user}@{host}:{port}")
     cluster = load_cluster(name)
+    guard.claim(cluster.topology.name)
     tgt = target or "balancer"
     hosts = tuple(choose_client_hosts(client_hosts, cluster.client_hosts()))
     per_client: tuple[Endpoint, ...] = ()
@@ -184,7 +186,8 @@ def _resolve_target(
         ep = cluster.endpoint(tgt, database=database)
     addrs = ",".join(f"{a.host}:{a.port}" for e in (per_client or (ep,)) for a in e.addresses)
     return Target(ep, ClusterProbe(cluster), cluster.topology.model_dump(mode="json"),
-                  f"cluster {cluster.topology.name} {tgt} ({addrs})", hosts, per_client)  # fmt: skip
+                  f"cluster {cluster.topology.name} {tgt} ({addrs})", hosts, per_client,
+                  cluster.topology.name)  # fmt: skip
 
 
 EACH_NODE = "each-node"
@@ -259,7 +262,7 @@ def _execute(
     notes: str | None = None,
 ) -> None:
     tags = tags or []
-    bench = BenchRunner(sysbench_runner(), target.probe)
+    bench = BenchRunner(sysbench_runner(target.cluster), target.probe)
     bench.check(plan)  # fail fast: unreachable, wrong password, no schema
     console.out.print(
         f"{plan.kind} {', '.join(plan.tests) if len(plan.tests) <= 3 else f'{len(plan.tests)} tests'} on "

@@ -150,9 +150,14 @@ def store_path_of(store: Store) -> str:
 # ---- running sysbench ----------------------------------------------------------------------------
 
 
-def sysbench_runner() -> SysbenchRunner:
+def sysbench_runner(cluster: str | None = None) -> SysbenchRunner:
+    """`cluster`: record the load clients with that cluster, so that a killed run's sysbench is
+    found and stopped by the next command (clusterbench.loadclients)."""
+    from clusterbench.loadclients import LoadClients
+
     # `make setup` builds the shim into <home>/lib; build_shim only recompiles when it is stale.
-    return SysbenchRunner(shim=build_shim(home_dir() / "lib"))
+    tracker = LoadClients(home_dir(), cluster) if cluster else None
+    return SysbenchRunner(shim=build_shim(home_dir() / "lib"), tracker=tracker)
 
 
 def command_line() -> str:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from clusterbench.checkers.verdict import Result, Verdict, exit_code
-from clusterbench.cli import console
+from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     NotesOpt,
     TagOpt,
@@ -18,7 +18,6 @@ from clusterbench.cli.common import (
     command_line,
     global_name,
     label_run,
-    load_cluster,
     open_store,
     results_path,
     store_at,
@@ -52,6 +51,7 @@ def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -
     """The cluster to run on, and whether we brought it up (and so take it down)."""
     if topo_path is not None:
         topo = load_topology(topo_path)
+        guard.claim(topo.name)
         if topo.name in known_clusters(home_dir()):
             return Cluster.load(topo.name), False
         console.out.print(f"bringing up cluster [bold]{topo.name}[/] from {topo_path}")
@@ -68,7 +68,9 @@ def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -
                 else f"several clusters are up ({', '.join(known)}); choose one with --name"
             )
         name = known[0]
-    return Cluster.load(name), False
+    cluster = Cluster.load(name)
+    guard.claim(name)
+    return cluster, False
 
 
 def _print_outcome(out: ScenarioOutcome) -> None:
@@ -179,7 +181,7 @@ def _execute(
                 spec,
                 faults,
                 results_path(results),
-                sysbench_runner(),
+                sysbench_runner(cluster.topology.name),
                 companions=companions,
                 listener=view,
             )
@@ -221,7 +223,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Find and heal faults left in place by a run that was killed (link down, shaping, iptables
         partition, paused node, CPU quota, desync)."""
-        cluster = load_cluster(name)
+        cluster = guard.load_claimed(name)
         left = leftovers.find(cluster)
         if not left:
             console.out.print(f"cluster [bold]{cluster.topology.name}[/]: no fault left in place")

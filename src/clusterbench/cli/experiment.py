@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from clusterbench.analysis.stats import compare as compare_samples
-from clusterbench.cli import console
+from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     JsonOpt,
     NotesOpt,
@@ -407,9 +407,12 @@ def run_cmd(
     """Run an experiment (resumable: the same command again skips the finished trials)."""
     tags = check_tags(tag)
     plan = make_plan(file, profile)
+    clusters = sorted({plan.experiment.topology.name} | {t.topology.name for t in plan.trials})
+    for name in clusters:
+        guard.claim(name)
     with store_at(results) as store:
         view = ExperimentView()
-        runner = _runner(plan, store, view)
+        runner = _runner(plan, store, view, clusters[0] if len(clusters) == 1 else None)
         try:
             with view:
                 out = runner.run(fresh=fresh)
@@ -442,14 +445,15 @@ def run_cmd(
         )
 
 
-def _runner(plan: Plan, store: Any, view: ExperimentView) -> ExperimentRunner:
+def _runner(plan: Plan, store: Any, view: ExperimentView, cluster: str | None = None) -> ExperimentRunner:
+    """`cluster`: the one cluster the experiment builds, whose load clients are recorded."""
     kw: dict[str, Any] = {"home": home_dir(), "listener": view, "command_line": command_line()}
     if plan.experiment.search is None:
-        return ExperimentRunner(plan, store, sysbench_runner(), **kw)
+        return ExperimentRunner(plan, store, sysbench_runner(cluster), **kw)
     from clusterbench.experiment.search_run import SearchRunner
 
     tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")
-    return SearchRunner(plan, store, sysbench_runner(), tls_server=tls, **kw)
+    return SearchRunner(plan, store, sysbench_runner(cluster), tls_server=tls, **kw)
 
 
 def _print_winner(store: Any, run_id: int) -> None:

@@ -16,8 +16,8 @@ import click
 import typer
 from rich.table import Table
 
-from clusterbench import __version__
-from clusterbench.cli import bench, check, console, drill, experiment, rootfs
+from clusterbench import __version__, lock
+from clusterbench.cli import bench, check, console, drill, experiment, guard, rootfs
 from clusterbench.cli.common import JsonOpt, NameOpt, load_cluster, print_json, resolve_name, typer_app
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
@@ -85,6 +85,9 @@ def up(
     topo = load_topology(file)
     for w in topo.warnings():
         console.warn(w)
+    if not topo.remote:
+        preflight.require_root()
+    guard.claim(topo.name)
     cluster = Cluster(topo)
     console.out.print(
         f"Bringing up cluster [bold]{topo.name}[/]: {topo.cluster.nodes} Galera node(s)"
@@ -143,16 +146,30 @@ def down(
             "--file", "-f", help="Topology file: finds an ssh cluster's machines when its state is lost."
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Take it down even while another command (a run, a scenario) is using it."
+        ),
+    ] = False,
 ) -> None:
     """Stop everything a cluster runs and remove its namespaces, links and cgroups, or over ssh only
-    our processes and files on the machines (idempotent)."""
+    our processes and files on the machines (idempotent). Refuses while another command is using
+    the cluster, unless --force."""
     preflight.require_root()
     from_file = load_topology(file) if file is not None else None
     if from_file is not None:
         names = [from_file.name]
     else:
         names = known_clusters(home_dir()) if all_clusters else [resolve_name(name)]
+    busy: list[str] = []
     for n in names:
+        try:
+            guard.claim(n, force=force, hint=f"`clusterbench down -n {n} --force` takes it down anyway")
+        except lock.ClusterBusy as exc:
+            busy.append(str(exc))
+            continue
+        guard.stop_load_clients(n, everything=True)
         t0 = time.monotonic()
         try:
             cluster = Cluster.load(n)
@@ -163,6 +180,8 @@ def down(
         done = cluster.down(report=console.step, keep_files=keep_files)
         verb = "down" if done else "nothing to do"
         console.out.print(f"cluster [bold]{n}[/]: {verb} ({time.monotonic() - t0:.1f} s)")
+    if busy:
+        raise lock.ClusterBusy("\n".join(busy))
 
 
 @app.command()
@@ -179,6 +198,25 @@ def status(name: NameOpt = None, as_json: JsonOpt = False) -> None:
     _print_status(st)
     for lo in left:
         console.warn(f"fault left in place: {lo.describe()}; `clusterbench heal` removes it")
+    _print_users(cluster.topology.name)
+
+
+def _print_users(name: str) -> None:
+    """Who is using the cluster now (the lock's holder) and the load clients on record."""
+    from clusterbench.loadclients import LOCAL, LoadClients
+
+    h = lock.holder(home_dir(), name)
+    if h is not None:
+        console.out.print(f"in use by {console.escape(h.describe())}", soft_wrap=True)
+    lc = LoadClients(home_dir(), name)
+    for r in lc.records():
+        if lc.owner_alive(r):
+            console.out.print(f"load client: {console.escape(r.describe())}", soft_wrap=True)
+        elif r.remote or LOCAL.alive(r.ref):
+            console.warn(
+                f"{r.describe()} was left running by a clusterbench that no longer runs; "
+                "`clusterbench heal` (or the next run) stops it"
+            )
 
 
 def status_record(st: ClusterStatus, leftovers: list[str]) -> dict[str, object]:
@@ -264,7 +302,7 @@ def _print_status(st: ClusterStatus) -> None:
 def start(name: NameOpt = None) -> None:
     """Cold start of a stopped cluster: bootstrap from the safe node, then rejoin the others."""
     preflight.require_root()
-    cluster = load_cluster(name)
+    cluster = guard.load_claimed(name)
     cluster.start_all(report=console.step)
     console.out.print("[green]all nodes Synced[/]")
 
@@ -273,7 +311,7 @@ def start(name: NameOpt = None) -> None:
 def stop(name: NameOpt = None) -> None:
     """Graceful stop of every node (last one first); namespaces stay. `start` brings it back."""
     preflight.require_root()
-    for line in load_cluster(name).stop_all():
+    for line in guard.load_claimed(name).stop_all():
         console.step(line)
 
 
@@ -283,7 +321,7 @@ def node_stop(
 ) -> None:
     """Graceful stop (SIGTERM, SIGKILL after 60 s)."""
     preflight.require_root()
-    console.step(load_cluster(name).node_stop(index))
+    console.step(guard.load_claimed(name).node_stop(index))
 
 
 @node_app.command("kill")
@@ -292,7 +330,7 @@ def node_kill(
 ) -> None:
     """kill -9: a process crash."""
     preflight.require_root()
-    console.step(load_cluster(name).node_kill(index))
+    console.step(guard.load_claimed(name).node_kill(index))
 
 
 @node_app.command("start")
@@ -301,7 +339,7 @@ def node_start(
 ) -> None:
     """Start a node; after a crash it recovers its position first so it rejoins by IST."""
     preflight.require_root()
-    console.step(load_cluster(name).node_start(index))
+    console.step(guard.load_claimed(name).node_start(index))
 
 
 @node_app.command("restart")
@@ -310,7 +348,7 @@ def node_restart(
 ) -> None:
     """Graceful stop, then start (rejoins by IST)."""
     preflight.require_root()
-    console.step(load_cluster(name).node_restart(index))
+    console.step(guard.load_claimed(name).node_restart(index))
 
 
 @app.command()
@@ -408,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point. Returns the exit code (0 ok, 1 a check failed, 2 bad input or error, 130 interrupted)."""
     signal.signal(signal.SIGTERM, _sigterm)
     _setup_logging()
+    guard.COMMAND = list(argv) if argv is not None else None
     try:
         # With standalone_mode=False, typer returns the exit code of typer.Exit and 130 for Ctrl-C.
         rc = app(args=argv, prog_name="clusterbench", standalone_mode=False)
@@ -442,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
             "please report it)"
         )
         return 2
+    finally:
+        lock.release_all()
 
 
 def entry() -> None:

@@ -9,27 +9,31 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import selectors
 import shlex
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL is a dev extra
 
 from clusterbench.engines import SESSIONS
 from clusterbench.errors import WorkloadError
-from clusterbench.hosts.base import Popen
+from clusterbench.hosts import process
+from clusterbench.hosts.base import Popen, ProcessRef
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.workloads.merge import start_skew
 from clusterbench.workloads.parse import OutputParser, Sample, Summary, merge_summaries
 from clusterbench.workloads.placement import (
+    REMOTE_DIR,
     ClientHost,
     CpuReading,
     LocalClientHost,
@@ -38,6 +42,7 @@ from clusterbench.workloads.placement import (
     parse_start_line,
     probe_cpu,
     stage,
+    stage_files,
     start_at_argv,
     start_lead,
 )
@@ -66,6 +71,29 @@ Process = Popen
 
 
 Spawn = Callable[[SysbenchCommand], Process]
+
+
+class ClientTracker(Protocol):
+    """Where started load clients are recorded by PID + start time, so that a clusterbench that
+    is killed leaves a record the next command can act on (loadclients.LoadClients)."""
+
+    def started(
+        self, host: str, ref: ProcessRef, *, remote: bool = False, what: str = "sysbench"
+    ) -> None: ...
+
+    def ended(self, host: str, ref: ProcessRef) -> None: ...
+
+
+def process_ref(p: Process) -> ProcessRef | None:
+    """PID + start time of a started client: an ssh process knows its remote one; a local one
+    is read from /proc (`ip netns exec` and the start script exec, so the PID is sysbench's)."""
+    ref = getattr(p, "ref", None)
+    if isinstance(ref, ProcessRef):
+        return ref
+    ticks = process.start_ticks(p.pid)
+    return ProcessRef(p.pid, ticks) if ticks is not None else None
+
+
 Connect = Callable[..., Any]
 CpuProbe = Callable[[ClientHost, int], CpuReading | None]
 
@@ -82,6 +110,51 @@ def _spawn(cmd: SysbenchCommand) -> Process:
         env=env,
         cwd=str(cmd.cwd) if cmd.cwd is not None else None,
     )
+
+
+class OptionFiles:
+    """sysbench option files holding a command's secrets (the password): one per host and content,
+    created with mode 0600 (root's only), read by sysbench through --config-file, removed when the
+    command ends. On a client machine of its own the file is written there (REMOTE_DIR)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self._made: dict[tuple[int | None, str], tuple[ClientHost | None, Path]] = {}
+
+    def apply(self, cmd: SysbenchCommand, host: ClientHost | None = None) -> SysbenchCommand:
+        text = cmd.config_text()
+        if not text:
+            return cmd
+        remote = host is not None and bool(getattr(host, "remote", False))
+        key = (id(host) if remote else None, text)
+        if key not in self._made:
+            if remote:
+                assert host is not None
+                path = REMOTE_DIR / f"cb-sysbench-{secrets.token_hex(8)}.cnf"
+                stage_files(host, [(path, text, 0o600)])
+                self._made[key] = (host, path)
+            else:
+                fd, name = tempfile.mkstemp(prefix="cb-sysbench-", suffix=".cnf", dir=self.directory)
+                with os.fdopen(fd, "w") as f:  # mkstemp: mode 0600
+                    f.write(text)
+                self._made[key] = (None, Path(name))
+        return cmd.with_config_file(self._made[key][1])
+
+    def paths(self) -> list[Path]:
+        return [p for _, p in self._made.values()]
+
+    def remove(self) -> None:
+        for host, path in self._made.values():
+            try:
+                if host is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    rm = getattr(host, "remove", None)
+                    if rm is not None:
+                        rm(path)
+            except Exception:  # noqa: BLE001 - a file left behind is root's only; say so in the log
+                log.warning("could not remove the option file %s on %s", path, host.name if host else "here")
+        self._made.clear()
 
 
 @dataclass
@@ -240,8 +313,13 @@ class SysbenchRunner:
         cpu_probe: CpuProbe = probe_cpu,
         cpu_interval: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
+        tracker: ClientTracker | None = None,
+        secrets_dir: Path | None = None,
     ) -> None:
         self.sleep = sleep
+        self.tracker = tracker
+        # where option files with passwords go on this machine (default: the system's temp dir)
+        self.secrets_dir = secrets_dir
         self.wall_ns = wall_ns
         self.cpu_probe = cpu_probe
         self.cpu_interval = cpu_interval
@@ -335,13 +413,45 @@ class SysbenchRunner:
 
     def _run_to_end(self, cmd: SysbenchCommand, timeout: float) -> CommandOutput:
         log.info("running: %s", shlex.join(cmd.masked_argv()))
-        proc = self.spawn(cmd)
-        out: list[str] = []
-        err: list[str] = []
-        rc, killed = self._pump(
-            [proc], timeout, lambda _i, line: out.append(line), lambda _i, line: err.append(line)
-        )
+        files = OptionFiles(self.secrets_dir)
+        try:
+            proc = self.spawn(files.apply(cmd))
+            tracked = self._track([("local", False, proc)], what=f"sysbench {cmd.argv[-1]}")
+            out: list[str] = []
+            err: list[str] = []
+            try:
+                rc, killed = self._pump(
+                    [proc], timeout, lambda _i, line: out.append(line), lambda _i, line: err.append(line)
+                )
+            finally:
+                self._untrack(tracked)
+        finally:
+            files.remove()
         return CommandOutput(cmd.argv, rc[0], out, err, killed[0])
+
+    def _track(self, started: Sequence[tuple[str, bool, Process]], what: str) -> list[tuple[str, ProcessRef]]:
+        """Record started clients with the tracker (if any); returns what to forget afterwards."""
+        out: list[tuple[str, ProcessRef]] = []
+        if self.tracker is None:
+            return out
+        for host, remote, p in started:
+            try:
+                ref = process_ref(p)
+                if ref is not None:
+                    self.tracker.started(host, ref, remote=remote, what=what)
+                    out.append((host, ref))
+            except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the load
+                log.exception("recording load client %s on %s", p.pid, host)
+        return out
+
+    def _untrack(self, tracked: Sequence[tuple[str, ProcessRef]]) -> None:
+        if self.tracker is None:
+            return
+        for host, ref in tracked:
+            try:
+                self.tracker.ended(host, ref)
+            except Exception:  # noqa: BLE001
+                log.exception("forgetting load client %s on %s", ref.pid, host)
 
     def prepare(
         self,
@@ -480,10 +590,19 @@ class SysbenchRunner:
         script = report_script()
         per_host: dict[int, Staged] = {}
         staged: list[tuple[list[str], Path | None]] = []
-        for r, host in zip(runs, placed, strict=True):
-            if id(host) not in per_host:
-                per_host[id(host)] = stage(host, r.command.cwd, script, shim="LD_PRELOAD" in r.command.env)
-            staged.append(per_host[id(host)].apply(r.command.argv, r.command.cwd, script))
+        files = OptionFiles(self.secrets_dir)
+        try:
+            for r, host in zip(runs, placed, strict=True):
+                if id(host) not in per_host:
+                    per_host[id(host)] = stage(
+                        host, r.command.cwd, script, shim="LD_PRELOAD" in r.command.env
+                    )
+                # the password goes to an option file (mode 0600) on that host, never on the command line
+                cmd = files.apply(r.command, host)
+                staged.append(per_host[id(host)].apply(cmd.argv, r.command.cwd, script))
+        except BaseException:
+            files.remove()
+            raise
         start_ns = self.wall_ns() + int(start_lead(placed, clients) * 1e9)
         procs: list[Process] = []
         try:
@@ -494,6 +613,7 @@ class SysbenchRunner:
                 env = per_host[id(host)].environment(dict(r.command.env))
                 procs.append(host.popen(start_at_argv(argv_r, start_ns), env=env, cwd=cwd))
         except BaseException as exc:
+            files.remove()
             for p in procs:
                 if p.poll() is None:
                     p.kill()
@@ -507,12 +627,18 @@ class SysbenchRunner:
                     "check that the client host is reachable and has sysbench"
                 ) from exc
             raise
+        tracked = self._track(
+            [(h.name, bool(getattr(h, "remote", False)), p) for h, p in zip(placed, procs, strict=True)],
+            what=f"sysbench {opts.test}",
+        )
         sampler.start()
         try:
             rcs, killed = self._pump(procs, opts.total_time + self.grace + (start_ns - self.wall_ns()) / 1e9,
                                      on_out, on_err)  # fmt: skip
         finally:
             sampler.stop()
+            self._untrack(tracked)
+            files.remove()
 
         for i, r in enumerate(runs):
             parsed = parsers[i].result()

@@ -181,12 +181,28 @@ def report_script() -> Path:
 
 @dataclass(frozen=True)
 class SysbenchCommand:
+    """One sysbench invocation. `secrets` are options that must not appear on the command line
+    (every user can read /proc/PID/cmdline): the runner writes them to an option file of mode 0600
+    on the client's host and adds `--config-file=<it>` (sysbench 1.0.20 reads `name=value` lines
+    from it; the command line wins over it)."""
+
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
+    secrets: tuple[tuple[str, str], ...] = ()
 
     def masked_argv(self) -> tuple[str, ...]:
         return tuple("--mysql-password=***" if a.startswith("--mysql-password=") else a for a in self.argv)
+
+    def config_text(self) -> str:
+        """The option file's content for `secrets` ('' when there are none)."""
+        return "".join(f"{k}={v}\n" for k, v in self.secrets)
+
+    def with_config_file(self, path: Path) -> SysbenchCommand:
+        """This command reading its secrets from `path` (right after the program name)."""
+        return SysbenchCommand(
+            argv=(self.argv[0], f"--config-file={path}", *self.argv[1:]), env=self.env, cwd=self.cwd
+        )
 
 
 def _onoff(v: bool) -> str:
@@ -194,7 +210,7 @@ def _onoff(v: bool) -> str:
 
 
 def connection_args(endpoint: Endpoint, database: str | None = None) -> list[str]:
-    """--mysql-* options for an endpoint.
+    """--mysql-* options for an endpoint, without the password (see `password_secrets`).
 
     sysbench 1.0.20 walks hosts x ports (for each host, every port), so a multi-address
     endpoint must share one port (host list) or one host (port list).
@@ -213,9 +229,22 @@ def connection_args(endpoint: Endpoint, database: str | None = None) -> list[str
         f"--mysql-host={','.join(hosts)}",
         f"--mysql-port={','.join(str(p) for p in ports)}",
         f"--mysql-user={endpoint.user}",
-        f"--mysql-password={endpoint.password}",
         f"--mysql-db={database if database is not None else endpoint.database}",
     ]
+
+
+def password_secrets(endpoint: Endpoint) -> tuple[tuple[str, str], ...]:
+    """The password as an option-file entry, never an argument. sysbench's option file trims each
+    value and ends it at the line break, so such a password cannot be passed: refuse it."""
+    pw = endpoint.password
+    if not pw:
+        return ()
+    if pw != pw.strip() or "\n" in pw or "\r" in pw:
+        raise InputError(
+            f"the password of {endpoint.user} for {endpoint.name!r} begins or ends with white space or holds "
+            "a line break, which sysbench cannot read from its option file; use another password"
+        )
+    return (("mysql-password", pw),)
 
 
 def use_tls(opts: SysbenchOptions, endpoint: Endpoint) -> bool:
@@ -302,4 +331,4 @@ def build_command(
     elif command == "prepare":
         argv += list(opts.prepare_extra)
     argv.append(command)
-    return SysbenchCommand(argv=tuple(argv), env=env, cwd=cwd)
+    return SysbenchCommand(argv=tuple(argv), env=env, cwd=cwd, secrets=password_secrets(endpoint))

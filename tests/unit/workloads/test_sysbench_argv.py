@@ -21,12 +21,11 @@ from clusterbench.workloads.sysbench import (
 
 
 def ep(*addrs: tuple[str, int], **kw: object) -> Endpoint:
-    fields: dict[str, object] = {"tls_dir": None, "galera": True, **kw}
+    fields: dict[str, object] = {"tls_dir": None, "galera": True, "password": "pw", **kw}
     return Endpoint(
         name="t",
         addresses=tuple(Address(host=h, port=p) for h, p in addrs),
         user="sb",
-        password="pw",
         **fields,
     )
 
@@ -37,7 +36,6 @@ CONN = [
     "--mysql-host=198.18.0.11",
     "--mysql-port=3306",
     "--mysql-user=sb",
-    "--mysql-password=pw",
     "--mysql-db=sbtest",
     "--mysql-ssl=off",
     "--mysql-compression=off",
@@ -66,7 +64,13 @@ def test_run_argv_env_exact() -> None:
     )
     assert cmd.env == {"CLUSTERBENCH_SB_TEST": "oltp_read_write", "LD_PRELOAD": "/x/sbfix.so"}
     assert cmd.cwd is None
-    assert "--mysql-password=***" in cmd.masked_argv()
+    # the password never goes on the command line (every user can read /proc/PID/cmdline)
+    assert not any("pw" in a.split("=", 1)[-1] for a in cmd.argv if a.startswith("--mysql"))
+    assert cmd.secrets == (("mysql-password", "pw"),)
+    assert cmd.config_text() == "mysql-password=pw\n"
+    with_file = cmd.with_config_file(Path("/tmp/x.cnf"))
+    assert with_file.argv == ("sysbench", "--config-file=/tmp/x.cnf", *cmd.argv[1:])
+    assert with_file.secrets == () and with_file.env == cmd.env
     assert report_script().name == "cb_report.lua" and report_script().exists()
 
 
@@ -163,3 +167,23 @@ def test_schemas_and_tables() -> None:
     assert expected_tables(opts, "oltp") == ["sbtest1", "sbtest2", "sbtest3", "sbtest4", "sbtest5"]
     with pytest.raises(InputError):
         client_databases(ONE, 0, separate_schemas=False)
+
+
+def test_every_command_keeps_the_password_off_its_argv() -> None:
+    for command in ("prepare", "run", "cleanup"):
+        cmd = build_command(
+            SysbenchOptions(test="oltp_insert"), ep(("a", 3306), password="s3cr#t x"), command
+        )
+        assert not any("s3cr#t" in a for a in cmd.argv), command
+        assert cmd.secrets == (("mysql-password", "s3cr#t x"),)
+
+
+def test_empty_password_needs_no_option_file() -> None:
+    cmd = build_command(SysbenchOptions(test="oltp_insert"), ep(("a", 3306), password=""), "run")
+    assert cmd.secrets == () and cmd.config_text() == ""
+
+
+@pytest.mark.parametrize("bad", [" pw", "pw ", "p\nw", "p\rw"])
+def test_password_sysbench_cannot_read_from_a_file_is_refused(bad: str) -> None:
+    with pytest.raises(InputError, match=r"begins or ends with white space or holds a line break"):
+        build_command(SysbenchOptions(test="oltp_insert"), ep(("a", 3306), password=bad), "run")

@@ -29,6 +29,11 @@ EP = Endpoint(
 FAKE = """#!{py}
 import os, sys, time
 sys.stderr.write("LD_PRELOAD=" + os.environ.get("LD_PRELOAD", "-") + "\\n")
+for a in sys.argv:
+    if a.startswith("--config-file="):
+        f = a.split("=", 1)[1]
+        mode = oct(os.stat(f).st_mode & 0o777)
+        sys.stdout.write("CONFIG " + open(f).read().strip() + " MODE " + mode + "\\n")
 sys.stdout.write(open(os.environ["FAKE_OUT"]).read())
 sys.stdout.flush()
 if os.environ.get("FAKE_HANG"):
@@ -259,3 +264,131 @@ def test_a_schema_just_created_elsewhere_is_waited_for(fake_bin: str) -> None:
     with pytest.raises(WorkloadError, match=r"'nope' \(error 1049\); create the database first"):
         runner.check_endpoint(EP, ["nope"])
     assert 5.2 <= now[0] <= 5.31  # gave up once 5 s had passed since the first 1049
+
+
+class RecordingTracker:
+    def __init__(self) -> None:
+        self.live: dict[tuple[str, int], int] = {}
+        self.events: list[tuple[str, str, int]] = []
+        self.state_seen: list[str | None] = []
+
+    def started(self, host: str, ref: Any, *, remote: bool = False, what: str = "sysbench") -> None:
+        from clusterbench.hosts import process
+
+        self.live[(host, ref.pid)] = ref.start_ticks
+        self.events.append(("started", host, ref.pid))
+        # the PID is the running client's own, with its real start time
+        assert process.start_ticks(ref.pid) == ref.start_ticks
+        self.state_seen.append(process.state(ref.pid))
+        assert not remote and what == "sysbench oltp_point_select"
+
+    def ended(self, host: str, ref: Any) -> None:
+        del self.live[(host, ref.pid)]
+        self.events.append(("ended", host, ref.pid))
+
+
+def test_load_clients_are_recorded_while_they_run(fake_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "oltp_point_select.out"))
+    tracker = RecordingTracker()
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=FakeServer(), tracker=tracker)
+    res = runner.run(SysbenchOptions(test="oltp_point_select", threads=2, time=2), EP, clients=2)
+    assert res.ok
+    pids = sorted(c.pid for c in res.clients if c.pid is not None)
+    assert len(pids) == 2
+    started = sorted(p for kind, _, p in tracker.events if kind == "started")
+    assert started == pids  # the PID sysbench runs as (the start script execs it)
+    assert sorted(p for kind, _, p in tracker.events if kind == "ended") == pids
+    assert tracker.live == {}
+    assert all(st is not None and st not in ("Z", "X") for st in tracker.state_seen)
+
+
+def test_load_clients_are_forgotten_when_the_run_is_interrupted(
+    fake_bin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "oltp_point_select.out"))
+    monkeypatch.setenv("FAKE_HANG", "1")
+    tracker = RecordingTracker()
+
+    def boom(s: Sample) -> None:
+        raise KeyboardInterrupt
+
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=FakeServer(), tracker=tracker)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(SysbenchOptions(test="oltp_point_select", time=2), EP, on_sample=boom)
+    assert [k for k, _, _ in tracker.events] == ["started", "ended"]
+    assert tracker.live == {}
+
+
+def test_password_reaches_sysbench_in_a_private_option_file_only(
+    fake_bin: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "oltp_point_select.out"))
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=FakeServer(), secrets_dir=secrets_dir)
+    res = runner.run(SysbenchOptions(test="oltp_point_select", threads=2, time=2), EP, clients=2)
+    assert res.ok
+    for c in res.clients:
+        assert "CONFIG mysql-password=pw MODE 0o600" in c.other_tail
+    assert list(secrets_dir.iterdir()) == []  # removed when the run ended
+
+
+def test_prepare_reads_the_password_from_an_option_file_that_is_removed_after(
+    fake_bin: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FAKE_OUT", str(DATA / "bulk_insert_prepare.out"))
+    seen: list[tuple[str, ...]] = []
+    real_spawn = SysbenchRunner(sysbench_bin=fake_bin).spawn
+
+    def spawn(cmd: Any) -> Any:
+        seen.append(cmd.argv)
+        return real_spawn(cmd)
+
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    server = FakeServer()
+    runner = SysbenchRunner(sysbench_bin=fake_bin, connect=server, spawn=spawn, secrets_dir=secrets_dir)
+    with pytest.raises(WorkloadError):  # the fake makes no tables
+        runner.prepare(SysbenchOptions(test="oltp_read_write", tables=2), EP)
+    [argv] = seen
+    assert argv[1].startswith(f"--config-file={secrets_dir}/cb-sysbench-")
+    assert not any("pw" in a.split("=", 1)[-1] for a in argv if a.startswith("--mysql"))
+    assert list(secrets_dir.iterdir()) == []
+
+
+class RemoteFiles:
+    """A client machine of its own: files it was given, with their modes."""
+
+    name = "c1"
+    remote = True
+
+    def __init__(self) -> None:
+        self.files: dict[Path, tuple[str, int]] = {}
+
+    def put_file(self, path: Path, content: str, *, mode: int = 0o644, owner: str | None = None) -> None:
+        self.files[path] = (content, mode)
+
+    def remove(self, path: Path) -> None:
+        del self.files[path]
+
+    def popen(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
+        raise AssertionError("not used")
+
+
+def test_option_file_on_a_client_machine_of_its_own() -> None:
+    from clusterbench.workloads.placement import REMOTE_DIR
+    from clusterbench.workloads.runner import OptionFiles
+    from clusterbench.workloads.sysbench import build_command
+
+    host = RemoteFiles()
+    files = OptionFiles()
+    cmd = build_command(SysbenchOptions(test="oltp_read_write"), EP, "run")
+    a = files.apply(cmd, host)
+    b = files.apply(cmd, host)
+    assert a.argv == b.argv  # one file per host and content
+    [(path, (content, mode))] = host.files.items()
+    assert path.parent == REMOTE_DIR and path.name.startswith("cb-sysbench-")
+    assert (content, mode) == ("mysql-password=pw\n", 0o600)
+    assert a.argv[1] == f"--config-file={path}"
+    files.remove()
+    assert host.files == {}
