@@ -13,6 +13,7 @@ cannot coexist.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,9 +130,14 @@ def test_convergence_passes_then_fails_on_injected_divergence(vcluster: Cluster)
         _healed(c)
 
 
+def _own(prefix: str) -> str:
+    """A verification table of this test's own: setup never drops or reuses one."""
+    return f"{prefix}_{secrets.token_hex(3)}"
+
+
 def _run_ledger(c: Cluster, seconds: float, **kw: object) -> tuple[LedgerWorkload, History]:
     h = History()
-    led = LedgerWorkload([c.endpoint("balancer")], h, Timebase(), **kw)  # type: ignore[arg-type]
+    led = LedgerWorkload([c.endpoint("balancer")], h, Timebase(), table=_own("cb_ledger"), **kw)  # type: ignore[arg-type]
     led.setup(c.node(1))
     led.start()
     time.sleep(seconds)
@@ -189,7 +195,7 @@ def _run_bank(c: Cluster, for_update: bool, seconds: float) -> tuple[BankWorkloa
     eps = [c.endpoint(f"node:{i}") for i in (1, 2, 3)]
     bank = BankWorkload(
         eps, h, Timebase(), accounts=3, clients=6, rate=40, read_fraction=0.2, for_update=for_update,
-        think_time=0.005, seed=7,
+        think_time=0.005, seed=7, table=_own("cb_bank"),
     )  # fmt: skip
     bank.setup(c.node(1))
     bank.start()
@@ -240,10 +246,11 @@ def test_kill_and_restart_a_node_under_verification_load(vcluster: Cluster, tmp_
     trial_id = store.add_trial(run_id, 1, "verify", {})
     tb = Timebase()
     h = History(sink=op_sink(store, trial_id))
-    led = LedgerWorkload([c.endpoint("balancer")], h, tb, clients=3, rate=20)
+    led = LedgerWorkload([c.endpoint("balancer")], h, tb, clients=3, rate=20, table=_own("cb_ledger"))
     probe = AvailabilityProber(
-        [c.endpoint("balancer"), c.endpoint("node:1"), c.endpoint("node:2")], h, tb, interval=0.1
-    )
+        [c.endpoint("balancer"), c.endpoint("node:1"), c.endpoint("node:2")], h, tb, interval=0.1,
+        table=_own("cb_probe"),
+    )  # fmt: skip
     mon = SplitBrainMonitor(c.nodes(), tb, interval=0.5, sink=monitor_sink(store, trial_id))
     led.setup(c.node(1))
     probe.setup(c.node(1))

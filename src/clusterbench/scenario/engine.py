@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterbench.checkers.trial import FaultRun, TrialRun, VerifierRun, check_trial
 from clusterbench.checkers.verdict import Result, Verdict, combine
 from clusterbench.cluster import Cluster
 from clusterbench.faults.nemesis import Nemesis
@@ -20,6 +21,7 @@ from clusterbench.runner.provenance import ClusterProbe
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.store import Store
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
+from clusterbench.workloads.parse import combine_samples
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +77,16 @@ class Companion:
 
     name = "companion"
 
-    def start(self, trial_id: int, t0: float) -> None:  # pragma: no cover - interface default
+    def start(self, trial_id: int, t0: float, run_id: int | None = None) -> None:  # pragma: no cover
         pass
 
     def stop(self) -> None:  # pragma: no cover - interface default
         pass
+
+    def verifier_runs(self, windows: list[tuple[float, float]]) -> list[VerifierRun]:
+        """Per verification workload: operations expected at its rate and recorded, outside the
+        fault `windows` (for the trial checker). Default: none."""
+        return []
 
 
 CompanionFactory = Callable[[Cluster, ScenarioSpec, ThreadStores], list[Companion]]
@@ -105,7 +112,7 @@ class _Hooks(BenchListener):
         self.e.trial_id = store.trials(self.e.run_id)[-1].id
         self.e.t0 = time.monotonic()
         for c in self.e.companions:
-            c.start(self.e.trial_id, self.e.t0)
+            c.start(self.e.trial_id, self.e.t0, self.e.run_id)
         self.e.nemesis.start(self.e.t0)
         self.outer.trial_started(seq, test, options)
 
@@ -241,8 +248,9 @@ class ScenarioEngine:
         if checkers is not None:
             out.verdicts = checkers(self)
             out.availability = self.availability
+        own = [check_trial(self.trial_run(bench_out.status, bench_out.failures))]
         if self.nemesis.errors():
-            out.verdicts.append(
+            own.append(
                 Verdict(
                     "faults",
                     Result.UNKNOWN,
@@ -250,6 +258,28 @@ class ScenarioEngine:
                     {"errors": self.nemesis.errors()},
                 )
             )
+        for v in own:
+            store.add_verdict(self.run_id, v.to_json(), trial_id=self.trial_id)
+        # A PASS only counts when the trial ran as planned: the trial verdict comes first.
+        out.verdicts = own[:1] + out.verdicts + own[1:]
         for v in out.verdicts:
             self.listener.verdict(v)
         return out
+
+    def trial_run(self, status: str, failures: list[str]) -> TrialRun:
+        """What the trial checker needs: how the load, the faults and the verifiers really ran."""
+        faults = [
+            FaultRun(r.fault.label(), r.fault.at, r.fault.until, r.started, r.ended, r.error)
+            for r in self.nemesis.records
+        ]
+        windows = [(start, end) for _, start, end in self.nemesis.windows()]
+        measured = sum(s.interval for s in combine_samples(self.samples)) if self.samples else 0.0
+        verifiers = [v for c in self.companions for v in c.verifier_runs(windows)]
+        return TrialRun(
+            load_status=status,
+            load_failure="; ".join(failures) or None,
+            planned_s=float(self.spec.load.duration),
+            measured_s=measured,
+            faults=faults,
+            verifiers=verifiers,
+        )

@@ -4,6 +4,7 @@ load, and the checkers that read their histories and the healed cluster."""
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
 
 from clusterbench.checkers.availability import FaultWindow, availability, availability_verdict
@@ -11,10 +12,14 @@ from clusterbench.checkers.bank import check_bank
 from clusterbench.checkers.convergence import check_convergence
 from clusterbench.checkers.ledger import check_ledger
 from clusterbench.checkers.split_brain import check_split_brain
+from clusterbench.checkers.trial import VerifierRun, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict
 from clusterbench.cluster import Cluster
 from clusterbench.scenario.engine import Companion, ScenarioEngine, ThreadStores
 from clusterbench.scenario.spec import ScenarioSpec
+from clusterbench.verify import bank as bankmod
+from clusterbench.verify import ledger as ledgermod
+from clusterbench.verify import probe as probemod
 from clusterbench.verify.bank import BankWorkload
 from clusterbench.verify.convergence import collect_convergence
 from clusterbench.verify.history import History, Timebase
@@ -25,6 +30,18 @@ from clusterbench.verify.probe import AvailabilityProber
 from clusterbench.workloads.parse import combine_samples
 
 log = logging.getLogger(__name__)
+
+
+def run_tables(trial_id: int, token: str | None = None) -> dict[str, str]:
+    """The verification tables of one trial: names of their own (the trial id, which is unique in
+    its store, and a random token, as two stores may share a cluster), so that no run reads or
+    drops another run's rows."""
+    tag = f"t{trial_id}_{token or secrets.token_hex(3)}"
+    return {
+        "ledger": f"{ledgermod.TABLE}_{tag}",
+        "bank": f"{bankmod.TABLE}_{tag}",
+        "probe": f"{probemod.TABLE}_{tag}",
+    }
 
 
 class Verification(Companion):
@@ -41,11 +58,16 @@ class Verification(Companion):
         self.prober: AvailabilityProber | None = None
         self.monitor: SplitBrainMonitor | None = None
         self.stop_notes: list[str] = []
+        self.tables: dict[str, str] = {}
+        self.stopped_t: float | None = None
 
-    def start(self, trial_id: int, t0: float) -> None:
+    def start(self, trial_id: int, t0: float, run_id: int | None = None) -> None:
         v = self.spec.verify
         self.tb.t0 = t0
         store = self.stores.get()
+        self.tables = run_tables(trial_id)
+        if run_id is not None:
+            store.add_event(run_id, "verification_tables", dict(self.tables), trial_id=trial_id)
         self.history = History(op_sink(store, trial_id))
         self.history.start()
         admin = next(n for n in self.cluster.nodes() if n.alive())
@@ -56,6 +78,7 @@ class Verification(Companion):
                 self.tb,
                 clients=v.ledger_clients * len(v.ledger_targets),
                 rate=v.ledger_rate,
+                table=self.tables["ledger"],
             )
             self.ledger.setup(admin)
         if v.bank:
@@ -66,11 +89,15 @@ class Verification(Companion):
                 for_update=v.bank_for_update,
                 clients=len(self.cluster.topology.node_indexes()),
                 client_base=500,
+                table=self.tables["bank"],
             )
             self.bank.setup(admin)
         if v.prober:
             self.prober = AvailabilityProber(
-                [self.cluster.endpoint(t) for t in v.prober_targets], self.history, self.tb
+                [self.cluster.endpoint(t) for t in v.prober_targets],
+                self.history,
+                self.tb,
+                table=self.tables["probe"],
             )
             self.prober.setup(admin)
         if v.monitor:
@@ -83,6 +110,7 @@ class Verification(Companion):
                 w.start()
 
     def stop(self) -> None:
+        self.stopped_t = self.tb.t()
         for w in (self.ledger, self.bank, self.prober):
             if w is not None:
                 self.stop_notes += w.stop()
@@ -91,7 +119,23 @@ class Verification(Companion):
         if self.history is not None:
             self.history.stop()
 
+    def verifier_runs(self, windows: list[tuple[float, float]]) -> list[VerifierRun]:
+        end = self.stopped_t if self.stopped_t is not None else self.tb.t()
+        quiet = outside(0.0, end, windows)
+        out = []
+        for name, w, per_s in (
+            ("ledger", self.ledger, len(self.ledger.clients) * self.ledger.rate if self.ledger else 0.0),
+            ("bank", self.bank, len(self.bank.clients) * self.bank.rate if self.bank else 0.0),
+            ("probe", self.prober, len(self.prober.targets) / self.prober.interval if self.prober else 0.0),
+        ):
+            if w is None:
+                continue
+            recorded = sum(1 for o in w.ops() if not in_windows(o.t_start, windows))
+            out.append(VerifierRun(name, round(per_s * quiet, 1), recorded))
+        return out
+
     def drop_tables(self) -> None:
+        """Drop this trial's own verification tables (never another run's)."""
         admin = next((n for n in self.cluster.nodes() if n.alive()), None)
         if admin is None:
             return

@@ -83,8 +83,8 @@ class BankWorkload:
         return {"accounts": self.accounts, "total": self.total, "for_update": self.for_update}
 
     def setup(self, admin: DbNode) -> None:
+        """Create the accounts in a table of this trial's own (CREATE fails if it exists)."""
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {self.table}")
             cur.execute(
                 f"CREATE TABLE {self.table} (id INT NOT NULL PRIMARY KEY, "
                 "balance BIGINT NOT NULL) ENGINE=InnoDB"

@@ -54,7 +54,7 @@ class AvailabilityProber:
     def setup(self, admin: DbNode) -> None:
         with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
             cur.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.table} (prober INT NOT NULL PRIMARY KEY, "
+                f"CREATE TABLE {self.table} (prober INT NOT NULL PRIMARY KEY, "
                 "seq INT NOT NULL, at DOUBLE NOT NULL) ENGINE=InnoDB"
             )
 

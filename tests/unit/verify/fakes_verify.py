@@ -42,6 +42,11 @@ class FakeCursor:
         self._rows = self.conn.results.pop(0) if self.conn.results else []
         return len(self._rows)
 
+    def executemany(self, sql: str, rows: Any) -> int:
+        for r in rows:
+            self.execute(sql, r)
+        return len(rows)
+
     def fetchall(self) -> list[tuple[Any, ...]]:
         return self._rows
 
