@@ -160,19 +160,19 @@ def test_ledger_negative_controls_lost_phantom_fail_but_present(vcluster: Cluste
         victim = ok[5].key
         assert victim is not None
         cl, seq = victim.split(":")
-        _local(c, 3, f"DELETE FROM sbtest.cb_ledger WHERE client = {cl} AND seq = {seq}")
+        _local(c, 3, f"DELETE FROM {led.table} WHERE client = {cl} AND seq = {seq}")
         lost = check_ledger(ops, led.read_all(c.nodes()))
         assert lost.result is Result.FAIL
         assert lost.evidence["lost"] == {"count": 1, "examples": [{"key": victim, "nodes": ["n3"]}]}
         assert lost.summary == "1 acknowledged inserts lost"
-        _local(c, 3, f"INSERT INTO sbtest.cb_ledger VALUES ({cl}, {seq}, '{cl}-{seq}')")  # heal
+        _local(c, 3, f"INSERT INTO {led.table} VALUES ({cl}, {seq}, '{cl}-{seq}')")  # heal
 
         # phantom: a key nobody attempted, present everywhere.
-        c.node(1).query("INSERT INTO sbtest.cb_ledger VALUES (999, 1, 'phantom')")
+        c.node(1).query(f"INSERT INTO {led.table} VALUES (999, 1, 'phantom')")
         ph = check_ledger(ops, led.read_all(c.nodes()))
         assert ph.result is Result.FAIL
         assert ph.evidence["phantom"] == {"count": 1, "examples": ["999:1"]}
-        c.node(1).query("DELETE FROM sbtest.cb_ledger WHERE client = 999")
+        c.node(1).query(f"DELETE FROM {led.table} WHERE client = 999")
 
         # N5: a deliberately misclassified outcome (an ok insert recorded as fail) is caught.
         mis = [Op(**{**o.__dict__, "outcome": Outcome.FAIL}) if o.key == ok[0].key else o for o in ops]
