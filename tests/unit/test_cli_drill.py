@@ -39,7 +39,7 @@ def test_the_drill_view_receives_fault_events(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setattr(drill, "_cluster_for", lambda spec, topo, name: (FakeCluster(), False))
     monkeypatch.setattr(drill.leftovers, "find", lambda cluster: [])
     monkeypatch.setattr(drill, "ScenarioEngine", FakeEngine)
-    monkeypatch.setattr(drill, "sysbench_runner", lambda: None)
+    monkeypatch.setattr(drill, "sysbench_runner", lambda cluster=None: None)
     monkeypatch.setattr(drill.DrillView, "phase", lambda self, text: seen.append(text))
     spec, _ = load_scenario(EXAMPLES / "kill-node.toml")
     drill._execute(spec, None, "lab", tmp_path / "r.db", False)
