@@ -603,7 +603,7 @@ def results_show(
                               markup=False, soft_wrap=True)  # fmt: skip
 
 
-EXPORT_FORMATS = ("csv", "summary", "json")
+EXPORT_FORMATS = ("csv", "summary", "json", "edn")
 
 
 def results_export(
@@ -615,7 +615,7 @@ def results_export(
         typer.Option(
             "--format",
             help="csv: a row per second and client (and per second for all clients); summary: a row per "
-            "trial and test, as CSV; json: the whole run.",
+            "trial and test, as CSV; json: the whole run; edn: the run's list-append history for Elle.",
         ),
     ],
     out: Annotated[
@@ -623,8 +623,8 @@ def results_export(
     ] = None,
     results: ResultsOpt = None,
 ) -> None:
-    """Export runs: per-second samples (csv), one row per trial and test (summary), or everything (json).
-    The columns are listed in docs/workloads.md."""
+    """Export runs: per-second samples (csv), one row per trial and test (summary), everything (json),
+    or a scenario's list-append history in Elle's EDN (edn). The columns are listed in docs/workloads.md."""
     from clusterbench.analysis.export import summary_csv
 
     if fmt not in EXPORT_FORMATS:
@@ -637,6 +637,10 @@ def results_export(
             text = store.export_csv(run_ids[0])
         elif fmt == "summary":
             text = summary_csv(store, run_ids)
+        elif fmt == "edn":
+            from clusterbench.verify.edn import run_list_append_edn
+
+            text = run_list_append_edn(store, run_ids[0])
         else:
             text = json.dumps(store.export_json(run_ids[0]), indent=1) + "\n"
     if out is None:

@@ -12,7 +12,7 @@ from clusterbench.cli import console
 from clusterbench.errors import InputError
 from clusterbench.spec.topology import Topology, load_topology, parse_toml
 
-SCENARIO_KEYS = {"load", "fault", "verify", "on_error", "seed"}
+SCENARIO_KEYS = {"load", "fault", "verify", "on_error", "seed", "anomalies", "random_faults"}
 EXPERIMENT_KEYS = {"experiment", "factors", "parts", "profiles", "workload", "search"}
 
 
@@ -60,11 +60,16 @@ def check_file(path: Path) -> list[str]:
         sched = "; ".join(
             f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "") for f in faults
         )
-        return [
+        lines = [
             f"{path}: a valid scenario '{spec.name}' {where}",
             f"  load: {spec.load.workload} x{spec.load.threads} threads for {spec.load.duration} s via "
             f"{spec.load.target}; faults: {sched or 'none'}",
         ]
+        if spec.random_faults is not None:
+            lines.append(f"  random faults drawn with seed {spec.random_seed} (the same seed, the same schedule)")
+        if spec.anomalies is not None:
+            lines.append(f"  anomaly checkers: {', '.join(spec.anomalies.checkers)}")
+        return lines
     from clusterbench.cluster import home_dir
     from clusterbench.experiment import tls as tlsmod
     from clusterbench.experiment.planner import expand

@@ -3,13 +3,15 @@ the outage, check that nothing acknowledged was lost. Exit 0 all PASS, 1 some FA
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from clusterbench.checkers.verdict import Result, Verdict, exit_code
+from clusterbench.checkers.verdict import Result, Verdict, combine, exit_code
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     NotesOpt,
@@ -28,6 +30,8 @@ from clusterbench.cluster import Cluster, home_dir, known_clusters
 from clusterbench.errors import ClusterStateError, InputError
 from clusterbench.faults import leftovers
 from clusterbench.faults.spec import KINDS, FaultSpec
+from clusterbench.runner.bench import BenchInterrupted
+from clusterbench.scenario.anomalies import AnomalyRow, anomaly_rows
 from clusterbench.scenario.engine import ScenarioEngine, ScenarioListener, ScenarioOutcome
 from clusterbench.scenario.spec import LoadSpec, ScenarioSpec, VerifySpec, load_scenario
 from clusterbench.scenario.verification import companions, run_checkers
@@ -47,8 +51,18 @@ class DrillView(LiveView, ScenarioListener):
         pass
 
 
+def _precheck(spec: ScenarioSpec, topo_path: Path | None) -> None:
+    """Plan the schedule against the scenario's topology file before anything is brought up (a
+    scenario without one is planned against the cluster that is up, once it is known)."""
+    if topo_path is None:
+        return
+    topo = load_topology(topo_path)
+    spec.planned(topo.cluster.nodes, 1 if topo.balancer.kind == "haproxy" else 0, "scenario")
+
+
 def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -> tuple[Cluster, bool]:
     """The cluster to run on, and whether we brought it up (and so take it down)."""
+    _precheck(spec, topo_path)
     if topo_path is not None:
         topo = load_topology(topo_path)
         guard.claim(topo.name)
@@ -125,6 +139,8 @@ def _print_outcome(out: ScenarioOutcome) -> None:
         )
         t.add_row(v.checker, res, console.escape(v.summary))
     console.out.print(t)
+    if _has_anomaly_verdicts(out):
+        print_anomaly_table(anomaly_rows([[v.to_json() for v in out.verdicts]]), "anomalies in this trial")
     for note in out.notes:
         console.step(note)
     console.out.print(
@@ -133,8 +149,81 @@ def _print_outcome(out: ScenarioOutcome) -> None:
     )
 
 
+def _has_anomaly_verdicts(out: ScenarioOutcome) -> bool:
+    return any(v.checker.split(":")[0] in ("counter", "stale-read", "list-append") for v in out.verdicts)
+
+
+def print_anomaly_table(rows: list[AnomalyRow], title: str) -> None:
+    """anomaly class | mode | trials | trials where seen | rate | verdict | example."""
+    t = Table(title=title, title_justify="left")
+    for col in ("anomaly class", "mode", "trials", "trials where seen", "rate", "verdict", "example"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        status = {"documented limitation": "[yellow]documented limitation[/]",
+                  "promise broken": "[red]promise broken[/]"}.get(r.status, "")  # fmt: skip
+        seen = f"[bold]{r.seen}[/]" if r.seen else "0"
+        t.add_row(r.anomaly, r.mode, str(r.trials), seen, r.rate, status, console.escape(r.example[:160]))
+    console.out.print(t)
+
+
 def _s(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
+
+
+def _check_leftovers(cluster: Cluster) -> None:
+    left = leftovers.find(cluster)
+    if left:
+        raise ClusterStateError(
+            f"faults left by an earlier run on cluster '{cluster.topology.name}': "
+            + "; ".join(lo.describe() for lo in left)
+            + f"; heal them with `clusterbench heal -n {cluster.topology.name}`"
+        )
+
+
+def _run_one(
+    cluster: Cluster,
+    spec: ScenarioSpec,
+    results: Path | None,
+    tags: list[str] | None,
+    notes: str | None,
+    prefix: str = "",
+) -> ScenarioOutcome:
+    """One scenario trial on a cluster that is up: plan, run, check, label. Ctrl-C goes through
+    (the engine has healed and stopped everything by then)."""
+    faults = spec.planned(
+        cluster.topology.cluster.nodes,
+        1 if cluster.topology.balancer.kind == "haproxy" else 0,
+        "scenario",
+    )
+    console.out.print(
+        f"{prefix}scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
+        f"{spec.load.workload} x{spec.load.threads} for {spec.load.duration} s via {spec.load.target}; "
+        + (
+            "; ".join(
+                f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "")
+                for f in faults
+            )
+            or "no faults"
+        )
+        + (f" (seed {spec.seed})" if spec.random_faults is not None else "")
+    )
+    view = DrillView(clients=1, per_sample_lines=False)
+    with view:
+        # The view is the engine's listener: fault events and the per-second line show live.
+        engine = ScenarioEngine(
+            cluster,
+            spec,
+            faults,
+            results_path(results),
+            sysbench_runner(cluster.topology.name),
+            companions=companions,
+            listener=view,
+        )
+        out = engine.run(command_line(), checkers=run_checkers)
+    if tags or notes is not None:
+        with store_at(results) as st:
+            label_run(st, out.run_id, tags or [], notes)
+    return out
 
 
 def _execute(
@@ -150,50 +239,93 @@ def _execute(
     store.close()
     cluster, brought_up = _cluster_for(spec, topo_path, name)
     try:
-        left = leftovers.find(cluster)
-        if left:
-            raise ClusterStateError(
-                f"faults left by an earlier run on cluster '{cluster.topology.name}': "
-                + "; ".join(lo.describe() for lo in left)
-                + f"; heal them with `clusterbench heal -n {cluster.topology.name}`"
-            )
-        faults = spec.planned(
-            cluster.topology.cluster.nodes,
-            1 if cluster.topology.balancer.kind == "haproxy" else 0,
-            "scenario",
-        )
-        console.out.print(
-            f"scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
-            f"{spec.load.workload} x{spec.load.threads} for {spec.load.duration} s via {spec.load.target}; "
-            + (
-                "; ".join(
-                    f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "")
-                    for f in faults
-                )
-                or "no faults"
-            )
-        )
-        view = DrillView(clients=1, per_sample_lines=False)
-        with view:
-            # The view is the engine's listener: fault events and the per-second line show live.
-            engine = ScenarioEngine(
-                cluster,
-                spec,
-                faults,
-                results_path(results),
-                sysbench_runner(cluster.topology.name),
-                companions=companions,
-                listener=view,
-            )
-            out = engine.run(command_line(), checkers=run_checkers)
-        if tags or notes is not None:
-            with store_at(results) as st:
-                label_run(st, out.run_id, tags or [], notes)
+        _check_leftovers(cluster)
+        out = _run_one(cluster, spec, results, tags, notes)
         _print_outcome(out)
         return exit_code(out.result)
     finally:
         if brought_up and not keep_up:
             cluster.down(report=console.step)
+
+
+DURATION_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(s|m|h)?$")
+
+
+def parse_duration(text: str, option: str = "--for") -> float:
+    """'90', '90s', '30m', '2h' → seconds; anything else is one InputError line."""
+    m = DURATION_RE.match(text.strip())
+    if not m or float(m.group(1)) <= 0:
+        raise InputError(f"{option} {text!r}: give a duration like 600, 600s, 30m or 2h")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2) or "s"]
+
+
+def soak_spec(spec: ScenarioSpec, i: int) -> ScenarioSpec:
+    """Trial i of a soak: the scenario with seed + i (and the random schedule's own seed + i), so
+    every trial draws other faults and targets, reproducibly."""
+    update: dict[str, Any] = {"seed": spec.seed + i}
+    rf = spec.random_faults
+    if rf is not None and rf.seed is not None:
+        update["random_faults"] = rf.model_copy(update={"seed": rf.seed + i})
+    return spec.model_copy(update=update)
+
+
+def _soak(
+    spec: ScenarioSpec,
+    topo_path: Path | None,
+    name: str | None,
+    results: Path | None,
+    keep_up: bool,
+    trials: int | None,
+    seconds: float | None,
+    tags: list[str],
+    notes: str | None,
+) -> int:
+    store = open_store(results)
+    store.close()
+    _precheck(soak_spec(spec, 0), topo_path)  # the first trial's schedule, before anything starts
+    cluster, brought_up = _cluster_for(spec, topo_path, name)
+    per_trial: list[list[dict[str, Any]]] = []
+    runs: list[tuple[int, str]] = []
+    interrupted = False
+    deadline = None if seconds is None else time.monotonic() + seconds
+    try:
+        _check_leftovers(cluster)
+        i = 0
+        while (trials is not None and i < trials) or (deadline is not None and time.monotonic() < deadline):
+            s = soak_spec(spec, i)
+            total = str(trials) if trials is not None else "?"
+            out = _run_one(cluster, s, results, [*tags, "soak"], notes, prefix=f"[soak {i + 1}/{total}] ")
+            per_trial.append([v.to_json() for v in out.verdicts])
+            runs.append((out.run_id, str(out.result)))
+            seen = [r.anomaly for r in anomaly_rows([per_trial[-1]]) if r.seen]
+            console.step(
+                f"trial {i + 1}: run {out.run_id}, seed {s.seed}, {out.result}"
+                + (f"; seen: {', '.join(dict.fromkeys(seen))}" if seen else "; no anomaly seen")
+            )
+            i += 1
+    except (KeyboardInterrupt, BenchInterrupted):
+        interrupted = True
+    finally:
+        try:
+            if per_trial:
+                title = f"soak: {len(per_trial)} trial(s) of {spec.name}"
+                print_anomaly_table(anomaly_rows(per_trial), title)
+                console.step(
+                    "runs: "
+                    + ", ".join(f"{r} ({res})" for r, res in runs)
+                    + " (histories in the store: `clusterbench results export RUN --format edn`)"
+                )
+        finally:
+            if brought_up and not keep_up:
+                cluster.down(report=console.step)
+    if interrupted:
+        return 130
+    results_all = [
+        Verdict(v["checker"], Result(v["result"]), v["summary"], {}, bool(v["documented_limitation"]))
+        for t in per_trial
+        for v in t
+    ]
+    return exit_code(combine(results_all)) if results_all else 2
 
 
 def register(app: typer.Typer) -> None:
@@ -216,6 +348,39 @@ def register(app: typer.Typer) -> None:
         tags = check_tags(tag)
         spec, topo = load_scenario(file)
         raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes))
+
+    @app.command()
+    def soak(
+        file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
+        trials: Annotated[
+            int | None, typer.Option("--trials", help="Run the scenario this many times.", min=1)
+        ] = None,
+        soak_for: Annotated[
+            str | None, typer.Option("--for", help="Or run it again and again for this long: 600, 30m, 2h.")
+        ] = None,
+        name: Annotated[
+            str | None,
+            typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
+        ] = None,
+        results: Annotated[
+            Path | None, typer.Option(help="Results store (default <home>/results.db).")
+        ] = None,
+        keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
+        tag: TagOpt = None,
+        notes: NotesOpt = None,
+    ) -> None:
+        """Repeat a scenario (a drill) N times or for a duration, each trial a stored run with its
+        histories and seed + i, then a table per anomaly class: trials, trials where seen, example.
+        Ctrl-C stops the current trial (faults healed, load stopped), keeps what was stored and
+        prints the table so far. Exit 0 all PASS, 1 a promise broken, 2 UNKNOWN, 130 interrupted."""
+        tags = check_tags(tag)
+        if (trials is None) == (soak_for is None):
+            raise InputError(
+                "soak: give --trials N or --for DURATION (e.g. --trials 10, --for 30m), not both"
+            )
+        seconds = parse_duration(soak_for) if soak_for is not None else None
+        spec, topo = load_scenario(file)
+        raise typer.Exit(_soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes))
 
     @app.command()
     def heal(
@@ -252,6 +417,10 @@ def register(app: typer.Typer) -> None:
         loss: Annotated[
             float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
         ] = None,
+        window: Annotated[
+            float | None,
+            typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
+        ] = None,
         workload: Annotated[
             str, typer.Option("--workload", "-w", help="sysbench test for the load.")
         ] = "oltp_read_write",
@@ -284,7 +453,9 @@ def register(app: typer.Typer) -> None:
             fields["rate"] = rate
         if cpu_quota:
             fields["cpu_quota"] = cpu_quota
-        for key, value in (("delay", delay), ("jitter", jitter), ("loss", loss)):
+        if kind == "coordinated-crash" and node is None and target == "random":
+            fields["target"] = "all"
+        for key, value in (("delay", delay), ("jitter", jitter), ("loss", loss), ("window", window)):
             if value is not None:
                 fields[key] = value
         if groups:

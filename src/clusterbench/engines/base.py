@@ -95,11 +95,21 @@ class SessionSql:
 
     `monitor`: never block on a node that lost quorum (health checks, status, monitors).
     `causal`: a read that sees every write acknowledged anywhere in the cluster before it
-    (verification reads, convergence). `default`: the engine's default (stale reads possible)."""
+    (verification reads, convergence). `default`: the engine's default (stale reads possible).
+
+    `documented_default` / `documented_causal`: the anomaly classes (names of
+    checkers.list_append.ANOMALIES) the engine's documentation says are possible in that session;
+    the anomaly checkers report them as "documented limitation seen", anything else they find as
+    "promise broken". The defaults hold for any InnoDB server at REPEATABLE READ: a plain read
+    followed by a write may lose a concurrent update (lost-update, and the `internal` reads of a
+    transaction that saw its own update applied to a newer row), and the default session may read
+    stale data."""
 
     monitor: tuple[str, ...]
     causal: tuple[str, ...]
     default: tuple[str, ...]
+    documented_default: tuple[str, ...] = ("lost-update", "internal", "stale-read")
+    documented_causal: tuple[str, ...] = ("lost-update", "internal")
 
 
 class DbNode(Protocol):

@@ -90,6 +90,43 @@ class KillNodes(_Base):
         return {"restarted": self.cluster.restart_nodes(self.fault.nodes)}
 
 
+class CoordinatedCrash(_Base):
+    """kill -9 of every target within a window (planned offsets from the scenario's seed), so the
+    nodes crash together the way a power cut or a bad deploy takes them down; the heal is the
+    engine's recovery of a complete outage (a cold start from the most advanced node) or, when
+    some nodes survive, their rejoin. With innodb_flush_log_at_trx_commit=0 this is how
+    acknowledged commits get lost (RELIABILITY N1)."""
+
+    def __init__(
+        self, cluster: Cluster, fault: PlannedFault, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        super().__init__(cluster, fault)
+        self.sleep = sleep
+
+    def apply(self) -> dict[str, Any]:
+        self.active = True
+        order = [int(i) for i in self.fault.params.get("order") or self.fault.nodes]
+        offsets = [float(x) for x in self.fault.params.get("offsets") or [0.0] * len(order)]
+        t0 = time.monotonic()
+        killed = []
+        at = []
+        for i, off in zip(order, offsets, strict=False):
+            wait = off - (time.monotonic() - t0)
+            if wait > 0:
+                self.sleep(wait)
+            at.append(round(time.monotonic() - t0, 3))
+            killed.append(self.cluster.node_kill(i))
+        return {"killed": killed, "at_s": at, "window_s": self.fault.params.get("window", 0.0)}
+
+    def heal(self) -> dict[str, Any]:
+        if not self.active:
+            return {}
+        self.active = False
+        t0 = time.monotonic()
+        out = self.cluster.restart_nodes(self.fault.nodes)
+        return {"restarted": out, "recovery_s": round(time.monotonic() - t0, 1)}
+
+
 class StopNodes(_Base):
     def apply(self) -> dict[str, Any]:
         self.active = True
@@ -311,6 +348,7 @@ class KillBalancer(_Base):
 
 ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "kill-node": KillNodes,
+    "coordinated-crash": CoordinatedCrash,
     "stop-node": StopNodes,
     "pause-node": PauseNodes,
     "isolate-node": IsolateNodes,

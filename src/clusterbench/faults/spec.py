@@ -29,6 +29,7 @@ FaultKind = Literal[
     "kill-balancer",
     "delay-link",
     "loss-link",
+    "coordinated-crash",
 ]
 
 KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -44,6 +45,7 @@ NODE_KINDS = {
     "desync-node",
     "delay-link",
     "loss-link",
+    "coordinated-crash",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
 TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|balancer|lb:[12])$")
@@ -67,6 +69,8 @@ class FaultSpec(BaseModel):
     delay: str | None = None
     jitter: str | None = None
     loss: float | None = Field(None, gt=0, le=100)
+    # coordinated-crash: every target is killed within this many seconds (0: all at once)
+    window: float | None = Field(None, ge=0, le=600)
 
     @field_validator("delay", "jitter")
     @classmethod
@@ -198,6 +202,20 @@ def plan(
             node_ids = tuple(sorted({i for p in pairs for i in p}))
         elif s.kind == "rolling-restart":
             node_ids = tuple(range(1, nodes + 1))
+        elif s.kind == "coordinated-crash":
+            # `random` (the default target) means every node here: the drill kills them all.
+            node_ids, err = resolve_nodes("all" if s.target == "random" else s.target, nodes, rng)
+            if err:
+                errors.append(f"{where}: {err}")
+            window = float(s.window or 0.0)
+            order = list(node_ids)
+            rng.shuffle(order)
+            # The first kill at 0, the last at `window`, the others at random times in between.
+            inner = sorted(rng.uniform(0, window) for _ in range(max(0, len(order) - 2)))
+            offsets = [0.0, *inner, window][: len(order)] if len(order) > 1 else [0.0]
+            params["window"] = window
+            params["order"] = order
+            params["offsets"] = [round(x, 3) for x in offsets]
         else:
             node_ids, err = resolve_nodes(s.target, nodes, rng)
             if err:
@@ -224,6 +242,8 @@ def plan(
             errors.append(f"{where}: delay/jitter only apply to delay-link")
         if s.kind != "loss-link" and s.loss is not None:
             errors.append(f"{where}: loss only applies to loss-link")
+        if s.kind != "coordinated-crash" and s.window is not None:
+            errors.append(f"{where}: window only applies to coordinated-crash")
         if s.kind != "throttle-link" and s.rate is not None:
             errors.append(f"{where}: rate only applies to throttle-link")
         if s.kind != "throttle-cpu" and s.cpu_quota is not None:
@@ -249,4 +269,77 @@ def _overlap(a: PlannedFault, b: PlannedFault) -> bool:
     return a.at < b_end and b.at < a_end
 
 
-__all__ = ["KINDS", "FaultSpec", "PlannedFault", "plan", "resolve_nodes"]
+
+
+RandomKind = Literal[
+    "kill-node", "stop-node", "pause-node", "isolate-node", "partition", "coordinated-crash"
+]
+
+
+class RandomFaults(BaseModel):
+    """`[random_faults]`: a schedule of crashes and partitions drawn from a seed. The same seed,
+    node count and load duration give the same schedule; the seed goes into the run's provenance.
+
+    The faults run one after another: `count` slots share [start, end], each holds one fault of a
+    kind drawn from `kinds`, lasting between `min_for` and `max_for` seconds, followed by at least
+    `gap` quiet seconds (the heal, a restart or a cold start, happens in them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kinds: list[RandomKind] = Field(default_factory=lambda: ["kill-node", "partition"], min_length=1)  # type: ignore[arg-type]
+    count: int = Field(3, ge=1, le=1000)
+    start: float = Field(5.0, ge=0, description="seconds after the load starts")
+    end: float | None = Field(None, gt=0, description="every fault healed by then (default: the load's end)")
+    min_for: float = Field(3.0, gt=0)
+    max_for: float = Field(8.0, gt=0)
+    gap: float = Field(5.0, ge=0, description="quiet seconds after each fault")
+    window: float = Field(1.0, ge=0, le=600, description="coordinated-crash: seconds to kill them all in")
+    seed: int | None = Field(None, description="default: the scenario's seed")
+
+
+def random_partition(n: int, rng: random.Random) -> list[list[int]]:
+    """One node cut off, or a minority of about half: the majority side keeps quorum."""
+    nodes = list(range(1, n + 1))
+    rng.shuffle(nodes)
+    k = 1 if n <= 3 or rng.random() < 0.5 else (n - 1) // 2
+    return [sorted(nodes[:k]), sorted(nodes[k:])]
+
+
+def expand_random(rf: RandomFaults, nodes: int, trial_time: float, seed: int) -> list[FaultSpec]:
+    """The FaultSpecs of a random schedule. Raises ValueError when they cannot fit."""
+    end = trial_time if rf.end is None else rf.end
+    errors = []
+    if rf.min_for > rf.max_for:
+        errors.append(f"random_faults: min_for ({rf.min_for:g}) is above max_for ({rf.max_for:g})")
+    if end > trial_time:
+        errors.append(f"random_faults: end ({end:g}) is after the load ends ({trial_time:g} s)")
+    slot = (end - rf.start) / rf.count
+    if slot < rf.max_for + rf.gap:
+        errors.append(
+            f"random_faults: {rf.count} faults of up to {rf.max_for:g} s with {rf.gap:g} s gaps do not fit "
+            f"between {rf.start:g} s and {end:g} s; fewer faults, shorter ones or a longer load"
+        )
+    if nodes < 2 and any(k in ("partition", "isolate-node") for k in rf.kinds):
+        errors.append("random_faults: partitions need at least 2 nodes")
+    if errors:
+        raise ValueError("\n".join(errors))
+    rng = random.Random(seed)
+    out: list[FaultSpec] = []
+    for i in range(rf.count):
+        kind = rng.choice(rf.kinds)
+        dur = round(rng.uniform(rf.min_for, rf.max_for), 2)
+        lo = rf.start + i * slot
+        at = round(lo + rng.uniform(0, slot - dur - rf.gap), 2)
+        fields: dict[str, Any] = {"kind": kind, "at": at, "for": dur}
+        if kind == "partition":
+            fields["groups"] = random_partition(nodes, rng)
+        elif kind == "coordinated-crash":
+            fields["target"] = "all"
+            fields["window"] = rf.window
+        else:
+            fields["target"] = f"node:{rng.randint(1, nodes)}"
+        out.append(FaultSpec.model_validate(fields))
+    return out
+
+
+__all__ = ["KINDS", "FaultSpec", "PlannedFault", "RandomFaults", "expand_random", "plan", "resolve_nodes"]

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,20 @@ class _Hooks(BenchListener):
 
     def run_created(self, run_id: int) -> None:
         self.e.run_id = run_id
+        # What reproduces the trial: the scenario as run and its fault schedule with the seed that
+        # drew its random targets and faults.
+        store = self.e.stores.get()
+        spec = self.e.spec
+        store.set_provenance(run_id, "scenario", spec.model_dump(mode="json", by_alias=True))
+        store.set_provenance(
+            run_id,
+            "fault_schedule",
+            {
+                "seed": spec.seed,
+                "random_faults_seed": spec.random_seed if spec.random_faults is not None else None,
+                "faults": [asdict(f) for f in self.e.faults],
+            },
+        )
         self.outer.run_created(run_id)
 
     def phase(self, message: str) -> None:

@@ -8,7 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterbench.errors import InputError
-from clusterbench.faults.spec import FaultSpec, PlannedFault, plan
+from clusterbench.faults.spec import FaultSpec, PlannedFault, RandomFaults, expand_random, plan
+from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import parse_toml, validation_messages
 from clusterbench.workloads import KNOWN_TESTS
@@ -68,11 +69,28 @@ class ScenarioSpec(_Strict):
     load: LoadSpec = Field(default_factory=LoadSpec)
     verify: VerifySpec = Field(default_factory=VerifySpec)
     fault: list[FaultSpec] = Field(default_factory=list)
+    random_faults: RandomFaults | None = None
+    anomalies: AnomalySpec | None = None
     on_error: Literal["heal"] = "heal"
+
+    @property
+    def random_seed(self) -> int:
+        """The seed of the random fault schedule: its own, else the scenario's."""
+        rf = self.random_faults
+        return self.seed if rf is None or rf.seed is None else rf.seed
+
+    def fault_specs(self, nodes: int) -> list[FaultSpec]:
+        """The scheduled faults, then those drawn by [random_faults] (raises ValueError)."""
+        extra = (
+            expand_random(self.random_faults, nodes, float(self.load.duration), self.random_seed)
+            if self.random_faults is not None
+            else []
+        )
+        return [*self.fault, *extra]
 
     def planned(self, nodes: int, balancers: int, source: str) -> list[PlannedFault]:
         try:
-            return plan(self.fault, nodes, balancers, float(self.load.duration), seed=self.seed)
+            return plan(self.fault_specs(nodes), nodes, balancers, float(self.load.duration), seed=self.seed)
         except ValueError as exc:
             raise InputError("\n".join(f"{source}: {line}" for line in str(exc).splitlines())) from None
 

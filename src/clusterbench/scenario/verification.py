@@ -15,6 +15,7 @@ from clusterbench.checkers.split_brain import check_split_brain
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict
 from clusterbench.cluster import Cluster
+from clusterbench.scenario.anomalies import AnomalyVerification
 from clusterbench.scenario.engine import Companion, ScenarioEngine, ThreadStores
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.verify import bank as bankmod
@@ -148,7 +149,10 @@ class Verification(Companion):
 
 
 def companions(cluster: Cluster, spec: ScenarioSpec, stores: ThreadStores) -> list[Companion]:
-    return [Verification(cluster, spec, stores)]
+    out: list[Companion] = [Verification(cluster, spec, stores)]
+    if spec.anomalies is not None:
+        out.append(AnomalyVerification(cluster, spec.anomalies, stores, seed=spec.seed))
+    return out
 
 
 def _guard(name: str, fn: Any) -> Verdict:
@@ -205,6 +209,9 @@ def run_checkers(engine: ScenarioEngine) -> list[Verdict]:
         engine.availability = [f.to_json() for f in figures]
         verdicts.append(_guard("availability", lambda: availability_verdict(figures)))
     ver.drop_tables()
+    for an in (c for c in engine.companions if isinstance(c, AnomalyVerification)):
+        verdicts += an.check()
+        an.drop_tables()
     store = engine.stores.get()
     assert engine.run_id is not None
     save_verdicts(store, engine.run_id, verdicts, trial_id=engine.trial_id)

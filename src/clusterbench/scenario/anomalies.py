@@ -1,0 +1,360 @@
+"""Anomaly workloads in a scenario: the lost-update counter, the stale-read probe and list-append
+transactions run beside the load (one client per node each, or more), and after heal their
+checkers give one verdict per mode. `anomaly_rows` turns the verdicts of one or many trials into
+the table people read: anomaly class | mode | trials | trials where seen | example."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.checkers.counter import check_counter
+from clusterbench.checkers.list_append import ANOMALIES, check_list_append
+from clusterbench.checkers.stale_read import check_stale_reads
+from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.cluster import Cluster
+from clusterbench.engines.base import SessionSql
+from clusterbench.scenario.anomaly_spec import AnomalySpec
+from clusterbench.scenario.engine import Companion, ThreadStores
+from clusterbench.verify import counter as countermod
+from clusterbench.verify import list_append as appendmod
+from clusterbench.verify import stale_read as stalemod
+from clusterbench.verify.counter import CounterWorkload
+from clusterbench.verify.history import History, Timebase
+from clusterbench.verify.list_append import ListAppendWorkload
+from clusterbench.verify.persist import op_sink
+from clusterbench.verify.sessions import documented, statements
+from clusterbench.verify.stale_read import StaleReadProbe, ring_pairs
+from clusterbench.verify.txn import txns_from_ops
+
+log = logging.getLogger(__name__)
+
+
+def trial_table(base: str, trial_id: int, token: str | None = None) -> str:
+    """A verification table of one trial (the trial id, unique in its store, and a random token,
+    as two stores may share a cluster): no run reads or drops another run's rows."""
+    return f"{base}_t{trial_id}_{token or secrets.token_hex(3)}"
+
+
+class AnomalyVerification(Companion):
+    name = "anomalies"
+
+    def __init__(
+        self, cluster: Cluster, spec: AnomalySpec, stores: ThreadStores, seed: int | None = None
+    ) -> None:
+        self.cluster = cluster
+        self.spec = spec
+        self.stores = stores
+        self.seed = seed
+        self.tb = Timebase()
+        self.history: History | None = None
+        self.counter: CounterWorkload | None = None
+        self.stale: StaleReadProbe | None = None
+        self.append: ListAppendWorkload | None = None
+        self.tables: dict[str, str] = {}
+        self.stop_notes: list[str] = []
+
+    @property
+    def session(self) -> SessionSql:
+        return self.cluster.nodes()[0].session
+
+    def workloads(self) -> list[Any]:
+        return [w for w in (self.counter, self.stale, self.append) if w is not None]
+
+    def start(self, trial_id: int, t0: float, run_id: int | None = None) -> None:
+        self.tb.t0 = t0
+        store = self.stores.get()
+        self.history = History(op_sink(store, trial_id))
+        self.history.start()
+        token = secrets.token_hex(3)
+        eps = [self.cluster.endpoint(f"node:{i}") for i in self.cluster.topology.node_indexes()]
+        admin = next(n for n in self.cluster.nodes() if n.alive())
+        s = self.spec
+        if "counter" in s.checkers:
+            self.tables["counter"] = trial_table(countermod.TABLE, trial_id, token)
+            self.counter = CounterWorkload(
+                eps,
+                self.history,
+                self.tb,
+                modes=s.counter.modes,
+                keys=s.counter.keys,
+                clients_per_endpoint=s.counter.clients_per_node,
+                rate=s.counter.rate,
+                session=self.session,
+                session_kind=s.counter.session,
+                table=self.tables["counter"],
+                seed=self.seed,
+            )
+        if "stale-read" in s.checkers and len(eps) >= 2:
+            self.tables["stale-read"] = trial_table(stalemod.TABLE, trial_id, token)
+            self.stale = StaleReadProbe(
+                ring_pairs(eps),
+                self.history,
+                self.tb,
+                session=self.session,
+                sessions=s.stale_read.sessions,
+                rate=s.stale_read.rate,
+                table=self.tables["stale-read"],
+            )
+        if "list-append" in s.checkers:
+            la = s.list_append
+            self.tables["list-append"] = trial_table(appendmod.TABLE, trial_id, token)
+            self.append = ListAppendWorkload(
+                eps,
+                self.history,
+                self.tb,
+                keys=la.keys,
+                clients_per_endpoint=la.clients_per_node,
+                rate=la.rate,
+                max_ops=la.max_ops,
+                appends_per_key=la.appends_per_key,
+                reads=la.reads,
+                session=self.session,
+                session_kind=la.session,
+                table=self.tables["list-append"],
+                seed=self.seed,
+            )
+        if run_id is not None:
+            store.add_event(run_id, "anomaly_tables", dict(self.tables), trial_id=trial_id)
+        for w in self.workloads():
+            w.setup(admin)
+        for w in self.workloads():
+            w.start()
+
+    def stop(self) -> None:
+        for w in self.workloads():
+            self.stop_notes += w.stop()
+        if self.history is not None:
+            self.history.stop()
+
+    def check(self) -> list[Verdict]:
+        """The verdicts, from the histories and every node's final state (read now, after heal)."""
+        nodes = self.cluster.nodes()
+        out: list[Verdict] = []
+        sess = self.session
+        if self.counter is not None:
+            cw = self.counter
+            final = cw.read_all(nodes)
+            doc = documented(sess, cw.session_kind)
+            for mode in cw.modes:
+                out.append(
+                    _guard(
+                        f"counter:{mode}",
+                        lambda m=mode: check_counter(
+                            cw.ops(), final, mode=m, keys=cw.all_keys(m), documented=doc
+                        ),
+                    )
+                )
+        if self.stale is not None:
+            sp = self.stale
+            for kind in self.spec.stale_read.sessions:
+                out.append(
+                    _guard(
+                        f"stale-read:{kind}",
+                        lambda k=kind: check_stale_reads(
+                            sp.ops(),
+                            session=k,
+                            statements=statements(sess, k),
+                            documented=documented(sess, k),
+                        ),
+                    )
+                )
+        if self.append is not None:
+            la = self.append
+            unreadable = la.final_reads(nodes)
+            if self.history is not None:
+                self.history.stop()  # the final reads go to the store too
+            la_doc = set(documented(sess, la.session_kind))
+            if la.reads == "for-update":
+                la_doc -= {"lost-update", "internal"}
+            label = f"{la.session_kind}/{la.reads}"
+
+            def run_la() -> Verdict:
+                v = check_list_append(txns_from_ops(la.ops()), documented=la_doc, label=label)
+                v.evidence["session_statements"] = list(statements(sess, la.session_kind))
+                if unreadable:
+                    v.evidence["unreadable_nodes"] = unreadable
+                    if v.result is Result.PASS:
+                        return Verdict(
+                            v.checker,
+                            Result.UNKNOWN,
+                            f"could not read the lists on {', '.join(sorted(unreadable))}",
+                            v.evidence,
+                        )
+                return v
+
+            out.append(_guard(f"list-append:{label}", run_la))
+        return out
+
+    def drop_tables(self) -> None:
+        admin = next((n for n in self.cluster.nodes() if n.alive()), None)
+        if admin is None:
+            return
+        for w in self.workloads():
+            try:
+                w.drop(admin)
+            except Exception:  # noqa: BLE001 - leftovers are harmless; the verdicts matter
+                log.exception("dropping %s tables", type(w).__name__)
+
+
+def _guard(name: str, fn: Any) -> Verdict:
+    """A checker that crashes gives UNKNOWN, never PASS."""
+    try:
+        v = fn()
+        assert isinstance(v, Verdict)
+        return v
+    except Exception as exc:  # noqa: BLE001
+        log.exception("checker %s", name)
+        return Verdict(name, Result.UNKNOWN, f"checker crashed: {type(exc).__name__}: {exc}")
+
+
+# ---- the table: anomaly class | mode | trials | trials where seen | example ------------------
+
+
+@dataclass
+class AnomalyRow:
+    anomaly: str
+    mode: str
+    trials: int = 0
+    seen: int = 0
+    documented: int = 0  # trials where it was seen as a documented limitation
+    example: str = ""
+    rate: str = ""  # e.g. "235/2000 reads" summed over the trials
+
+    @property
+    def status(self) -> str:
+        if not self.seen:
+            return ""
+        if self.documented == self.seen:
+            return "documented limitation"
+        return "promise broken"
+
+
+LIST_APPEND_ROWS = (
+    "G0",
+    "G1a",
+    "G1b",
+    "G1c",
+    "G-single",
+    "G2-item",
+    "lost-update",
+    "stale-read",
+    "lost-append",
+)
+
+
+Observation = tuple[str, str, bool, bool, str, tuple[int, int] | None]
+
+
+def _observations(v: dict[str, Any]) -> list[Observation]:
+    """(class, mode, seen, documented, example, (hits, out of)) for one stored verdict."""
+    checker = str(v.get("checker", ""))
+    ev = v.get("evidence") or {}
+    doc = bool(v.get("documented_limitation"))
+    out: list[Observation] = []
+    if checker.startswith("counter:"):
+        mode = checker.split(":", 1)[1]
+        lost = int(ev.get("lost", 0) or 0)
+        inc = ev.get("increments") or {}
+        example = ""
+        for k, e in (ev.get("keys") or {}).items():
+            if e.get("lost"):
+                finals = sorted({x for x in (e.get("final") or {}).values() if x is not None})
+                example = f"{k}: {e['ok']} acknowledged increments, value {finals[0] if finals else '?'}"
+                break
+        out = [
+            (
+                "lost-update (counter)",
+                f"counter, {mode}",
+                lost > 0,
+                doc,
+                example,
+                (lost, int(inc.get("ok", 0) or 0)),
+            )
+        ]
+        excess = int(ev.get("excess", 0) or 0)
+        if excess:
+            out.append(
+                (
+                    "increment never made (counter)",
+                    f"counter, {mode}",
+                    True,
+                    False,
+                    v.get("summary", ""),
+                    None,
+                )
+            )
+        return out
+    if checker.startswith("stale-read:"):
+        session = checker.split(":", 1)[1]
+        stmts = "; ".join(ev.get("statements") or [])
+        mode = f"{session} session" + (f" ({stmts})" if stmts else "")
+        stale = int(ev.get("stale", 0) or 0)
+        example = ""
+        if ev.get("examples"):
+            e = ev["examples"][0]
+            after = e.get("ms_since_missed_ack")
+            example = f"{e['pair']}: saw version {e['seen']} after {e['expected']} was acknowledged" + (
+                f" ({after} ms before)" if after is not None else ""
+            )
+        return [("stale-read", mode, stale > 0, doc, example, (stale, int(ev.get("reads", 0) or 0)))]
+    if checker.startswith("list-append"):
+        label = checker.split(":", 1)[1] if ":" in checker else ""
+        session, _, reads = label.partition("/")
+        mode = f"list-append, {session or 'default'} session, {reads or 'plain'} reads"
+        anomalies = ev.get("anomalies") or {}
+        seen_doc = set(ev.get("documented_seen") or [])
+        out = []
+        for cls in [
+            *LIST_APPEND_ROWS,
+            *[a for a in ANOMALIES if a in anomalies and a not in LIST_APPEND_ROWS],
+        ]:
+            a = anomalies.get(cls)
+            example = ""
+            if a and a.get("examples"):
+                e = a["examples"][0]
+                example = (
+                    " ".join(e["cycle"])
+                    if "cycle" in e
+                    else str(e.get("why") or {k: e[k] for k in list(e)[:3]})
+                )
+            out.append((cls, mode, bool(a), cls in seen_doc, example, None))
+        return out
+    if checker == "ledger":
+        lost = int(((ev.get("lost") or {}).get("count")) or 0)
+        example = ""
+        if lost:
+            ex = (ev["lost"].get("examples") or [{}])[0]
+            example = f"key {ex.get('key')} missing on {', '.join(ex.get('nodes') or [])}"
+        oks = int(((ev.get("ops") or {}).get("ok")) or 0)
+        return [("lost acknowledged write", "ledger", lost > 0, False, example, (lost, oks))]
+    return []
+
+
+def anomaly_rows(trials: Sequence[Sequence[dict[str, Any]]]) -> list[AnomalyRow]:
+    """One row per (class, mode) over the verdicts of each trial (verdicts as stored: JSON dicts)."""
+    rows: dict[tuple[str, str], AnomalyRow] = {}
+    hits: dict[tuple[str, str], list[int]] = {}
+    for verdicts in trials:
+        for v in verdicts:
+            if v.get("result") == "UNKNOWN" and not v.get("evidence"):
+                continue
+            for cls, mode, seen, doc, example, rate in _observations(v):
+                row = rows.setdefault((cls, mode), AnomalyRow(cls, mode))
+                row.trials += 1
+                if seen:
+                    row.seen += 1
+                    row.documented += int(doc)
+                    if not row.example and example:
+                        row.example = example
+                if rate is not None:
+                    h = hits.setdefault((cls, mode), [0, 0])
+                    h[0] += rate[0]
+                    h[1] += rate[1]
+    for key, (n, of) in hits.items():
+        what = "reads" if key[0] == "stale-read" else "acknowledged"
+        rows[key].rate = f"{n}/{of} {what}" + (f" ({100 * n / of:.1f} %)" if of else "")
+    return list(rows.values())

@@ -1,0 +1,188 @@
+"""Lost-update counter workload (checkers.counter): clients on every entry point increment a few
+counters, each increment one transaction, in one of three modes:
+
+- `read-modify-write`: `SELECT v`, then `UPDATE ... SET v = <what was read + 1>`: a concurrent
+  increment committed between the two is silently overwritten (P4), on one InnoDB server at
+  REPEATABLE READ and across Galera nodes alike;
+- `for-update`: the same with `SELECT ... FOR UPDATE` (locks locally; a remote write-set that
+  touches the row aborts us): no increment may be lost;
+- `increment`: `UPDATE ... SET v = v + 1`, computed by the server: no increment may be lost.
+
+Each mode has its own counters (`<mode>/<k>` rows of one table), so the modes run side by side.
+After heal every node's values are read in a causal session."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from clusterbench.engines.base import DbNode, SessionSql
+from clusterbench.spec.endpoint import Endpoint
+from clusterbench.verify.client import (
+    ClientPool,
+    Connection,
+    Connector,
+    Pacer,
+    address_for,
+    default_connector,
+    safe_close,
+)
+from clusterbench.verify.history import History, Op, Timebase
+from clusterbench.verify.sessions import SessionOps, statements
+
+TABLE = "cb_counter"
+WORKLOAD = "counter"
+MODES: tuple[str, ...] = ("read-modify-write", "for-update", "increment")
+
+
+def counter_key(mode: str, k: int) -> str:
+    return f"{mode}/{k}"
+
+
+class CounterWorkload:
+    """For every mode, `clients_per_endpoint` clients on each endpoint; each increments a random
+    counter of its mode at `rate` per second (0: back to back). Client ids are `client_base + i`."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint],
+        history: History,
+        timebase: Timebase,
+        *,
+        modes: Sequence[str] = MODES,
+        keys: int = 1,
+        clients_per_endpoint: int = 1,
+        rate: float = 0.0,
+        think_time: float = 0.0,
+        session: SessionSql | None = None,
+        session_kind: str = "default",
+        client_base: int = 2000,
+        schema: str = "sbtest",
+        table: str = TABLE,
+        connector: Connector = default_connector,
+        seed: int | None = None,
+    ) -> None:
+        if not endpoints:
+            raise ValueError("the counter workload needs at least one endpoint")
+        if keys < 1:
+            raise ValueError("the counter workload needs at least 1 key")
+        bad = [m for m in modes if m not in MODES]
+        if bad or not modes:
+            raise ValueError(f"unknown counter mode(s) {bad}; known: {', '.join(MODES)}")
+        self.endpoints = list(endpoints)
+        self.history = history
+        self.tb = timebase
+        self.modes = list(modes)
+        self.keys = keys
+        self.rate = rate
+        self.think_time = think_time
+        self.table = f"{schema}.{table}"
+        self.seed = seed
+        # (client id, mode, endpoint)
+        self.assignments: list[tuple[int, str, Endpoint]] = []
+        cid = client_base
+        for mode in self.modes:
+            for e in self.endpoints:
+                for _ in range(clients_per_endpoint):
+                    self.assignments.append((cid, mode, e))
+                    cid += 1
+        self.clients = [a[0] for a in self.assignments]
+        self.session_kind = session_kind
+        self.ops_runner = SessionOps(
+            WORKLOAD, history, timebase, connector, statements(session, session_kind)
+        )
+        self.pool = ClientPool(WORKLOAD)
+
+    def all_keys(self, mode: str | None = None) -> list[str]:
+        return [counter_key(m, k) for m in self.modes if mode in (None, m) for k in range(1, self.keys + 1)]
+
+    # ---- schema ---------------------------------------------------------------------------
+
+    def setup(self, admin: DbNode) -> None:
+        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE {self.table} (name VARCHAR(64) NOT NULL PRIMARY KEY, "
+                "v BIGINT NOT NULL) ENGINE=InnoDB"
+            )
+            cur.executemany(
+                f"INSERT INTO {self.table} (name, v) VALUES (%s, 0)", [(k,) for k in self.all_keys()]
+            )
+            conn.commit()
+
+    def drop(self, admin: DbNode) -> None:
+        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {self.table}")
+
+    # ---- running --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.pool.start(self.clients, self._loop)
+
+    def stop(self) -> list[str]:
+        return self.pool.stop()
+
+    def ops(self) -> list[Op]:
+        return self.history.ops(WORKLOAD)
+
+    def _loop(self, client: int, stop: threading.Event) -> None:
+        _, mode, endpoint = next(a for a in self.assignments if a[0] == client)
+        rng = random.Random(None if self.seed is None else self.seed * 1000 + client)
+        pacer = Pacer(self.rate, self.tb.clock.now) if self.rate > 0 else None
+        conn: Connection | None = None
+        while not stop.wait(pacer.delay() if pacer is not None else 0):
+            key = counter_key(mode, rng.randint(1, self.keys))
+            conn = self.increment(client, mode, key, endpoint, conn)
+        safe_close(conn)
+
+    def increment(
+        self, client: int, mode: str, key: str, endpoint: Endpoint, conn: Connection | None
+    ) -> Connection | None:
+        """One increment with its op recorded (value: the value written, when the client knows it)."""
+        t = self.table
+
+        def body(cur: Any) -> int | None:
+            if mode == "increment":
+                cur.execute(f"UPDATE {t} SET v = v + 1 WHERE name = %s", (key,))
+                return None
+            lock = " FOR UPDATE" if mode == "for-update" else ""
+            cur.execute(f"SELECT v FROM {t} WHERE name = %s{lock}", (key,))
+            row = cur.fetchone()
+            if row is None:
+                raise LookupError(f"counter {key} has no row")
+            if self.think_time > 0:
+                threading.Event().wait(self.think_time)
+            new = int(row[0]) + 1
+            cur.execute(f"UPDATE {t} SET v = %s WHERE name = %s", (new, key))
+            return new
+
+        conn, _, _ = self.ops_runner.run(
+            client,
+            endpoint,
+            address_for(endpoint, client),
+            conn,
+            "incr",
+            key,
+            body,
+            lambda v, ok: None if v is None else str(v),
+        )
+        return conn
+
+    # ---- reading back ---------------------------------------------------------------------
+
+    def read_node(self, node: DbNode) -> dict[str, int]:
+        with node.connect(2.0, read_timeout=60) as conn, conn.cursor() as cur:
+            for stmt in node.session.causal:
+                cur.execute(stmt)
+            cur.execute(f"SELECT name, v FROM {self.table}")
+            return {str(r[0]): int(r[1]) for r in cur.fetchall()}
+
+    def read_all(self, nodes: Sequence[DbNode]) -> dict[str, dict[str, int] | str]:
+        out: dict[str, dict[str, int] | str] = {}
+        for n in nodes:
+            try:
+                out[n.name] = self.read_node(n)
+            except Exception as exc:  # noqa: BLE001 - an unreadable node makes the verdict UNKNOWN
+                out[n.name] = f"{type(exc).__name__}: {exc}"
+        return out
