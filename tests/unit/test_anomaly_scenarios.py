@@ -54,7 +54,8 @@ def write(tmp_path: Path, text: str) -> Path:
     [
         ("[anomalies]\ncheckers = ['counter', 'lost-writes']\n",
          "anomalies.checkers: unknown checker 'lost-writes'; known: counter, stale-read, list-append"),
-        ("[anomalies.counter]\nkeys = 0\n", "anomalies.counter.keys: Input should be greater than or equal to 1 (got 0)"),
+        ("[anomalies.counter]\nkeys = 0\n",
+         "anomalies.counter.keys: Input should be greater than or equal to 1 (got 0)"),
         ("[anomalies.list_append]\nkeys = 0\n",
          "anomalies.list_append.keys: Input should be greater than or equal to 1 (got 0)"),
         ("[load]\nduration = 30\n[[fault]]\nkind = 'coordinated-crash'\nat = 5\nfor = 10\nwindow = -1\n",
@@ -86,7 +87,9 @@ def test_fault_command_window_below_zero_is_one_line(capsys: pytest.CaptureFixtu
         (["--for", "soon"], "--for 'soon': give a duration like 600, 600s, 30m or 2h"),
     ],
 )
-def test_soak_options(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_soak_options(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = write(tmp_path, "[load]\nduration = 10\n")
     assert main(["soak", str(f), *argv]) == 2
     err = capsys.readouterr().err
@@ -112,7 +115,11 @@ def test_soak_trials_get_their_own_seeds(tmp_path: Path) -> None:
 def test_anomalies_example_loads_and_check_describes_it(capsys: pytest.CaptureFixture[str]) -> None:
     path = EXAMPLES / "scenarios" / "anomalies.toml"
     spec, topo = load_scenario(path)
-    assert spec.anomalies is not None and set(spec.anomalies.checkers) == {"counter", "stale-read", "list-append"}
+    assert spec.anomalies is not None and set(spec.anomalies.checkers) == {
+        "counter",
+        "stale-read",
+        "list-append",
+    }
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
     assert "anomaly checkers: counter, stale-read, list-append" in out
@@ -134,7 +141,9 @@ def _trial(lost: int, stale: int) -> list[dict[str, object]]:
         seen = v - 1 if v <= stale else v
         val = f'{{"seen": {seen}, "expect": {v}, "pair": "node:1>node:2"}}'
         ops.append(Op("stale-read", 2, "node:2", "y", "read", k, val, 0, 0, v + 0.02, v + 0.03, Outcome.OK))
-    sr = check_stale_reads(ops, session="default", statements=["SET SESSION wsrep_sync_wait=0"], documented=DOC)
+    sr = check_stale_reads(
+        ops, session="default", statements=["SET SESSION wsrep_sync_wait=0"], documented=DOC
+    )
     txns = [
         Txn(0, 1, "node:1", Outcome.OK, (MicroOp("r", 1, ()), MicroOp("append", 2, 1)), 0, 9),
         Txn(1, 2, "node:2", Outcome.OK, (MicroOp("r", 2, ()), MicroOp("append", 1, 2)), 0, 9),
@@ -146,11 +155,11 @@ def _trial(lost: int, stale: int) -> list[dict[str, object]]:
 
 def test_anomaly_rows_count_trials_where_seen_with_rates_and_examples() -> None:
     rows = {(r.anomaly, r.mode): r for r in anomaly_rows([_trial(30, 2), _trial(0, 0), _trial(5, 0)])}
-    lu = rows[("lost-update (counter)", "counter, read-modify-write")]
+    lu = rows[("lost-update (counter)", "counter read-modify-write")]
     assert (lu.trials, lu.seen, lu.status) == (3, 2, "documented limitation")
     assert lu.rate == "35/300 acknowledged (11.7 %)"
     assert lu.example == "read-modify-write/1: 100 acknowledged increments, value 70"
-    st = rows[("stale-read", "default session (SET SESSION wsrep_sync_wait=0)")]
+    st = rows[("stale-read", "probe, default session: SET SESSION wsrep_sync_wait=0")]
     assert (st.trials, st.seen, st.rate) == (3, 1, "2/30 reads (6.7 %)")
     assert st.example.startswith("node:1>node:2: saw version 0 after 1 was acknowledged")
     g2 = rows[("G2-item", "list-append, default session, plain reads")]

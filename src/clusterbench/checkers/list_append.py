@@ -175,7 +175,13 @@ def analyze(txns: Sequence[Txn]) -> Analysis:
         if o[: len(r.full)] != r.full:
             incompatible.add((r.txn.id, r.key))
             anomalies["incompatible-order"].append(
-                {"key": r.key, "read": list(r.full), "longest_read": list(o), "txn": r.txn.describe()}
+                {
+                    "key": r.key,
+                    "read": list(r.full),
+                    "longest_read": list(o),
+                    "txn": r.txn.describe(),
+                    "why": f"T{r.txn.id} read key {r.key} as {list(r.full)}, not a prefix of {list(o)}",
+                }
             )
 
     # Which transactions committed: ok ones, and unknown ones whose appends were seen.
@@ -188,12 +194,16 @@ def analyze(txns: Sequence[Txn]) -> Analysis:
         w = writer.get((k, v))
         if w is None:
             readers = [r.txn.id for r in reads if r.key == k and v in r.full]
-            anomalies["phantom-value"].append({"key": k, "value": v, "read_by": readers[:EXAMPLES]})
+            anomalies["phantom-value"].append(
+                {"key": k, "value": v, "read_by": readers[:EXAMPLES],
+                 "why": f"T{readers[0]} read {v} in key {k}, which no transaction appended"}
+            )  # fmt: skip
         elif by_id[w].outcome is Outcome.FAIL:
             reader = next(r for r in reads if r.key == k and v in r.full)
             anomalies["G1a"].append(
-                {"key": k, "value": v, "writer": by_id[w].describe(), "reader": reader.txn.describe()}
-            )
+                {"key": k, "value": v, "writer": by_id[w].describe(), "reader": reader.txn.describe(),
+                 "why": f"T{reader.txn.id} read {v} in key {k}, appended by T{w}, which failed"}
+            )  # fmt: skip
 
     graph = _Graph()
     for tid in committed:
@@ -224,8 +234,9 @@ def analyze(txns: Sequence[Txn]) -> Analysis:
                 own = by_id[w].appends(k)
                 if ext[-1] in own and ext[-1] != own[-1]:
                     anomalies["G1b"].append(
-                        {"key": k, "read": list(ext), "writer": by_id[w].describe(), "reader": t.describe()}
-                    )
+                        {"key": k, "read": list(ext), "writer": by_id[w].describe(), "reader": t.describe(),
+                         "why": f"T{t.id} read key {k} ending at {ext[-1]}, an intermediate append of T{w}"}
+                    )  # fmt: skip
         if len(ext) < len(o):
             nxt = writer.get((k, o[len(ext)]))
             if nxt is not None and nxt != t.id and nxt in committed:
@@ -241,6 +252,9 @@ def analyze(txns: Sequence[Txn]) -> Analysis:
                             "acknowledged_before_read_ms": round((t.t_start - w_txn.t_end) * 1000, 1),
                             "reader": t.describe(),
                             "writer": w_txn.describe(),
+                            "why": f"T{t.id} ({t.process}) read key {k} without {o[len(ext)]}, appended by "
+                            f"T{nxt} ({w_txn.process}) and acknowledged "
+                            f"{(t.t_start - w_txn.t_end) * 1000:.1f} ms before the read began",
                         }
                     )
     p4 = _lost_updates(reads, order, writer, committed, incompatible, by_id)
@@ -278,8 +292,9 @@ def _reads(txns: Sequence[Txn], anomalies: dict[str, list[dict[str, Any]]]) -> l
             full = m.value
             if len(set(full)) != len(full):
                 anomalies["duplicate-elements"].append(
-                    {"key": m.key, "read": list(full), "txn": t.describe()}
-                )
+                    {"key": m.key, "read": list(full), "txn": t.describe(),
+                     "why": f"T{t.id} read key {m.key} with an element twice"}
+                )  # fmt: skip
             mine = own.get(m.key, [])
             external: tuple[int, ...] | None = full
             if mine:
@@ -354,7 +369,14 @@ def _lost_appends(txns: Sequence[Txn], writer: dict[tuple[int, int], int]) -> li
             v = int(m.value)  # type: ignore[arg-type]
             missing_on = [f.process for f, lists in final_lists if m.key in lists and v not in lists[m.key]]
             if missing_on:
-                out[(m.key, v)] = {"key": m.key, "value": v, "missing_on": missing_on, "txn": t.describe()}
+                out[(m.key, v)] = {
+                    "key": m.key,
+                    "value": v,
+                    "missing_on": missing_on,
+                    "txn": t.describe(),
+                    "why": f"T{t.id} appended {v} to key {m.key} (acknowledged); the final read on "
+                    f"{', '.join(missing_on)} lacks it",
+                }
     return [e for _, e in sorted(out.items())]
 
 

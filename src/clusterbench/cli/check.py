@@ -66,7 +66,7 @@ def check_file(path: Path) -> list[str]:
             f"{spec.load.target}; faults: {sched or 'none'}",
         ]
         if spec.random_faults is not None:
-            lines.append(f"  random faults drawn with seed {spec.random_seed} (the same seed, the same schedule)")
+            lines.append(f"  random faults drawn with seed {spec.random_seed} (same seed, same schedule)")
         if spec.anomalies is not None:
             lines.append(f"  anomaly checkers: {', '.join(spec.anomalies.checkers)}")
         return lines

@@ -268,7 +268,7 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
         out = [
             (
                 "lost-update (counter)",
-                f"counter, {mode}",
+                f"counter {mode}",
                 lost > 0,
                 doc,
                 example,
@@ -280,7 +280,7 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
             out.append(
                 (
                     "increment never made (counter)",
-                    f"counter, {mode}",
+                    f"counter {mode}",
                     True,
                     False,
                     v.get("summary", ""),
@@ -291,7 +291,7 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
     if checker.startswith("stale-read:"):
         session = checker.split(":", 1)[1]
         stmts = "; ".join(ev.get("statements") or [])
-        mode = f"{session} session" + (f" ({stmts})" if stmts else "")
+        mode = f"probe, {session} session" + (f": {stmts}" if stmts else "")
         stale = int(ev.get("stale", 0) or 0)
         example = ""
         if ev.get("examples"):
@@ -307,7 +307,6 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
         mode = f"list-append, {session or 'default'} session, {reads or 'plain'} reads"
         anomalies = ev.get("anomalies") or {}
         seen_doc = set(ev.get("documented_seen") or [])
-        out = []
         for cls in [
             *LIST_APPEND_ROWS,
             *[a for a in ANOMALIES if a in anomalies and a not in LIST_APPEND_ROWS],
@@ -316,11 +315,7 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
             example = ""
             if a and a.get("examples"):
                 e = a["examples"][0]
-                example = (
-                    " ".join(e["cycle"])
-                    if "cycle" in e
-                    else str(e.get("why") or {k: e[k] for k in list(e)[:3]})
-                )
+                example = " ".join(e["cycle"]) if "cycle" in e else str(e.get("why") or "")
             out.append((cls, mode, bool(a), cls in seen_doc, example, None))
         return out
     if checker == "ledger":

@@ -70,7 +70,7 @@ def test_random_schedule_is_reproducible_from_its_seed_and_fits_the_load() -> No
     c = expand_random(rf, nodes=3, trial_time=100, seed=43)
     assert a == b and a != c
     assert len(a) == 4
-    assert all(5 <= f.at and f.at + (f.duration or 0) <= 95 for f in a)
+    assert all(f.at >= 5 and f.at + (f.duration or 0) <= 95 for f in a)
     # one after another, with the gap
     for x, y in zip(a, a[1:], strict=False):
         assert x.at + (x.duration or 0) + rf.gap <= y.at + 1e-9
@@ -86,7 +86,9 @@ def test_random_schedule_is_reproducible_from_its_seed_and_fits_the_load() -> No
 
 def test_random_schedule_that_cannot_fit_is_refused_with_the_reason() -> None:
     rf = RandomFaults(count=10, max_for=8, gap=5)
-    with pytest.raises(ValueError, match="10 faults of up to 8 s with 5 s gaps do not fit between 5 s and 60 s"):
+    with pytest.raises(
+        ValueError, match="10 faults of up to 8 s with 5 s gaps do not fit between 5 s and 60 s"
+    ):
         expand_random(rf, nodes=3, trial_time=60, seed=1)
     with pytest.raises(ValueError, match="min_for"):
         expand_random(RandomFaults(min_for=9, max_for=3), nodes=3, trial_time=600, seed=1)
