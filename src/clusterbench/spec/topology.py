@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from clusterbench.errors import InputError
+from clusterbench.spec.engine import EngineSettings, MySQLSettings, check_sections, galera_key_error
 
 MAX_NODES = 9
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
@@ -101,6 +102,15 @@ class MariaDBSettings(_Strict):
     evs_inactive_check_period: float = Field(0.5, gt=0)
     extra: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
+    @field_validator("extra")
+    @classmethod
+    def _extra(cls, v: dict[str, str | int | float | bool]) -> dict[str, str | int | float | bool]:
+        for key in v:
+            bad = galera_key_error(key)
+            if bad is not None:
+                raise ValueError(bad)
+        return v
+
     @field_validator("innodb_buffer_pool_size", "innodb_log_file_size", "gcache_size")
     @classmethod
     def _size(cls, v: str) -> str:
@@ -168,12 +178,6 @@ class BalancerSettings(_Strict):
     @property
     def paired(self) -> bool:
         return self.kind == "haproxy" and self.count == 2
-
-
-class EngineSettings(_Strict):
-    """Which database engine the nodes run."""
-
-    kind: Literal["galera"] = "galera"
 
 
 class ClusterSettings(_Strict):
@@ -299,11 +303,21 @@ class Topology(_Strict):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     resources: Resources = Field(default_factory=Resources)
     node: list[NodeOverride] = Field(default_factory=list)
+    # Server settings of the engine: [mariadb] for Galera, [mysql] for Group Replication.
     mariadb: MariaDBSettings = Field(default_factory=MariaDBSettings)
+    mysql: MySQLSettings = Field(default_factory=MySQLSettings)
     balancer: BalancerSettings = Field(default_factory=BalancerSettings)
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
     hosts: list[InventoryHost] = Field(default_factory=list)
     clients: ClientSettings = Field(default_factory=ClientSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_sections(cls, data: Any) -> Any:
+        """A Galera setting under Group Replication (or the reverse) is refused, naming it."""
+        if isinstance(data, dict):
+            check_sections(data, MariaDBSettings().model_dump(mode="json"))
+        return data
 
     @model_validator(mode="before")
     @classmethod
