@@ -1,0 +1,296 @@
+"""A Group Replication group: bring-up, rejoin, cold start and heal over its members.
+
+The rules (never two primaries):
+- A member joins only a group that has a majority; with none, a member is never started on its
+  own: `cold_start` reboots the group.
+- A group is only bootstrapped when no member is in any group: from the member with the most
+  executed (and received) GTIDs, and only if its set contains every other member's; diverged
+  members are reported, never silently overwritten.
+- After a lost majority, the surviving membership is forced (group_replication_force_members)
+  only when every member outside it is dead (its mysqld gone): a member that is merely cut off
+  might be in a majority of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from clusterbench.clock import Clock, SystemClock
+from clusterbench.engines.group_replication.config import GCS_PORT
+from clusterbench.engines.group_replication.node import GRMember
+from clusterbench.engines.group_replication.status import (
+    ONLINE,
+    GRStatus,
+    GtidSet,
+    most_advanced,
+)
+from clusterbench.errors import ClusterStateError, ComponentError
+
+log = logging.getLogger(__name__)
+
+Report = Callable[[str], None]
+Seed = Callable[[GRMember, list[GRMember]], None]
+READY_TIMEOUT = 120.0
+JOIN_TIMEOUT = 180.0
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Membership:
+    """The group as the members that answer see it."""
+
+    statuses: dict[int, GRStatus | None]  # member index -> its own view (None: not answering)
+
+    def majority_view(self) -> tuple[int, GRStatus] | None:
+        """A member ONLINE in a view with a reachable majority (the group that can commit)."""
+        for i, st in sorted(self.statuses.items()):
+            if st is not None and st.online and st.has_quorum:
+                return i, st
+        return None
+
+    def primaries(self) -> set[str]:
+        """Addresses of ONLINE primaries that some member with a majority reports."""
+        out: set[str] = set()
+        for st in self.statuses.values():
+            if st is not None and st.has_quorum:
+                out |= {m.host for m in st.primaries}
+        return out
+
+
+def join_kind(log_text: str) -> str:
+    """'clone' when the member was provisioned by a clone, 'incremental' when it recovered from
+    a donor's binary log, 'none' when neither shows in its error log."""
+    low = log_text.lower()
+    if "cloning from" in low or "transfer data using: clone" in low or "clone: " in low:
+        return "clone"
+    if "incremental recovery" in low or "transfer data using: incremental" in low:
+        return "incremental"
+    return "none"
+
+
+class GRGroup:
+    def __init__(
+        self,
+        members: list[GRMember],
+        clock: Clock | None = None,
+        record: Callable[[GRMember], None] | None = None,
+    ) -> None:
+        self.members = members
+        self.clock = clock or SystemClock()
+        self.record = record or (lambda m: None)
+
+    def member(self, index: int) -> GRMember:
+        return next(m for m in self.members if m.index == index)
+
+    def membership(self) -> Membership:
+        return Membership({m.index: m.status() for m in self.members})
+
+    # ------------------------------------------------------------------ bring-up
+
+    def bring_up(self, statements: list[str], seed: Seed | None, report: Report = _quiet) -> dict[str, float]:
+        """Initialize member 1 (accounts from `statements`), give the others a copy of its datadir
+        (`seed`; None: each initializes its own), start every mysqld, bootstrap the group on
+        member 1 and join the others one after another."""
+        t0 = time.monotonic()
+        timings: dict[str, float] = {}
+        first, rest = self.members[0], self.members[1:]
+        for m in self.members:
+            m.write_files()
+        first.initialize(statements)
+        timings["initialize"] = time.monotonic() - t0
+        if seed is not None:
+            seed(first, rest)
+        else:
+            for m in rest:
+                m.initialize(statements)
+        timings["seed"] = time.monotonic() - t0
+        for m in self.members:
+            m.start()
+            self.record(m)
+        for m in self.members:
+            m.wait_ready(READY_TIMEOUT)
+        timings["mysqld"] = time.monotonic() - t0
+        first.start_group(bootstrap=True)
+        first.wait_state(ONLINE, 60)
+        timings["bootstrap"] = time.monotonic() - t0
+        report(f"n{first.index} bootstrapped the group ({timings['bootstrap']:.1f} s)")
+        for m in rest:
+            m.start_group(bootstrap=False)
+        for m in rest:
+            m.wait_state(ONLINE, JOIN_TIMEOUT, size=len(self.members))
+            report(f"n{m.index} ONLINE ({time.monotonic() - t0:.1f} s)")
+        timings["online"] = time.monotonic() - t0
+        for m in self.members:
+            m.start_healthcheck()
+            self.record(m)
+        return timings
+
+    # ------------------------------------------------------------------ one member
+
+    def rejoin(self, m: GRMember, timeout: float = JOIN_TIMEOUT) -> str:
+        """Start a stopped or killed member and join it to the group that has a majority; an
+        expelled member (ERROR, OFFLINE) leaves its old group state first."""
+        t0 = time.monotonic()
+        majority = Membership({o.index: o.status() for o in self.members if o is not m}).majority_view()
+        if majority is None:
+            raise ClusterStateError(
+                f"no member is ONLINE in a group with a majority, so n{m.index} has nothing to join; "
+                "run `clusterbench start` to reboot the group from the member with the most transactions"
+            )
+        if not m.alive():
+            m.start()
+            self.record(m)
+            m.wait_ready(READY_TIMEOUT)
+        st = m.status()
+        if st is not None and st.online and st.has_quorum:
+            m.start_healthcheck()
+            self.record(m)
+            return f"n{m.index} already ONLINE"
+        if st is not None and st.state != "OFFLINE":
+            m.leave_group()  # ERROR after an expel, or a minority view that never healed
+        # The group refuses a second member with the same server_uuid: wait until the old
+        # incarnation (killed, still UNREACHABLE in the view) has been expelled.
+        self._wait_expelled(m, self._settle_seconds() + 10)
+        offset = m.error_log_size()
+        m.start_group(bootstrap=False)
+        m.wait_state(ONLINE, timeout)
+        m.start_healthcheck()
+        self.record(m)
+        kind = join_kind(m.error_log_since(offset))
+        how = f" by {kind} recovery" if kind != "none" else ""
+        return f"n{m.index} rejoined{how} in {time.monotonic() - t0:.1f} s"
+
+    # ------------------------------------------------------------------ whole group
+
+    def cold_start(self, report: Report = _quiet) -> list[str]:
+        """Reboot the group after a complete outage (or when no member has a majority): start
+        every mysqld, bootstrap from the member with the most executed GTIDs, join the others."""
+        out: list[str] = []
+        majority = self.membership().majority_view()
+        if majority is not None:
+            out += [self.rejoin(m) for m in self.members if not self._in_view(m, majority[1])]
+            return out or [f"all {len(self.members)} members already ONLINE"]
+        for m in self.members:
+            if not m.alive():
+                m.start()
+                self.record(m)
+        for m in self.members:
+            m.wait_ready(READY_TIMEOUT)
+        # Nobody has a majority: stop what is left of any old group before comparing positions.
+        for m in self.members:
+            st = m.status()
+            if st is not None and st.state != "OFFLINE":
+                m.leave_group()
+        sets: dict[int, GtidSet] = {m.index: m.executed() for m in self.members}
+        for i, s in sorted(sets.items()):
+            out.append(f"n{i} has {s.count()} transactions")
+        best, diverged = most_advanced(sets)
+        assert best is not None
+        if diverged:
+            extra = "; ".join(f"n{j} has {sets[j] - sets[best]}" for j in diverged)
+            raise ComponentError(
+                f"the members' histories diverged ({extra}, which n{best} lacks); refusing to pick a winner: "
+                "inspect them (`clusterbench sql N`), or recreate the cluster"
+            )
+        first = self.member(best)
+        first.start_group(bootstrap=True)
+        first.wait_state(ONLINE, 60)
+        first.start_healthcheck()
+        self.record(first)
+        out.append(f"n{best} has the most transactions; bootstrapped the group from it")
+        report(out[-1])
+        for m in self.members:
+            if m is not first:
+                out.append(self.rejoin(m))
+                report(out[-1])
+        return out
+
+    def force_survivors(self, timeout: float = 60.0) -> str | None:
+        """After a lost majority whose missing members are all dead: force the membership to the
+        members still alive, so the group commits again. Returns what was done, or None when
+        not applicable (there is a majority, nobody is alive, or a missing member is alive)."""
+        alive = [m for m in self.members if m.alive()]
+        ms = self.membership()
+        if not alive or ms.majority_view() is not None:
+            return None
+        if len(alive) < len(self.members):
+            dead_hosts = {m.cfg.address for m in self.members if not m.alive()}
+        else:
+            return None
+        views = [(m, ms.statuses.get(m.index)) for m in alive]
+        online = [(m, st) for m, st in views if st is not None and st.online]
+        if not online:
+            return None
+        m0, st0 = online[0]
+        reachable = {x.host for x in st0.members if x.state != "UNREACHABLE"}
+        unreachable = {x.host for x in st0.members if x.state == "UNREACHABLE"}
+        if not unreachable <= dead_hosts:
+            return None  # someone we cannot reach is still running: it may hold a majority elsewhere
+        addrs = ",".join(f"{h}:{GCS_PORT}" for h in sorted(reachable))
+        m0.query(f"SET GLOBAL group_replication_force_members='{addrs}'", read_timeout=timeout)
+        try:
+            m0.wait_state(ONLINE, timeout)
+            deadline = self.clock.now() + timeout
+            while self.clock.now() < deadline:
+                st = m0.status()
+                if st is not None and st.has_quorum:
+                    break
+                self.clock.sleep(0.1)
+        finally:
+            m0.query("SET GLOBAL group_replication_force_members=''")
+        return f"forced the group to the {len(reachable)} surviving members ({addrs})"
+
+    def heal(self, report: Report = _quiet) -> list[str]:
+        """Bring every member back into one group with a majority (the heal of kill, stop and
+        network faults): rejoin members outside the majority; with no majority, force the
+        survivors if the others are dead, else reboot the group."""
+        out: list[str] = []
+        if not any(m.alive() for m in self.members):
+            return self.cold_start(report)
+        majority = self._wait_majority(self._settle_seconds())
+        if majority is None:
+            forced = self.force_survivors()
+            if forced is not None:
+                out.append(forced)
+                report(forced)
+                majority = self._wait_majority(30)
+        if majority is None:
+            return out + self.cold_start(report)
+        _, view = majority
+        for m in self.members:
+            if not self._in_view(m, view):
+                out.append(self.rejoin(m))
+                report(out[-1])
+        return out
+
+    def _settle_seconds(self) -> float:
+        """How long a healed partition may take to merge back by itself: expel timeout plus the
+        suspicion period (~5 s) and some slack."""
+        s = self.members[0].cfg.settings
+        return float(s.member_expel_timeout) + 10.0
+
+    def _wait_expelled(self, m: GRMember, timeout: float) -> None:
+        deadline = self.clock.now() + timeout
+        while self.clock.now() < deadline:
+            found = Membership({o.index: o.status() for o in self.members if o is not m}).majority_view()
+            if found is None or not any(x.host == m.cfg.address for x in found[1].members):
+                return
+            self.clock.sleep(0.1)
+
+    def _wait_majority(self, timeout: float) -> tuple[int, GRStatus] | None:
+        deadline = self.clock.now() + timeout
+        while True:
+            found = self.membership().majority_view()
+            if found is not None or self.clock.now() >= deadline:
+                return found
+            self.clock.sleep(0.2)
+
+    @staticmethod
+    def _in_view(m: GRMember, view: GRStatus) -> bool:
+        return any(x.host == m.cfg.address and x.state == ONLINE for x in view.members) and m.alive()

@@ -1,0 +1,255 @@
+"""engines/group_replication/group.py: the heal rules over a simulated group (never two primaries).
+
+`World` plays Group Replication's membership at the level the rules need: which mysqld runs,
+which members form a group (with quorum or not), what each has executed. Members are fakes of
+GRMember's surface; the clock never sleeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+
+from clusterbench.engines.group_replication.group import GRGroup, join_kind
+from clusterbench.engines.group_replication.node import GRMember
+from clusterbench.engines.group_replication.status import GroupMember, GRStatus, GtidSet
+from clusterbench.errors import ClusterStateError, ComponentError
+from clusterbench.spec.engine import MySQLSettings
+from tests.unit.fakes import FakeClock
+
+UUID = "6f1c3a2e-0c4b-4d8e-9a51-7f00d1b2c3e4"
+
+
+@dataclass
+class Group:
+    """One group incarnation: its view (member indexes) and who in it is reachable from whom."""
+
+    view: list[int]
+    primary: int
+    alive_in_view: set[int] = field(default_factory=set)
+
+
+class World:
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.running: set[int] = set()
+        self.groups: list[Group] = []
+        self.executed: dict[int, int] = dict.fromkeys(range(1, n + 1), 0)
+        self.log: list[str] = []
+
+    def group_of(self, i: int) -> Group | None:
+        return next((g for g in self.groups if i in g.alive_in_view), None)
+
+    def primaries_with_quorum(self) -> list[int]:
+        return [
+            g.primary
+            for g in self.groups
+            if 2 * len(g.alive_in_view) > len(g.view) and g.primary in g.alive_in_view
+        ]
+
+    def crash(self, i: int) -> None:
+        self.running.discard(i)
+        g = self.group_of(i)
+        if g is not None:
+            g.alive_in_view.discard(i)
+            # The majority expels a dead member; a minority cannot change its view.
+            if 2 * len(g.alive_in_view) > len(g.view):
+                g.view.remove(i)
+                if g.primary == i and g.alive_in_view:
+                    g.primary = min(g.alive_in_view)
+        self.groups = [g for g in self.groups if g.alive_in_view]
+
+
+@dataclass
+class Cfg:
+    index: int
+    address: str
+    settings: MySQLSettings
+
+
+class FakeMember:
+    def __init__(self, world: World, index: int) -> None:
+        self.w = world
+        self.index = index
+        self.cfg = Cfg(index, f"198.18.50.{10 + index}", MySQLSettings())
+        self.name = f"n{index}"
+
+    def alive(self) -> bool:
+        return self.index in self.w.running
+
+    def start(self) -> None:
+        self.w.log.append(f"start n{self.index}")
+        self.w.running.add(self.index)
+
+    def wait_ready(self, timeout: float) -> None:
+        assert self.alive()
+
+    def kill(self) -> str:
+        self.w.crash(self.index)
+        return "killed"
+
+    def status(self) -> GRStatus | None:
+        if not self.alive():
+            return None
+        g = self.w.group_of(self.index)
+        members: tuple[GroupMember, ...] = ()
+        if g is not None:
+            members = tuple(
+                GroupMember(
+                    f"uuid-{i}",
+                    f"198.18.50.{10 + i}",
+                    3306,
+                    "ONLINE" if i in g.alive_in_view else "UNREACHABLE",
+                    "PRIMARY" if i == g.primary else "SECONDARY",
+                )
+                for i in g.view
+            )
+        return GRStatus(f"uuid-{self.index}", members, None, GtidSet(), self.index != (g.primary if g else 0))
+
+    def leave_group(self) -> None:
+        self.w.log.append(f"leave n{self.index}")
+        g = self.w.group_of(self.index)
+        if g is not None:
+            g.alive_in_view.discard(self.index)
+            g.view.remove(self.index)
+            self.w.groups = [x for x in self.w.groups if x.alive_in_view]
+
+    def start_group(self, *, bootstrap: bool) -> None:
+        self.w.log.append(f"{'bootstrap' if bootstrap else 'join'} n{self.index}")
+        if bootstrap:
+            assert self.w.group_of(self.index) is None
+            self.w.groups.append(Group([self.index], self.index, {self.index}))
+            return
+        target = next(g for g in self.w.groups if 2 * len(g.alive_in_view) > len(g.view))
+        assert self.cfg.address not in {f"198.18.50.{10 + i}" for i in target.view}, "same uuid still in view"
+        target.view.append(self.index)
+        target.alive_in_view.add(self.index)
+
+    def wait_state(self, want: str, timeout: float, *, size: int | None = None) -> GRStatus:
+        st = self.status()
+        assert st is not None and st.state == want, (self.index, st)
+        return st
+
+    def start_healthcheck(self) -> None:
+        pass
+
+    def error_log_size(self) -> int:
+        return 0
+
+    def error_log_since(self, offset: int) -> str:
+        return "Distributed recovery will transfer data using: Incremental recovery from a group donor"
+
+    def executed(self) -> GtidSet:
+        k = self.w.executed[self.index]
+        return GtidSet.parse(f"{UUID}:1-{k}") if k else GtidSet()
+
+    def query(self, sql: str, read_timeout: float = 10) -> list[tuple[Any, ...]]:
+        if "force_members='" in sql and "=''" not in sql:
+            addrs = sql.split("'")[1].split(",")
+            keep = {int(a.split(":")[0].rsplit(".", 1)[1]) - 10 for a in addrs}
+            g = self.w.group_of(self.index)
+            assert g is not None
+            self.w.log.append(f"force {sorted(keep)}")
+            g.view = sorted(keep)
+            g.alive_in_view = set(keep)
+            if g.primary not in keep:
+                g.primary = min(keep)
+        return []
+
+
+def make(n: int = 3) -> tuple[World, GRGroup]:
+    w = World(n)
+    members = [FakeMember(w, i) for i in range(1, n + 1)]
+    for m in members:
+        m.start()
+    w.groups = [Group(list(range(1, n + 1)), 1, set(range(1, n + 1)))]
+    w.log.clear()
+    return w, GRGroup(cast(list[GRMember], members), clock=FakeClock())
+
+
+def one_group_of_all(w: World) -> bool:
+    return len(w.groups) == 1 and sorted(w.groups[0].alive_in_view) == list(range(1, w.n + 1))
+
+
+def test_heal_after_one_kill_rejoins_it() -> None:
+    w, g = make()
+    g.member(3).kill()
+    out = g.heal()
+    assert out == ["n3 rejoined by incremental recovery in 0.0 s"]
+    assert w.log == ["start n3", "join n3"]
+    assert one_group_of_all(w) and w.primaries_with_quorum() == [1]
+
+
+def test_heal_after_losing_the_majority_forces_the_survivor_when_the_others_are_dead() -> None:
+    w, g = make()
+    g.member(1).kill()
+    g.member(2).kill()
+    assert w.primaries_with_quorum() == []  # n3 alone in a view of 3: no quorum
+    out = g.heal()
+    assert out[0] == "forced the group to the 1 surviving members (198.18.50.13:33061)"
+    assert w.log[0] == "force [3]"
+    assert "bootstrap n1" not in w.log and "bootstrap n3" not in w.log
+    assert one_group_of_all(w) and w.primaries_with_quorum() == [3]
+
+
+def test_heal_never_forces_while_an_unreachable_member_is_alive() -> None:
+    """A partition: n3 is cut off alone; n1 and n2 still run (in a view n3 cannot see). Forcing
+    n3's view would make a second primary: the heal must reboot the group instead."""
+    w, g = make()
+    w.groups = [Group([1, 2, 3], 1, {1, 2}), Group([1, 2, 3], 3, {3})]
+    # Both sides believe in the old view; neither has quorum in this simulation once n1, n2 lost contact too.
+    w.groups[0].alive_in_view = {1}
+    w.groups.append(Group([1, 2, 3], 2, {2}))
+    out = g.heal()
+    assert not any(line.startswith("forced") for line in out)
+    assert [x for x in w.log if x.startswith("bootstrap")] == ["bootstrap n1"]
+    assert one_group_of_all(w) and len(w.primaries_with_quorum()) == 1
+
+
+def test_cold_start_after_all_crashed_bootstraps_the_most_advanced() -> None:
+    w, g = make()
+    w.executed.update({1: 100, 2: 120, 3: 90})
+    for m in g.members:
+        m.kill()
+    out = g.cold_start()
+    assert out[:3] == ["n1 has 100 transactions", "n2 has 120 transactions", "n3 has 90 transactions"]
+    assert out[3] == "n2 has the most transactions; bootstrapped the group from it"
+    assert [x for x in w.log if x.startswith(("bootstrap", "join"))] == ["bootstrap n2", "join n1", "join n3"]
+    assert one_group_of_all(w) and w.primaries_with_quorum() == [2]
+
+
+def test_cold_start_refuses_diverged_histories(monkeypatch: pytest.MonkeyPatch) -> None:
+    w, g = make()
+    for m in g.members:
+        m.kill()
+    other = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    sets = {1: f"{UUID}:1-100", 2: f"{UUID}:1-90,{other}:1-5", 3: f"{UUID}:1-50"}
+    monkeypatch.setattr(FakeMember, "executed", lambda self: GtidSet.parse(sets[self.index]))
+    with pytest.raises(ComponentError) as info:
+        g.cold_start()
+    assert str(info.value).startswith(
+        f"the members' histories diverged (n2 has {other}:1-5, which n1 lacks); refusing to pick a winner"
+    )
+    assert not any(x.startswith("bootstrap") for x in w.log)
+
+
+def test_rejoin_without_a_majority_says_what_to_do() -> None:
+    w, g = make()
+    for m in g.members:
+        m.kill()
+    with pytest.raises(ClusterStateError) as info:
+        g.rejoin(g.member(2))
+    assert "run `clusterbench start` to reboot the group" in str(info.value)
+    assert w.log == []
+
+
+def test_join_kind_from_the_error_log() -> None:
+    assert join_kind(
+        "... Distributed recovery will transfer data using: Incremental recovery from a group donor"
+    ) == ("incremental")
+    assert (
+        join_kind("... Distributed recovery will transfer data using: Cloning from a remote group donor.")
+        == "clone"
+    )
+    assert join_kind("nothing to see") == "none"
