@@ -120,7 +120,7 @@ def test_paths_on_the_host_and_inside() -> None:
     m = member()
     assert m.cnf_path == DIR / "my.cnf" and m.cnf_inside == Path("/cb/my.cnf")
     assert m.socket == DIR / "mysqld.sock"
-    assert m.subdirs == (DIR / "data", DIR / "tmp", DIR / "files")
+    assert m.subdirs == (DIR, DIR / "data", DIR / "tmp", DIR / "files")
 
 
 def test_client_cnf_quotes_the_password() -> None:

@@ -7,7 +7,7 @@ GRMember's surface; the clock never sleeps."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -144,9 +144,9 @@ class FakeMember:
         k = self.w.executed[self.index]
         return GtidSet.parse(f"{UUID}:1-{k}") if k else GtidSet()
 
-    def query(self, sql: str, read_timeout: float = 10) -> list[tuple[Any, ...]]:
-        if "force_members='" in sql and "=''" not in sql:
-            addrs = sql.split("'")[1].split(",")
+    def force_members(self, addresses: str, timeout: float = 60.0) -> None:
+        if addresses:
+            addrs = addresses.split(",")
             keep = {int(a.split(":")[0].rsplit(".", 1)[1]) - 10 for a in addrs}
             g = self.w.group_of(self.index)
             assert g is not None
@@ -155,7 +155,6 @@ class FakeMember:
             g.alive_in_view = set(keep)
             if g.primary not in keep:
                 g.primary = min(keep)
-        return []
 
 
 def make(n: int = 3) -> tuple[World, GRGroup]:

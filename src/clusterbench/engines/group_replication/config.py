@@ -74,8 +74,9 @@ class MemberConfig:
 
     @property
     def subdirs(self) -> tuple[Path, ...]:
-        """Directories mysqld writes to, owned by the rootfs's mysql user."""
-        return (self.dir / "data", self.dir / "tmp", self.dir / "files")
+        """Directories mysqld writes to (its error log, socket and pid file go in the node
+        directory itself), owned by the rootfs's mysql user."""
+        return (self.dir, self.dir / "data", self.dir / "tmp", self.dir / "files")
 
     # The same files as the chrooted mysqld sees them.
     @staticmethod

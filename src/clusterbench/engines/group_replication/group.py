@@ -233,7 +233,7 @@ class GRGroup:
         if not unreachable <= dead_hosts:
             return None  # someone we cannot reach is still running: it may hold a majority elsewhere
         addrs = ",".join(f"{h}:{GCS_PORT}" for h in sorted(reachable))
-        m0.query(f"SET GLOBAL group_replication_force_members='{addrs}'", read_timeout=timeout)
+        m0.force_members(addrs, timeout)
         try:
             m0.wait_state(ONLINE, timeout)
             deadline = self.clock.now() + timeout
@@ -243,7 +243,7 @@ class GRGroup:
                     break
                 self.clock.sleep(0.1)
         finally:
-            m0.query("SET GLOBAL group_replication_force_members=''")
+            m0.force_members("", timeout)
         return f"forced the group to the {len(reachable)} surviving members ({addrs})"
 
     def heal(self, report: Report = _quiet) -> list[str]:

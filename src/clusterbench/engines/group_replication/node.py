@@ -108,10 +108,8 @@ class GRMember:
         self.host.run(["chown", f"{uid}:{gid}", *map(str, paths)])
 
     def write_files(self) -> None:
-        d = self.cfg.dir
-        self.host.mkdir(d, mode=0o755)
         for sub in self.cfg.subdirs:
-            self.host.mkdir(sub, mode=0o750)
+            self.host.mkdir(sub, mode=0o755 if sub == self.cfg.dir else 0o750)
         self._chown(*self.cfg.subdirs)
         self.host.put_file(self.cfg.cnf_path, render_my_cnf(self.cfg), mode=0o644)
         c = self.creds
@@ -143,9 +141,10 @@ class GRMember:
         finally:
             self.host.remove(init)
         if not res.ok:
+            said = self.error_log_tail(3) if self.error_log_size() else res.tail(3)
             raise ComponentError(
-                f"mysqld --initialize failed for {self.name} (exit {res.returncode}); see "
-                f"{self.cfg.error_log}: {self.error_log_tail(3)}"
+                f"mysqld --initialize failed for {self.name} (exit {res.returncode}); "
+                f"see {self.cfg.error_log}: {said}"
             )
 
     def error_log_size(self) -> int:
@@ -166,11 +165,21 @@ class GRMember:
     def alive(self) -> bool:
         return self.proc is not None and self.host.alive(self.proc)
 
+    def remove_stale_lock(self) -> None:
+        """mysqld refuses to start while its socket's lock file names a live PID, and a killed
+        mysqld may linger as a zombie here (PID 1 of this kind of machine does not reap orphans):
+        "Another process with pid N is using unix socket file". Its process is ours and gone, so
+        the lock is stale."""
+        if not self.alive():
+            for name in ("mysqld.sock.lock", "mysqld.sock", "mysqld.pid"):
+                self.host.remove(self.cfg.dir / name)
+
     def start(self) -> ProcessRef:
         """Start mysqld (Group Replication stays off: start_on_boot=OFF; see start_group)."""
         if self.alive():
             assert self.proc is not None
             return self.proc
+        self.remove_stale_lock()
         self.proc = self.host.spawn(self.mysqld_argv(), log=self.cfg.dir / "stdout.log")
         return self.proc
 
@@ -286,6 +295,12 @@ class GRMember:
 
     def leave_group(self) -> None:
         self.query("STOP GROUP_REPLICATION", read_timeout=60)
+
+    def force_members(self, addresses: str, timeout: float = 60.0) -> None:
+        """SET group_replication_force_members: the membership this member's group takes on,
+        without the majority it lost ('' clears it once the group runs again)."""
+        with self.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
+            cur.execute("SET GLOBAL group_replication_force_members=%s", (addresses,))
 
     def status(self) -> GRStatus | None:
         """This member's view of its group, or None when mysqld does not answer."""
