@@ -71,6 +71,8 @@ def generate_credentials() -> Credentials:
         app_password=pw(),
         mon_user="cbmon",
         mon_password=pw(),
+        repl_user="cbrepl",
+        repl_password=pw(),
     )
 
 
@@ -297,6 +299,7 @@ class Cluster:
             settings=t.balancer,
             servers=tuple((f"n{i}", t.node_address(i)) for i in t.node_indexes()),
             vip=t.vip_address(),
+            routes=self.engine.routes(),
         )
         st = self._balancer_state(role)
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
@@ -367,6 +370,14 @@ class Cluster:
             if client is None:
                 raise ClusterStateError("this cluster has no balancer; use --target node:N or all-nodes")
             addrs: tuple[Address, ...] = (Address(host=client, port=t.balancer.port),)
+        elif target in ("balancer-read", "read"):
+            read = [r for r in self.engine.routes() if r.name == "read"]
+            if client is None or not read:
+                raise ClusterStateError(
+                    f"this cluster has no read endpoint ({self.engine.label} sends every client the same "
+                    "way); use --target balancer"
+                )
+            addrs = (Address(host=client, port=t.balancer.port + read[0].port_offset),)
         elif target == "vip":
             vip = t.vip_address()
             if vip is None:

@@ -104,7 +104,12 @@ def test_credentials_round_trip() -> None:
         "app_password": "app-pw",
         "mon_user": "cbmon",
         "mon_password": "mon-pw",
+        "repl_user": "cbrepl",
+        "repl_password": "",
     }
+    # Secrets written before the recovery account existed still load.
+    old = {k: v for k, v in CREDS.to_json().items() if not k.startswith("repl_")}
+    assert Credentials.from_json(old) == CREDS
 
 
 # ---------------------------------------------------------------- start

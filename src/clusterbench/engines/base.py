@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import pymysql
 
 from clusterbench.clock import Clock
+from clusterbench.components.haproxy.config import Route
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.spec.topology import Topology
 
@@ -42,6 +43,11 @@ class Credentials:
     app_password: str
     mon_user: str
     mon_password: str
+    # Group Replication's recovery account (distributed recovery and clone between members);
+    # its password is given at START GROUP_REPLICATION, never stored in a datadir. Empty in
+    # secrets written before it existed (Galera has no use for it).
+    repl_user: str = "cbrepl"
+    repl_password: str = ""
 
     def to_json(self) -> dict[str, str]:
         return dict(self.__dict__)
@@ -249,6 +255,10 @@ class Engine(Protocol):
 
     def stop_order(self, nodes: Sequence[DbNode]) -> list[DbNode]:
         """The order of a graceful stop of every node."""
+
+    def routes(self) -> tuple[Route, ...]:
+        """The balancer's listeners for this engine, the first being the one `balancer` means
+        (Galera: one over every ready node; Group Replication: write to the primary, then read)."""
 
 
 def nodes_by_index(nodes: Sequence[DbNode]) -> dict[int, DbNode]:

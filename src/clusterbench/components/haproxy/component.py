@@ -99,7 +99,11 @@ class HAProxy:
         deadline = self.clock.now() + timeout
         seen: dict[str, str] = {}
         while self.clock.now() < deadline:
-            seen = {s.name: s.status for s in self.servers()}
+            # A node counts as UP when some route has it UP (GR's primary is UP only for writes,
+            # its secondaries only for reads).
+            seen = {}
+            for s in sorted(self.servers(), key=lambda s: s.status == "UP"):
+                seen[s.name] = s.status
             if all(seen.get(n) == "UP" for n in names):
                 return
             self.clock.sleep(0.1)

@@ -18,6 +18,31 @@ _env = Environment(
 
 
 @dataclass(frozen=True)
+class Route:
+    """One listener of the balancer: clients connect to `port + port_offset`; a node gets traffic
+    while its health agent answers 200 to GET `check_path`. The engine says which routes it has
+    (Galera: one, every Synced node; Group Replication: write to the PRIMARY, read over the
+    SECONDARYs)."""
+
+    name: str
+    port_offset: int
+    check_path: str
+    comment: str
+    balance: str | None = None  # None: the topology's [balancer] algorithm
+
+
+GALERA_ROUTES = (
+    Route(
+        "galera",
+        0,
+        "/",
+        "HTTP clustercheck on each node: 200 only when Synced + Primary + ready "
+        "(not mysql-check, RECIPES G6).",
+    ),
+)
+
+
+@dataclass(frozen=True)
 class HAProxyConfig:
     cluster_name: str
     address: str
@@ -26,6 +51,7 @@ class HAProxyConfig:
     servers: tuple[tuple[str, str], ...]  # (name, address)
     check_port: int = 9200
     vip: str | None = None  # set on each HAProxy of a keepalived pair
+    routes: tuple[Route, ...] = GALERA_ROUTES
 
     @property
     def cfg_path(self) -> Path:
@@ -53,4 +79,5 @@ def render_haproxy_cfg(cfg: HAProxyConfig) -> str:
         servers=list(cfg.servers),
         check_port=cfg.check_port,
         vip=cfg.vip,
+        routes=list(cfg.routes),
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import cast
 
 from clusterbench.clock import Clock
+from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
 from clusterbench.engines.base import Credentials, DbNode, Report, Site
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode, account_sql
@@ -74,6 +75,9 @@ class GaleraEngine:
         if self.topology.mariadb.sst_method == "mariabackup":
             need["mariabackup"] = "Debian package mariadb-backup"
         return need
+
+    def routes(self) -> tuple[Route, ...]:
+        return GALERA_ROUTES
 
     def stop_order(self, nodes: Sequence[DbNode]) -> list[DbNode]:
         # Reverse order: the last one to stop (n1) is the one grastate marks safe to bootstrap,
