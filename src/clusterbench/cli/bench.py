@@ -75,8 +75,9 @@ from clusterbench.workloads.placement import ClientHost
 TargetOpt = Annotated[
     str | None,
     typer.Option(
-        help="Where the load goes: balancer, node:N, all-nodes (sysbench's own round-robin) or "
-        "each-node (client i loads node i mod N) (default: balancer)."
+        help="Where the load goes: balancer, balancer-read (Group Replication's secondaries), node:N, "
+        "all-nodes (sysbench's own round-robin) or each-node (client i loads node i mod N) "
+        "(default: balancer)."
     ),
 ]
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]

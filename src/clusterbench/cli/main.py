@@ -80,8 +80,9 @@ def up(
         Path | None, typer.Option("--file", "-f", help="Topology TOML file (default: 3 nodes + HAProxy).")
     ] = None,
 ) -> None:
-    """Bring up a MariaDB Galera cluster behind HAProxy (in local namespaces, or on the [[hosts]]
-    machines with provider.kind = "ssh"); returns when all nodes are Synced."""
+    """Bring up a MariaDB Galera cluster (or MySQL Group Replication with [engine] kind =
+    "group_replication") behind HAProxy, in local namespaces or on the [[hosts]] machines with
+    provider.kind = "ssh"; returns when every node is a ready member and HAProxy sees it."""
     topo = load_topology(file)
     for w in topo.warnings():
         console.warn(w)
@@ -90,7 +91,7 @@ def up(
     guard.claim(topo.name)
     cluster = Cluster(topo)
     console.out.print(
-        f"Bringing up cluster [bold]{topo.name}[/]: {topo.cluster.nodes} Galera node(s)"
+        f"Bringing up cluster [bold]{topo.name}[/]: {topo.cluster.nodes} {cluster.engine.label} node(s)"
         + (
             (" + 2 HAProxy with keepalived (VIP)" if topo.balancer.count == 2 else " + HAProxy")
             if topo.balancer.kind == "haproxy"
@@ -101,7 +102,7 @@ def up(
     timings = cluster.up(report=console.step)
     _print_endpoints(cluster)
     console.out.print(
-        f"[green]up[/] in {timings['total']:.1f} s (nodes Synced at {timings['nodes_synced']:.1f} s)"
+        f"[green]up[/] in {timings['total']:.1f} s (nodes ready at {timings['nodes_synced']:.1f} s)"
     )
 
 
@@ -123,6 +124,11 @@ def _print_endpoints(cluster: Cluster) -> None:
             table.add_row("", f"{t.balancer_address(k)}:{port}", f"lb{k} itself")
     elif t.balancer.kind == "haproxy":
         table.add_row("balancer", f"{t.balancer_address()}:{port}", "HAProxy lb1")
+    read = [r for r in cluster.engine.routes() if r.name == "read"]
+    if read and t.balancer.kind == "haproxy":
+        client = t.client_address()
+        via = "HAProxy, over the secondaries"
+        table.add_row("balancer-read", f"{client}:{port + read[0].port_offset}", via)
     for i in t.node_indexes():
         table.add_row(f"node:{i}", f"{t.node_address(i)}:3306", f"n{i} directly")
     console.out.print(table)
@@ -285,16 +291,16 @@ def _print_status(st: ClusterStatus) -> None:
         # A line of its own: a table title wraps at the (narrow) table width.
         console.out.print(f"haproxy {lb.role} {lb.address} ({', '.join(parts)})", soft_wrap=True)
         bt = Table()
-        for col in ("backend", "status", "sessions", "total", "check"):
+        # Engines with more than one route (Group Replication: write, read) list each one's servers.
+        routes = len({b.proxy for b in lb.backends}) > 1
+        for col in (("listener",) if routes else ()) + ("backend", "status", "sessions", "total", "check"):
             bt.add_column(col)
         for b in lb.backends:
-            bt.add_row(
-                b.name,
-                b.status if b.up else f"[red]{b.status}[/]",
-                str(b.current_sessions),
-                str(b.total_sessions),
-                b.check_status,
-            )
+            # A GR secondary is DOWN on the write listener by design: not red there.
+            expected_down = routes and b.proxy == "write"
+            status = b.status if b.up or expected_down else f"[red]{b.status}[/]"
+            cells = [b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status]
+            bt.add_row(*(([b.proxy] if routes else []) + cells))
         console.out.print(bt)
 
 

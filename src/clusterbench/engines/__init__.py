@@ -3,16 +3,23 @@ Replication's pieces live in engines/group_replication/."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from clusterbench.engines.base import Engine, SessionSql
 from clusterbench.engines.galera.engine import GaleraEngine
 from clusterbench.engines.galera.node import GALERA_SESSION
+from clusterbench.engines.group_replication.engine import GroupReplicationEngine
+from clusterbench.engines.group_replication.node import GR_SESSION
 from clusterbench.spec.topology import Topology
 
-ENGINES: dict[str, type[GaleraEngine]] = {"galera": GaleraEngine}
+ENGINES: dict[str, Callable[[Topology], Engine]] = {
+    "galera": GaleraEngine,
+    "group_replication": GroupReplicationEngine,
+}
 
 # Each engine's session statements, for clients that reach an endpoint without knowing its engine:
 # they try each engine's statement and skip those the server does not know (error 1193).
-SESSIONS: tuple[SessionSql, ...] = (GALERA_SESSION,)
+SESSIONS: tuple[SessionSql, ...] = (GALERA_SESSION, GR_SESSION)
 
 
 def make_engine(topology: Topology) -> Engine:

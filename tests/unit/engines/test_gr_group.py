@@ -2,7 +2,7 @@
 
 `World` plays Group Replication's membership at the level the rules need: which mysqld runs,
 which members form a group (with quorum or not), what each has executed. Members are fakes of
-GRMember's surface; the clock never sleeps."""
+GRNode's surface; the clock never sleeps."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import cast
 import pytest
 
 from clusterbench.engines.group_replication.group import GRGroup, join_kind
-from clusterbench.engines.group_replication.node import GRMember
+from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.engines.group_replication.status import GroupMember, GRStatus, GtidSet
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.spec.engine import MySQLSettings
@@ -78,11 +78,11 @@ class FakeMember:
     def alive(self) -> bool:
         return self.index in self.w.running
 
-    def start(self) -> None:
+    def start(self, init_statements: list[str] | None = None) -> None:
         self.w.log.append(f"start n{self.index}")
         self.w.running.add(self.index)
 
-    def wait_ready(self, timeout: float) -> None:
+    def wait_sql(self, timeout: float) -> None:
         assert self.alive()
 
     def kill(self) -> str:
@@ -131,7 +131,7 @@ class FakeMember:
         assert st is not None and st.state == want, (self.index, st)
         return st
 
-    def start_healthcheck(self) -> None:
+    def start_health_agent(self) -> None:
         pass
 
     def error_log_size(self) -> int:
@@ -164,7 +164,7 @@ def make(n: int = 3) -> tuple[World, GRGroup]:
         m.start()
     w.groups = [Group(list(range(1, n + 1)), 1, set(range(1, n + 1)))]
     w.log.clear()
-    return w, GRGroup(cast(list[GRMember], members), clock=FakeClock())
+    return w, GRGroup(cast(list[GRNode], members), clock=FakeClock())
 
 
 def one_group_of_all(w: World) -> bool:

@@ -17,10 +17,11 @@ class Cursor:
             raise self.error
 
 
-def test_sets_sync_wait() -> None:
+def test_sets_each_engines_causal_read() -> None:
     cur = Cursor()
     causal_reads(cur)
-    assert cur.sql == ["SET SESSION wsrep_sync_wait=1"]
+    # Galera's, then Group Replication's; a server that does not know one skips it (1193).
+    assert cur.sql == ["SET SESSION wsrep_sync_wait=1", "SET SESSION group_replication_consistency='BEFORE'"]
 
 
 def test_server_without_the_variable_is_left_alone() -> None:

@@ -17,10 +17,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.engines.group_replication.config import GCS_PORT
-from clusterbench.engines.group_replication.node import GRMember
+from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.engines.group_replication.status import (
     ONLINE,
     GRStatus,
@@ -32,7 +33,8 @@ from clusterbench.errors import ClusterStateError, ComponentError
 log = logging.getLogger(__name__)
 
 Report = Callable[[str], None]
-Seed = Callable[[GRMember, list[GRMember]], None]
+Seed = Callable[[GRNode, list[GRNode]], None]
+Hook = Callable[[GRNode], None]
 READY_TIMEOUT = 120.0
 JOIN_TIMEOUT = 180.0
 
@@ -77,15 +79,17 @@ def join_kind(log_text: str) -> str:
 class GRGroup:
     def __init__(
         self,
-        members: list[GRMember],
+        members: list[GRNode],
         clock: Clock | None = None,
-        record: Callable[[GRMember], None] | None = None,
+        started: Hook | None = None,
+        recorded: Hook | None = None,
     ) -> None:
         self.members = members
         self.clock = clock or SystemClock()
-        self.record = record or (lambda m: None)
+        self.started = started or (lambda m: None)  # a mysqld was (re)started: limits, PID
+        self.record = recorded or (lambda m: None)  # persist a member's processes
 
-    def member(self, index: int) -> GRMember:
+    def member(self, index: int) -> GRNode:
         return next(m for m in self.members if m.index == index)
 
     def membership(self) -> Membership:
@@ -93,28 +97,45 @@ class GRGroup:
 
     # ------------------------------------------------------------------ bring-up
 
-    def bring_up(self, statements: list[str], seed: Seed | None, report: Report = _quiet) -> dict[str, float]:
-        """Initialize member 1 (accounts from `statements`), give the others a copy of its datadir
-        (`seed`; None: each initializes its own), start every mysqld, bootstrap the group on
-        member 1 and join the others one after another."""
+    def bring_up(
+        self, statements: list[str], seed: Seed | None, report: Report = _quiet, template: Path | None = None
+    ) -> dict[str, float]:
+        """Give every member the same initialized datadir, start every mysqld, bootstrap the group
+        on member 1 and join the others one after another.
+
+        With `template` (an initialized datadir on this machine), every member starts from a copy
+        and gets the accounts (`statements`) at its first start, unlogged. Else member 1 runs
+        `mysqld --initialize` with them and `seed` copies its datadir to the others (None: each
+        initializes its own). Either way every member starts with the same, empty, executed
+        GTID set, so a join recovers only the view changes."""
         t0 = time.monotonic()
         timings: dict[str, float] = {}
         first, rest = self.members[0], self.members[1:]
         for m in self.members:
             m.write_files()
-        first.initialize(statements)
-        timings["initialize"] = time.monotonic() - t0
-        if seed is not None:
-            seed(first, rest)
+        init: list[str] | None = None
+        if template is not None:
+            for m in self.members:
+                m.seed_from(template)
+            init = statements
         else:
-            for m in rest:
-                m.initialize(statements)
+            first.initialize(statements)
+            timings["initialize"] = time.monotonic() - t0
+            if seed is not None:
+                seed(first, rest)
+            else:
+                for m in rest:
+                    m.initialize(statements)
         timings["seed"] = time.monotonic() - t0
-        for m in self.members:
-            m.start()
-            self.record(m)
-        for m in self.members:
-            m.wait_ready(READY_TIMEOUT)
+        try:
+            for m in self.members:
+                m.start(init)
+                self.started(m)
+            for m in self.members:
+                m.wait_sql(READY_TIMEOUT)
+        finally:
+            for m in self.members:
+                m.forget_init()
         timings["mysqld"] = time.monotonic() - t0
         first.start_group(bootstrap=True)
         first.wait_state(ONLINE, 60)
@@ -127,13 +148,13 @@ class GRGroup:
             report(f"n{m.index} ONLINE ({time.monotonic() - t0:.1f} s)")
         timings["online"] = time.monotonic() - t0
         for m in self.members:
-            m.start_healthcheck()
+            m.start_health_agent()
             self.record(m)
         return timings
 
     # ------------------------------------------------------------------ one member
 
-    def rejoin(self, m: GRMember, timeout: float = JOIN_TIMEOUT) -> str:
+    def rejoin(self, m: GRNode, timeout: float = JOIN_TIMEOUT) -> str:
         """Start a stopped or killed member and join it to the group that has a majority; an
         expelled member (ERROR, OFFLINE) leaves its old group state first."""
         t0 = time.monotonic()
@@ -145,11 +166,11 @@ class GRGroup:
             )
         if not m.alive():
             m.start()
-            self.record(m)
-            m.wait_ready(READY_TIMEOUT)
+            self.started(m)
+            m.wait_sql(READY_TIMEOUT)
         st = m.status()
         if st is not None and st.online and st.has_quorum:
-            m.start_healthcheck()
+            m.start_health_agent()
             self.record(m)
             return f"n{m.index} already ONLINE"
         if st is not None and st.state != "OFFLINE":
@@ -160,7 +181,7 @@ class GRGroup:
         offset = m.error_log_size()
         m.start_group(bootstrap=False)
         m.wait_state(ONLINE, timeout)
-        m.start_healthcheck()
+        m.start_health_agent()
         self.record(m)
         kind = join_kind(m.error_log_since(offset))
         how = f" by {kind} recovery" if kind != "none" else ""
@@ -179,9 +200,9 @@ class GRGroup:
         for m in self.members:
             if not m.alive():
                 m.start()
-                self.record(m)
+                self.started(m)
         for m in self.members:
-            m.wait_ready(READY_TIMEOUT)
+            m.wait_sql(READY_TIMEOUT)
         # Nobody has a majority: stop what is left of any old group before comparing positions.
         for m in self.members:
             st = m.status()
@@ -201,7 +222,7 @@ class GRGroup:
         first = self.member(best)
         first.start_group(bootstrap=True)
         first.wait_state(ONLINE, 60)
-        first.start_healthcheck()
+        first.start_health_agent()
         self.record(first)
         out.append(f"n{best} has the most transactions; bootstrapped the group from it")
         report(out[-1])
@@ -275,7 +296,7 @@ class GRGroup:
         s = self.members[0].cfg.settings
         return float(s.member_expel_timeout) + 10.0
 
-    def _wait_expelled(self, m: GRMember, timeout: float) -> None:
+    def _wait_expelled(self, m: GRNode, timeout: float) -> None:
         deadline = self.clock.now() + timeout
         while self.clock.now() < deadline:
             found = Membership({o.index: o.status() for o in self.members if o is not m}).majority_view()
@@ -292,5 +313,5 @@ class GRGroup:
             self.clock.sleep(0.2)
 
     @staticmethod
-    def _in_view(m: GRMember, view: GRStatus) -> bool:
+    def _in_view(m: GRNode, view: GRStatus) -> bool:
         return any(x.host == m.cfg.address and x.state == ONLINE for x in view.members) and m.alive()

@@ -10,18 +10,14 @@ chroot, mysqld), so the PID we record is mysqld's own.
 from __future__ import annotations
 
 import contextlib
-import logging
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pymysql
 import pymysql.cursors
 
-from clusterbench.clock import Clock, SystemClock
+from clusterbench.clock import Clock
+from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
 from clusterbench.engines.group_replication.config import (
     MemberConfig,
     render_client_cnf,
@@ -31,28 +27,24 @@ from clusterbench.engines.group_replication.config import (
 )
 from clusterbench.engines.group_replication.rootfs import MYSQLD, NODE_MOUNT
 from clusterbench.engines.group_replication.status import GRStatus, GtidSet, parse_status
+from clusterbench.engines.server import ServerNode
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import Machine, ProcessRef, terminate, wait_dead
+from clusterbench.hosts.base import Machine, ProcessRef
 
-log = logging.getLogger(__name__)
-
-HEALTHCHECK_PORT = 9200
 # A join that cannot reach the group waits ~120 s inside START GROUP_REPLICATION before it fails
-# (RECIPES §11); we bound it ourselves and read the error log for the reason.
+# (RECIPES §11); we bound it ourselves and quote the error log's reason.
 START_GR_TIMEOUT = 60.0
+
+# Monitoring sessions never wait for a new primary's backlog (consistency BEFORE_ON_PRIMARY_FAILOVER
+# would hold them); causal reads wait until every transaction committed before them is applied.
+GR_SESSION = SessionSql(
+    monitor=("SET SESSION group_replication_consistency='EVENTUAL'",),
+    causal=("SET SESSION group_replication_consistency='BEFORE'",),
+    default=(),
+)
 
 # Mount the node directory at NODE_MOUNT in a private mount namespace, then chroot and exec.
 _CHROOT_SH = 'd=$1; r=$2; shift 2; mount --bind "$d" "$r{mount}" && exec chroot "$r" "$@"'
-
-
-@dataclass(frozen=True)
-class GRCredentials:
-    admin_user: str
-    admin_password: str
-    mon_user: str
-    mon_password: str
-    repl_user: str
-    repl_password: str
 
 
 def chroot_argv(rootfs: Path, node_dir: Path, argv: list[str]) -> list[str]:
@@ -72,34 +64,63 @@ def chroot_argv(rootfs: Path, node_dir: Path, argv: list[str]) -> list[str]:
     ]
 
 
-class GRMember:
+def view_counter(view_id: str) -> int:
+    """'17324612345678901:7' -> 7 (the view's sequence within the group's incarnation)."""
+    try:
+        return int(view_id.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def health_of(st: GRStatus, single_primary: bool) -> NodeHealth:
+    ready = st.online and st.has_quorum
+    writable = ready and not st.super_read_only and (st.role == "PRIMARY" or not single_primary)
+    return NodeHealth(
+        state=st.state,
+        in_quorum=st.has_quorum,
+        ready=ready,
+        writable=writable,
+        size=st.size,
+        group_id=f"{st.group_name}:{st.view_id.rsplit(':', 1)[0]}" if st.view_id else st.group_name,
+        view_seq=view_counter(st.view_id),
+        position=str(st.gtid_executed),
+        progress=st.gtid_executed.count(),
+        role=st.role if single_primary else "",
+        members=",".join(m.host for m in st.members if m.state == "ONLINE"),
+        flow_control=0.0,
+    )
+
+
+class GRNode(ServerNode):
+    session = GR_SESSION
+
     def __init__(
         self,
         cfg: MemberConfig,
         host: Machine,
         rootfs: Path,
-        creds: GRCredentials,
         owner: tuple[int, int],
+        creds: Credentials,
         proc: ProcessRef | None = None,
         check_proc: ProcessRef | None = None,
         clock: Clock | None = None,
     ) -> None:
+        super().__init__(cfg.index, host, creds, proc=proc, check_proc=check_proc, clock=clock)
         self.cfg = cfg
-        self.host = host
         self.rootfs = rootfs
-        self.creds = creds
         self.owner = owner  # uid, gid of the rootfs's mysql user
-        self.proc = proc
-        self.check_proc = check_proc
-        self.clock = clock or SystemClock()
 
     @property
-    def index(self) -> int:
-        return self.cfg.index
+    def address(self) -> str:
+        return self.cfg.address
 
     @property
-    def name(self) -> str:
-        return self.cfg.node_name
+    def dir(self) -> Path:
+        return self.cfg.dir
+
+    @property
+    def health_script(self) -> Path:
+        return self.cfg.healthcheck_path
 
     # --- files ---
 
@@ -117,18 +138,29 @@ class GRMember:
             self.cfg.mon_cnf, render_client_cnf(c.mon_user, c.mon_password, self.cfg.socket), mode=0o600
         )
         self.host.put_file(
-            self.cfg.admin_cnf, render_client_cnf(c.admin_user, c.admin_password, self.cfg.socket), mode=0o600
+            self.admin_cnf, render_client_cnf(c.admin_user, c.admin_password, self.cfg.socket), mode=0o600
         )
         self.host.put_file(self.cfg.healthcheck_path, render_healthcheck(self.cfg), mode=0o700)
 
     def mysqld_argv(self, *args: str) -> list[str]:
+        # The last option names the node directory on the host: mysqld's own command line then
+        # carries it, so leftovers and strays are found by it like every other daemon of ours
+        # (the chroot hides the path otherwise). mysqld ignores an unknown loose- option.
         return chroot_argv(
-            self.rootfs, self.cfg.dir, [MYSQLD, f"--defaults-file={self.cfg.cnf_inside}", *args]
+            self.rootfs,
+            self.cfg.dir,
+            [
+                MYSQLD,
+                f"--defaults-file={self.cfg.cnf_inside}",
+                *args,
+                f"--loose-clusterbench-dir={self.cfg.dir}/",
+            ],
         )
 
     def initialize(self, statements: list[str]) -> None:
-        """`mysqld --initialize-insecure` with the account statements as its init file. The init
-        file holds passwords: readable by mysqld only, removed afterwards."""
+        """`mysqld --initialize-insecure` with the account statements as its init file (no binary
+        log then: the accounts carry no GTID, so every copy starts with the same, empty, executed
+        set). The init file holds passwords: readable by mysqld only, removed afterwards."""
         init = self.cfg.dir / "init.sql"
         self.host.put_file(init, "\n".join(statements) + "\n", mode=0o600)
         self._chown(init)
@@ -144,26 +176,10 @@ class GRMember:
             said = self.error_log_tail(3) if self.error_log_size() else res.tail(3)
             raise ComponentError(
                 f"mysqld --initialize failed for {self.name} (exit {res.returncode}); "
-                f"see {self.cfg.error_log}: {said}"
+                f"see {self.error_log}: {said}"
             )
 
-    def error_log_size(self) -> int:
-        return self.host.file_size(self.cfg.error_log)
-
-    def error_log_since(self, offset: int) -> str:
-        text = self.host.read_file(self.cfg.error_log) or ""
-        return text[offset:] if offset <= len(text) else text
-
-    def error_log_tail(self, lines: int = 8) -> str:
-        text = self.host.read_file(self.cfg.error_log) or ""
-        wanted = [ln for ln in text.splitlines() if "[ERROR]" in ln]
-        pick = wanted[-lines:] if wanted else text.splitlines()[-lines:]
-        return " | ".join(ln.strip() for ln in pick)
-
     # --- process ---
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.host.alive(self.proc)
 
     def remove_stale_lock(self) -> None:
         """mysqld refuses to start while its socket's lock file names a live PID, and a killed
@@ -174,109 +190,54 @@ class GRMember:
             for name in ("mysqld.sock.lock", "mysqld.sock", "mysqld.pid"):
                 self.host.remove(self.cfg.dir / name)
 
-    def start(self) -> ProcessRef:
-        """Start mysqld (Group Replication stays off: start_on_boot=OFF; see start_group)."""
+    def start(self, init_statements: list[str] | None = None) -> ProcessRef:
+        """Start mysqld; Group Replication stays off (start_on_boot=OFF) until start_group.
+        `init_statements` run once at this start (before clients can connect), not logged: how a
+        member seeded from the template gets the cluster's accounts. Call forget_init() once
+        mysqld answers (the file holds passwords)."""
         if self.alive():
             assert self.proc is not None
             return self.proc
         self.remove_stale_lock()
-        self.proc = self.host.spawn(self.mysqld_argv(), log=self.cfg.dir / "stdout.log")
-        return self.proc
+        args: list[str] = []
+        if init_statements is not None:
+            init = self.cfg.dir / "init.sql"
+            body = ["SET SQL_LOG_BIN=0;", *init_statements]
+            self.host.put_file(init, "\n".join(body) + "\n", mode=0o600)
+            self._chown(init)
+            args.append(f"--init-file={NODE_MOUNT / 'init.sql'}")
+        return self.spawn(self.mysqld_argv(*args))
 
-    def wait_ready(self, timeout: float) -> None:
+    def forget_init(self) -> None:
+        self.host.remove(self.cfg.dir / "init.sql")
+
+    def seed_from(self, template: Path) -> None:
+        """Fill the (empty) datadir with a copy of an initialized one, keeping owners; without its
+        auto.cnf, so this member makes a server UUID of its own at its first start."""
+        self.host.run(["cp", "-a", f"{template}/.", f"{self.datadir}/"], timeout=120)
+        self.host.remove(self.datadir / "auto.cnf")
+
+    def wait_sql(self, timeout: float) -> None:
         """Until mysqld answers SQL on its socket."""
         deadline = self.clock.now() + timeout
         while self.clock.now() < deadline:
             if not self.alive():
                 raise ComponentError(
                     f"mysqld of {self.name} exited while starting; "
-                    f"see {self.cfg.error_log}: {self.error_log_tail(3)}"
+                    f"see {self.error_log}: {self.error_log_tail(3)}"
                 )
             try:
                 self.query("SELECT 1", timeout=1.0)
                 return
             except pymysql.MySQLError:
                 self.clock.sleep(0.05)
-        raise ComponentError(
-            f"mysqld of {self.name} did not answer in {timeout:g} s; see {self.cfg.error_log}"
-        )
+        raise ComponentError(f"mysqld of {self.name} did not answer in {timeout:g} s; see {self.error_log}")
 
-    def stop(self, timeout: float = 60.0) -> str:
-        """SIGTERM (mysqld leaves the group on its way down), SIGKILL after `timeout`."""
-        return terminate(self.host, self.proc, self.clock, timeout, cont=True)
-
-    def kill(self) -> str:
-        if not self.alive():
-            return "not running"
-        assert self.proc is not None
-        self.host.signal(self.proc, signal.SIGKILL)
-        if not wait_dead(self.host, self.proc, self.clock, 10):
-            return "kill sent; still running"
-        return "killed"
-
-    def pause(self) -> None:
-        if self.proc is not None:
-            self.host.signal(self.proc, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self.proc is not None:
-            self.host.signal(self.proc, signal.SIGCONT)
-
-    # --- health check agent ---
-
-    def check_alive(self) -> bool:
-        return self.check_proc is not None and self.host.alive(self.check_proc)
-
-    def start_healthcheck(self) -> ProcessRef:
-        if self.check_alive():
-            assert self.check_proc is not None
-            return self.check_proc
-        self.check_proc = self.host.spawn(
-            [
-                "socat",
-                f"TCP-LISTEN:{HEALTHCHECK_PORT},bind={self.cfg.address},fork,reuseaddr",
-                f"EXEC:{self.cfg.healthcheck_path}",
-            ],
-            log=self.cfg.dir / "healthcheck.log",
-        )
-        return self.check_proc
-
-    def stop_healthcheck(self) -> None:
-        if self.check_proc is not None and self.host.alive(self.check_proc):
-            self.host.signal(self.check_proc, signal.SIGTERM)
-
-    # --- SQL ---
-
-    @contextmanager
-    def connect(self, timeout: float = 2.0, **kw: Any) -> Iterator[pymysql.connections.Connection]:
-        where: dict[str, Any] = (
-            {"host": self.cfg.address, "port": 3306}
-            if self.host.remote
-            else {"unix_socket": str(self.cfg.socket)}
-        )
-        conn = pymysql.connect(
-            **where,
-            user=self.creds.admin_user,
-            password=self.creds.admin_password,
-            connect_timeout=timeout,
-            read_timeout=kw.pop("read_timeout", 10),
-            write_timeout=10,
-            autocommit=True,
-            **kw,
-        )
-        try:
-            yield conn
-        finally:
-            conn.close()
-
-    def query(self, sql: str, timeout: float = 2.0, read_timeout: float = 10) -> list[tuple[Any, ...]]:
-        with self.connect(timeout, read_timeout=read_timeout) as conn, conn.cursor() as cur:
-            cur.execute(sql)
-            return list(cur.fetchall())
+    # --- Group Replication ---
 
     def start_group(self, *, bootstrap: bool, timeout: float = START_GR_TIMEOUT) -> None:
-        """START GROUP_REPLICATION (after bootstrap_group=ON for the first member of a new group).
-        A member that cannot reach the group would wait ~120 s inside the statement: bounded."""
+        """START GROUP_REPLICATION (after bootstrap_group=ON for the first member of a new group),
+        bounded: a member that cannot reach the group would wait ~120 s inside the statement."""
         offset = self.error_log_size()
         try:
             with self.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
@@ -287,14 +248,15 @@ class GRMember:
                 # Never leave bootstrap_group ON: a later START on this member would fork a group.
                 with contextlib.suppress(pymysql.MySQLError):
                     self.query("SET GLOBAL group_replication_bootstrap_group=OFF")
-            gcs = [ln.strip() for ln in self.error_log_since(offset).splitlines() if "[ERROR]" in ln]
+            errors = [ln.strip() for ln in self.error_log_since(offset).splitlines() if "[ERROR]" in ln]
             raise ComponentError(
                 f"{self.name}: START GROUP_REPLICATION failed ({exc}); "
-                + (gcs[-1] if gcs else f"see {self.cfg.error_log}")
+                + (errors[-1] if errors else f"see {self.error_log}")
             ) from None
 
-    def leave_group(self) -> None:
-        self.query("STOP GROUP_REPLICATION", read_timeout=60)
+    def leave_group(self, timeout: float = 60.0) -> None:
+        with self.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
+            cur.execute("STOP GROUP_REPLICATION")
 
     def force_members(self, addresses: str, timeout: float = 60.0) -> None:
         """SET group_replication_force_members: the membership this member's group takes on,
@@ -308,6 +270,8 @@ class GRMember:
             return None
         try:
             with self.connect(1.0, cursorclass=pymysql.cursors.DictCursor) as conn, conn.cursor() as cur:
+                for stmt in self.session.monitor:
+                    cur.execute(stmt)
                 cur.execute(
                     "SELECT @@GLOBAL.server_uuid AS u, @@GLOBAL.gtid_executed AS g, "
                     "@@GLOBAL.super_read_only AS ro, @@GLOBAL.group_replication_group_name AS n"
@@ -317,6 +281,13 @@ class GRMember:
                 members: list[dict[str, Any]] = list(cur.fetchall())  # type: ignore[arg-type]
                 cur.execute("SELECT * FROM performance_schema.replication_group_member_stats")
                 stats: list[dict[str, Any]] = list(cur.fetchall())  # type: ignore[arg-type]
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] == 1045:
+                raise ComponentError(
+                    f"node {self.name} refuses the admin account ({exc.args[1]}); the cluster's credentials "
+                    "do not match its data: recreate it with `clusterbench down` and `clusterbench up`"
+                ) from None
+            return None
         except pymysql.MySQLError:
             return None
         return parse_status(
@@ -328,16 +299,38 @@ class GRMember:
             str(head.get("n") or ""),
         )
 
+    def health(self) -> NodeHealth | None:
+        st = self.status()
+        return None if st is None else health_of(st, self.cfg.single_primary)
+
+    def engine_status(self) -> dict[str, str]:
+        st = self.status()
+        if st is None:
+            return {}
+        out = {
+            "member_state": st.state,
+            "member_role": st.role,
+            "view_id": st.view_id,
+            "members": ",".join(f"{m.host}={m.state}/{m.role}" for m in st.members),
+            "gtid_executed": str(st.gtid_executed),
+            "super_read_only": "ON" if st.super_read_only else "OFF",
+            "certification_queue": str(st.certification_queue),
+            "applier_queue": str(st.applier_queue),
+        }
+        me = st.me
+        if me is not None and me.version:
+            out["member_version"] = me.version
+        return out
+
     def executed(self) -> GtidSet:
-        """What this member has: executed GTIDs plus those received into the group applier's relay
-        log and not yet applied (both count when choosing who reboots a group)."""
+        """Executed GTIDs plus those received into the group applier's relay log and not yet
+        applied: both count when choosing who reboots a group."""
         rows = self.query(
             "SELECT @@GLOBAL.gtid_executed, (SELECT RECEIVED_TRANSACTION_SET FROM "
             "performance_schema.replication_connection_status WHERE CHANNEL_NAME='group_replication_applier')"
         )
         executed = GtidSet.parse(str(rows[0][0] or ""))
-        received = GtidSet.parse(str(rows[0][1] or "")) if rows and rows[0][1] else GtidSet()
-        return executed | received
+        return executed | GtidSet.parse(str(rows[0][1] or "")) if rows[0][1] else executed
 
     def wait_state(self, want: str, timeout: float, *, size: int | None = None) -> GRStatus:
         """Until this member is in state `want` (ONLINE) in a view of at least `size` members."""
@@ -346,7 +339,7 @@ class GRMember:
         while self.clock.now() < deadline:
             if not self.alive():
                 raise ComponentError(
-                    f"mysqld of {self.name} exited; see {self.cfg.error_log}: {self.error_log_tail(3)}"
+                    f"mysqld of {self.name} exited; see {self.error_log}: {self.error_log_tail(3)}"
                 )
             last = self.status()
             if last is not None and last.state == want and (size is None or last.size >= size):
@@ -355,5 +348,8 @@ class GRMember:
         seen = f"state {last.state}, {last.size} members" if last else "not answering"
         raise ComponentError(
             f"{self.name} not {want} after {timeout:g} s ({seen}); "
-            f"see {self.cfg.error_log}: {self.error_log_tail(3)}"
+            f"see {self.error_log}: {self.error_log_tail(3)}"
         )
+
+    def join_log_since(self, offset: int) -> str:
+        return self.error_log_since(offset)

@@ -1,0 +1,198 @@
+"""MySQL Group Replication as an engine: the lifecycle of a whole group of GRNodes.
+
+Bring-up: member 1 is initialized once (`mysqld --initialize` with the accounts in its init file,
+so they carry no GTID), every other member gets a copy of that datadir without auto.cnf (each
+then makes its own server UUID), every mysqld starts, member 1 bootstraps the group and the others
+join. They all start from the same empty executed set, so a join recovers only the view changes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+from clusterbench.clock import Clock
+from clusterbench.components.haproxy.config import Route
+from clusterbench.engines.base import Credentials, DbNode, Report, Site
+from clusterbench.engines.group_replication import rootfs
+from clusterbench.engines.group_replication.config import (
+    MONITOR_PRIVILEGES,
+    RECOVERY_PRIVILEGES,
+    Account,
+    MemberConfig,
+    account_sql,
+)
+from clusterbench.engines.group_replication.group import JOIN_TIMEOUT, GRGroup
+from clusterbench.engines.group_replication.node import GRNode
+from clusterbench.errors import ComponentError, PreflightError
+from clusterbench.hosts.base import Machine, ProcessRef
+from clusterbench.spec.topology import Topology
+
+# Seeded copies leave out the server's identity (auto.cnf: a second member with the same UUID is
+# refused by the group) and what belongs to a running process.
+SEED_EXCLUDES = ["auto.cnf", "*.pid", "*.sock", "*.sock.lock"]
+
+
+def _gr(n: DbNode) -> GRNode:
+    """The Group Replication engine only ever makes GRNodes (the cast is for the type checker)."""
+    return cast(GRNode, n)
+
+
+def accounts(c: Credentials) -> list[str]:
+    """The cluster's accounts for `mysqld --initialize --init-file`; root is locked (the admin
+    account does everything, over the socket or TCP)."""
+    sql = account_sql(
+        [
+            Account(c.admin_user, c.admin_password, "ALL PRIVILEGES", grant_option=True),
+            Account(c.app_user, c.app_password, "ALL PRIVILEGES"),
+            Account(c.mon_user, c.mon_password, MONITOR_PRIVILEGES),
+            Account(c.repl_user, c.repl_password, RECOVERY_PRIVILEGES),
+        ],
+        [(c.mon_user, "SELECT", "performance_schema.*")],
+        "sbtest",
+    )
+    return [*sql, "ALTER USER 'root'@'localhost' ACCOUNT LOCK;"]
+
+
+class GroupReplicationEngine:
+    kind = "group_replication"
+    label = "MySQL Group Replication"
+
+    def __init__(self, topology: Topology, root: Path | None = None) -> None:
+        self.topology = topology
+        self.rootfs = root or rootfs.rootfs_dir()
+
+    @property
+    def single_primary(self) -> bool:
+        return self.topology.engine.single_primary
+
+    def group_name(self, creds: Credentials) -> str:
+        """One UUID per cluster incarnation: derived from its name and its generated admin
+        password, so it needs no state of its own and a recreated cluster gets a new one."""
+        return str(
+            uuid.uuid5(uuid.NAMESPACE_URL, f"clusterbench:{self.topology.name}:{creds.admin_password}")
+        )
+
+    def allowlist(self) -> tuple[str, ...]:
+        """XCom's default allowlist admits private ranges only, not 198.18.0.0/15: list the
+        subnet locally, the members' own addresses over ssh."""
+        t = self.topology
+        if t.remote:
+            return tuple(f"{t.node_address(i)}/32" for i in t.node_indexes())
+        return (str(t.network),)
+
+    def member_config(self, index: int, dir: Path, creds: Credentials) -> MemberConfig:
+        t = self.topology
+        return MemberConfig(
+            cluster_name=t.name,
+            index=index,
+            address=t.node_address(index),
+            peers=tuple(t.node_address(i) for i in t.node_indexes()),
+            dir=dir,
+            group_name=self.group_name(creds),
+            allowlist=self.allowlist(),
+            settings=t.mysql,
+            single_primary=self.single_primary,
+        )
+
+    def make_node(
+        self,
+        index: int,
+        host: Machine,
+        dir: Path,
+        creds: Credentials,
+        proc: ProcessRef | None,
+        check_proc: ProcessRef | None,
+        clock: Clock,
+    ) -> GRNode:
+        owner = rootfs.uid_gid(self.rootfs)
+        if owner is None:
+            raise PreflightError(rootfs.problem(self.rootfs) or f"{self.rootfs} has no mysql user")
+        return GRNode(
+            self.member_config(index, dir, creds),
+            host,
+            self.rootfs,
+            owner,
+            creds,
+            proc=proc,
+            check_proc=check_proc,
+            clock=clock,
+        )
+
+    def required(self) -> dict[str, str]:
+        how = "the MySQL root file system for Group Replication: `make setup` or `clusterbench rootfs build`"
+        return {
+            str(self.rootfs / rootfs.MYSQLD.lstrip("/")): how,
+            "mariadb": "Debian package mariadb-client",  # the health check's client
+            "unshare": "Debian package util-linux",
+            "rsync": "Debian package rsync",
+        }
+
+    def stop_order(self, nodes: Sequence[DbNode]) -> list[DbNode]:
+        # Secondaries first (last index first), the primary last: no election on the way down,
+        # and the member that stops last has every transaction a cold start needs.
+        def primary_last(n: DbNode) -> tuple[int, int]:
+            h = n.health()
+            return (1 if h is not None and h.role == "PRIMARY" else 0, -n.index)
+
+        return sorted(nodes, key=primary_last)
+
+    def routes(self) -> tuple[Route, ...]:
+        """Writes go to the ONLINE primary (`first`: one server at a time, the one that is UP);
+        reads spread over the ONLINE secondaries on the next port. Multi-primary: both spread
+        over every ONLINE member."""
+        write = Route(
+            "write",
+            0,
+            "/write",
+            "200 only for an ONLINE, writable PRIMARY that sees a majority (engines/group_replication).",
+            balance="first" if self.single_primary else None,
+        )
+        read = Route("read", 1, "/read", "200 only for an ONLINE SECONDARY that sees a majority.")
+        return (write, read)
+
+    def group(self, site: Site) -> GRGroup:
+        return GRGroup(
+            [_gr(n) for n in site.nodes()],
+            clock=site.clock,
+            started=site.started,
+            recorded=site.recorded,
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def bring_up(self, site: Site, report: Report) -> None:
+        g = self.group(site)
+        first = g.members[0]
+
+        def seed(source: GRNode, targets: list[GRNode]) -> None:
+            site.copy_datadir(source, targets, SEED_EXCLUDES, report)
+
+        template = None
+        if not self.topology.remote:
+            # Locally every member starts from a copy of one initialized datadir, made once per
+            # MySQL version (saves `mysqld --initialize`, ~5 s, at every up).
+            info = rootfs.read_info(self.rootfs)
+            version = info.mysql_version if info else (rootfs.mysqld_version(self.rootfs) or "unknown")
+            try:
+                template = rootfs.ensure_template(self.rootfs, version)
+            except rootfs.RootfsBuildError as exc:
+                raise ComponentError(str(exc)) from None
+        # Over ssh with provider.seed = "sst", every member initializes its own (empty) datadir.
+        copy = not self.topology.remote or self.topology.provider.seed == "copy"
+        timings = g.bring_up(accounts(first.creds), seed if copy else None, report, template=template)
+        report(f"group of {len(g.members)} ONLINE in {timings['online']:.1f} s")
+
+    def start_node(self, site: Site, index: int, timeout: float = JOIN_TIMEOUT) -> str:
+        g = self.group(site)
+        return g.rejoin(g.member(index), timeout)
+
+    def restart_nodes(self, site: Site, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
+        """The heal of kill, stop and network faults: every member back in one group with a
+        majority (group.py: rejoin; force the survivors only when the others are dead; reboot)."""
+        return self.group(site).heal()
+
+    def start_all(self, site: Site, report: Report) -> list[str]:
+        return self.group(site).cold_start(report)

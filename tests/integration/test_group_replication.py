@@ -1,0 +1,290 @@
+"""MySQL Group Replication (9.x from Debian unstable, chrooted into its rootfs) as a clusterbench
+engine, against real mysqld members in namespaces, HAProxy's write and read endpoints, and the
+heal rules. Behaviour both engines share runs on both (the `either` fixture)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from clusterbench.cluster import Cluster
+from clusterbench.engines.group_replication import rootfs
+from clusterbench.engines.group_replication.node import GRNode
+from clusterbench.errors import PreflightError
+from clusterbench.spec.topology import Topology
+
+from .conftest import leftovers, make_topology
+
+pytestmark = pytest.mark.integration
+
+NAME = os.environ.get("CB_TEST_GR_CLUSTER", "cbgr")
+SUBNET = os.environ.get("CB_TEST_GR_SUBNET", "198.18.203.0/24")
+
+
+def gr_skip_reason() -> str | None:
+    """Why the Group Replication tests cannot run here (printed by pytest -ra, never silent)."""
+    bad = rootfs.problem(rootfs.rootfs_dir())
+    return f"Group Replication tests skipped: {bad}" if bad else None
+
+
+def gr_topology(name: str = NAME, subnet: str = SUBNET, nodes: int = 3, mode: str | None = None) -> Topology:
+    engine: dict[str, object] = {"kind": "group_replication"}
+    if mode:
+        engine["mode"] = mode
+    # A 1 s expel timeout keeps the failover tests short (MySQL's default is 5 s).
+    return make_topology(name, subnet, nodes, engine=engine, mysql={"member_expel_timeout": 1})
+
+
+@pytest.fixture(scope="session")
+def gr_cluster(cb_home: Path) -> Iterator[Cluster]:
+    reason = gr_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    c = Cluster(gr_topology(), home=cb_home)
+    c.up()
+    try:
+        yield c
+    finally:
+        c.down()
+    assert leftovers(NAME) == []
+
+
+@pytest.fixture(params=["galera", "group_replication"])
+def either(request: pytest.FixtureRequest) -> Cluster:
+    """The session's Galera cluster or its Group Replication cluster."""
+    c: Cluster = request.getfixturevalue("cluster" if request.param == "galera" else "gr_cluster")
+    return c
+
+
+def gr(node: object) -> GRNode:
+    assert isinstance(node, GRNode)
+    return node
+
+
+def app_conn(c: Cluster, target: str = "balancer") -> pymysql.connections.Connection:
+    ep = c.endpoint(target)
+    a = ep.addresses[0]
+    return pymysql.connect(
+        host=a.host, port=a.port, user=ep.user, password=ep.password, database="sbtest",
+        autocommit=True, connect_timeout=3, read_timeout=10, write_timeout=10,
+    )  # fmt: skip
+
+
+def sql(c: Cluster, stmt: str, target: str = "balancer") -> tuple[tuple[object, ...], ...]:
+    conn = app_conn(c, target)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(stmt)
+            return tuple(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def write_until_ok(c: Cluster, stmt: str, timeout: float) -> float:
+    """Seconds until `stmt` succeeds through the balancer."""
+    t0 = time.monotonic()
+    while True:
+        try:
+            sql(c, stmt)
+            return time.monotonic() - t0
+        except pymysql.MySQLError:
+            if time.monotonic() - t0 > timeout:
+                raise
+            time.sleep(0.05)
+
+
+def all_ready(c: Cluster, size: int | None = None) -> None:
+    n = size or c.topology.cluster.nodes
+    for node in c.nodes():
+        node.wait_ready(90, expect_size=n)
+
+
+def writers(c: Cluster) -> list[int]:
+    return [v.index for v in c.status().nodes if v.health is not None and v.health.writable]
+
+
+# ---------------------------------------------------------------- Group Replication's own
+
+
+def test_up_gives_one_primary_and_two_secondaries(gr_cluster: Cluster) -> None:
+    st = gr_cluster.status()
+    views = [
+        (v.index, v.health.state, v.health.role, v.health.size, v.health.ready) for v in st.nodes if v.health
+    ]
+    assert sorted(views) == [
+        (1, "ONLINE", "PRIMARY", 3, True),
+        (2, "ONLINE", "SECONDARY", 3, True),
+        (3, "ONLINE", "SECONDARY", 3, True),
+    ]
+    assert len({v.health.group_id for v in st.nodes if v.health}) == 1
+    # HAProxy: writes only to the primary, reads over the secondaries.
+    ups = sorted((b.proxy, b.name) for b in st.backends if b.up)
+    assert ups == [("read", "n2"), ("read", "n3"), ("write", "n1")]
+    for n in gr_cluster.nodes():
+        assert n.proc is not None
+        ns = subprocess.run(
+            ["ip", "netns", "identify", str(n.proc.pid)], capture_output=True, text=True
+        ).stdout
+        assert ns.strip() == f"cb-{NAME}-n{n.index}"
+        status = Path(f"/proc/{n.proc.pid}/status").read_text()
+        assert int(status.split("Uid:")[1].split()[0]) != 0  # mysqld dropped to mysql
+        # The chroot hides the node directory; mysqld's command line still names it.
+        assert str(n.dir) in Path(f"/proc/{n.proc.pid}/cmdline").read_bytes().decode(errors="replace")
+        assert Path(f"/proc/{n.proc.pid}/root").resolve() == rootfs.rootfs_dir().resolve()
+
+
+def test_write_endpoint_reaches_the_primary_and_read_endpoint_a_secondary(gr_cluster: Cluster) -> None:
+    sql(gr_cluster, "CREATE TABLE IF NOT EXISTS sbtest.grw (id INT PRIMARY KEY, v VARCHAR(20))")
+    sql(gr_cluster, "REPLACE INTO sbtest.grw VALUES (1, 'via-balancer')")
+    assert sql(gr_cluster, "SELECT @@report_host") == ((gr_cluster.topology.node_address(1),),)
+    conn = app_conn(gr_cluster, "balancer-read")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION group_replication_consistency='BEFORE'")
+            cur.execute("SELECT @@report_host, @@super_read_only, v FROM sbtest.grw WHERE id=1")
+            host, ro, v = cur.fetchone()  # type: ignore[misc]
+    finally:
+        conn.close()
+    assert host in (gr_cluster.topology.node_address(2), gr_cluster.topology.node_address(3))
+    assert (ro, v) == (1, "via-balancer")
+    with pytest.raises(pymysql.MySQLError) as info:
+        gr(gr_cluster.node(2)).query("INSERT INTO sbtest.grw VALUES (2, 'on-a-secondary')")
+    assert info.value.args[0] == 1290  # --super-read-only
+
+
+def test_sysbench_against_the_write_endpoint(gr_cluster: Cluster) -> None:
+    ep = gr_cluster.endpoint("balancer")
+    a = ep.addresses[0]
+    base = [
+        "sysbench", "--db-driver=mysql", f"--mysql-host={a.host}", f"--mysql-port={a.port}",
+        f"--mysql-user={ep.user}", f"--mysql-password={ep.password}", "--mysql-db=sbtest",
+        "--tables=1", "--table-size=1000",
+    ]  # fmt: skip
+    subprocess.run([*base, "oltp_read_write", "cleanup"], capture_output=True, text=True)
+    prep = subprocess.run([*base, "oltp_read_write", "prepare"], capture_output=True, text=True, timeout=120)
+    assert prep.returncode == 0, prep.stderr
+    run = subprocess.run(
+        [*base, "--threads=2", "--time=3", "oltp_read_write", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    tps = float(run.stdout.split("transactions:")[1].split("(")[1].split()[0])
+    assert tps > 10
+
+
+def test_kill_the_primary_elects_another_and_the_old_one_rejoins(gr_cluster: Cluster) -> None:
+    c = gr_cluster
+    sql(c, "CREATE TABLE IF NOT EXISTS sbtest.grf (id INT PRIMARY KEY)")
+    (old,) = writers(c)
+    t0 = time.monotonic()
+    assert c.node_kill(old) == f"n{old} killed"
+    took = write_until_ok(c, "INSERT INTO sbtest.grf VALUES (1)", timeout=60)
+    new = writers(c)
+    assert len(new) == 1 and new[0] != old
+    print(f"kill -9 of primary n{old}: writes through HAProxy again after {took:.1f} s (n{new[0]} elected)")
+    survivor = gr(c.node(new[0]))
+    for line in survivor.error_log_since(0).splitlines()[-40:]:
+        if "unreachable" in line or "removed" in line or "elected" in line:
+            print("   ", line[:200])
+    out = c.node_start(old)
+    assert out.startswith(f"n{old} rejoined"), out
+    all_ready(c)
+    assert writers(c) == new  # no preemption: the old primary comes back as a secondary
+    assert time.monotonic() - t0 < 120
+
+
+def test_losing_the_majority_heals_by_forcing_the_survivor(gr_cluster: Cluster) -> None:
+    c = gr_cluster
+    (primary,) = writers(c)
+    victims = [i for i in c.topology.node_indexes() if i != primary]
+    for i in victims:
+        c.node_kill(i)
+    # The survivor suspects the others after ~5 s; then it is ONLINE in a view it cannot commit in.
+    deadline = time.monotonic() + 30
+    h = c.node(primary).health()
+    while h is not None and h.in_quorum and time.monotonic() < deadline:
+        time.sleep(0.2)
+        h = c.node(primary).health()
+    assert h is not None and h.state == "ONLINE" and not h.in_quorum and not h.writable
+    out = c.restart_nodes(victims)
+    assert out[0].startswith("forced the group to the 1 surviving members"), out
+    all_ready(c)
+    assert len(writers(c)) == 1
+
+
+def test_rootfs_missing_refuses_up_in_one_line(cb_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTERBENCH_ROOTFS", str(cb_home / "no-rootfs"))
+    c = Cluster(gr_topology("cbgrnr", "198.18.204.0/24"), home=cb_home)
+    with pytest.raises(PreflightError) as info:
+        c.up()
+    msg = str(info.value)
+    assert len(msg.splitlines()) == 1
+    assert str(cb_home / "no-rootfs") in msg and "clusterbench rootfs build" in msg
+    assert leftovers("cbgrnr") == []
+
+
+# ---------------------------------------------------------------- shared with Galera
+
+
+def test_shared_kill_a_node_and_heal(either: Cluster) -> None:
+    c = either
+    victim = max(
+        i for i in c.topology.node_indexes() if i not in writers(c) or c.topology.engine.kind == "galera"
+    )
+    c.node_kill(victim)
+    out = c.restart_nodes([victim])
+    assert any(f"n{victim}" in line for line in out), out
+    all_ready(c)
+    assert writers(c)
+
+
+def test_shared_cold_start_after_every_node_was_killed_keeps_acknowledged_writes(either: Cluster) -> None:
+    c = either
+    sql(c, "CREATE TABLE IF NOT EXISTS sbtest.cold (id INT PRIMARY KEY)")
+    sql(c, "DELETE FROM sbtest.cold")
+    for k in range(1, 21):
+        sql(c, f"INSERT INTO sbtest.cold VALUES ({k})")
+    for i in c.topology.node_indexes():
+        c.node_kill(i)
+    c.start_all()
+    all_ready(c)
+    for h in c.haproxies():
+        h.wait_all_up([f"n{i}" for i in c.topology.node_indexes()], timeout=30)
+    assert sql(c, "SELECT COUNT(*) FROM sbtest.cold") == ((20,),)
+
+
+def test_multi_primary_every_member_takes_writes(cb_home: Path) -> None:
+    reason = gr_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    name = "cbgrmp"
+    c = Cluster(gr_topology(name, "198.18.205.0/24", mode="multi-primary"), home=cb_home)
+    c.up()
+    try:
+        st = c.status()
+        assert sorted((v.index, v.health.state, v.health.writable) for v in st.nodes if v.health) == [
+            (1, "ONLINE", True),
+            (2, "ONLINE", True),
+            (3, "ONLINE", True),
+        ]
+        assert sorted((b.proxy, b.name) for b in st.backends if b.up) == [
+            ("read", "n1"), ("read", "n2"), ("read", "n3"), ("write", "n1"), ("write", "n2"), ("write", "n3"),
+        ]  # fmt: skip
+        gr(c.node(1)).query("CREATE TABLE sbtest.mp (id INT PRIMARY KEY, n VARCHAR(4))")
+        for i in (1, 2, 3):
+            gr(c.node(i)).query(f"INSERT INTO sbtest.mp VALUES ({i}, 'n{i}')")
+        with c.node(3).connect() as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION group_replication_consistency='BEFORE'")
+            cur.execute("SELECT COUNT(*) FROM sbtest.mp")
+            assert cur.fetchone() == (3,)
+    finally:
+        c.down()
+    assert leftovers(name) == []
