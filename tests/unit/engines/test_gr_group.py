@@ -107,7 +107,12 @@ class FakeMember:
             )
         return GRStatus(f"uuid-{self.index}", members, None, GtidSet(), self.index != (g.primary if g else 0))
 
-    def leave_group(self) -> None:
+    def stop(self, timeout: float = 60.0) -> str:
+        self.w.log.append(f"stop n{self.index}")
+        self.w.crash(self.index)
+        return "stopped"
+
+    def leave_group(self, timeout: float = 60.0) -> None:
         self.w.log.append(f"leave n{self.index}")
         g = self.w.group_of(self.index)
         if g is not None:

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pymysql
+
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.engines.group_replication.config import GCS_PORT
 from clusterbench.engines.group_replication.node import GRNode
@@ -37,6 +39,9 @@ Seed = Callable[[GRNode, list[GRNode]], None]
 Hook = Callable[[GRNode], None]
 READY_TIMEOUT = 120.0
 JOIN_TIMEOUT = 180.0
+# Bounds for statements that wait for a view a blocked group may never deliver.
+FORCE_TIMEOUT = 20.0
+LEAVE_TIMEOUT = 20.0
 
 
 def _quiet(_: str) -> None:
@@ -203,11 +208,22 @@ class GRGroup:
                 self.started(m)
         for m in self.members:
             m.wait_sql(READY_TIMEOUT)
-        # Nobody has a majority: stop what is left of any old group before comparing positions.
+        # Nobody has a majority: what is left of any old group goes before positions are compared.
+        # A member blocked in a minority may not even leave (STOP GROUP_REPLICATION waits for a
+        # view it cannot get): restart its mysqld instead (Group Replication stays off at start).
         for m in self.members:
             st = m.status()
             if st is not None and st.state != "OFFLINE":
-                m.leave_group()
+                try:
+                    m.leave_group(timeout=LEAVE_TIMEOUT)
+                except (pymysql.MySQLError, OSError):
+                    out.append(
+                        f"n{m.index} could not leave its old group in {LEAVE_TIMEOUT:g} s; restarted it"
+                    )
+                    m.stop(timeout=LEAVE_TIMEOUT)
+                    m.start()
+                    self.started(m)
+                    m.wait_sql(READY_TIMEOUT)
         sets: dict[int, GtidSet] = {m.index: m.executed() for m in self.members}
         for i, s in sorted(sets.items()):
             out.append(f"n{i} has {s.count()} transactions")
@@ -276,7 +292,12 @@ class GRGroup:
             return self.cold_start(report)
         majority = self._wait_majority(self._settle_seconds())
         if majority is None:
-            forced = self.force_survivors()
+            try:
+                forced = self.force_survivors(timeout=FORCE_TIMEOUT)
+            except (ComponentError, pymysql.MySQLError, OSError) as exc:
+                forced = None
+                out.append(f"forcing the survivors did not work ({str(exc)[:120]}); rebooting the group")
+                report(out[-1])
             if forced is not None:
                 out.append(forced)
                 report(forced)
