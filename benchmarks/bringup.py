@@ -1,10 +1,12 @@
 """Bring-up, teardown and memory of local clusters, measured for real.
 
-Prints, for a 3-node cluster + HAProxy, the time from `up` to all nodes Synced and HAProxy UP, and
+Prints, for a 3-node cluster + HAProxy, the time from `up` to all nodes ready and HAProxy UP, and
 the time of `down`, over several rounds (median, min, max) with the ratio to the targets (15 s,
-5 s); then brings up 9 nodes with the default settings and prints their total RSS against 3 GiB.
+5 s), for Galera and for Group Replication side by side (rounds alternate between the engines;
+Group Replication only where its MySQL rootfs exists); then brings up 9 Galera nodes with the
+default settings and prints their total RSS against 3 GiB.
 
-Usage (root): python benchmarks/bringup.py [--rounds 3] [--skip-nine]
+Usage (root): python benchmarks/bringup.py [--rounds 3] [--engine both|galera|group_replication] [--skip-nine]
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from pathlib import Path
 
 from clusterbench.cluster import Cluster
+from clusterbench.engines.group_replication import rootfs
 from clusterbench.spec.topology import Topology
 
 UP_TARGET_S = 15.0
@@ -32,13 +35,16 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
-def topo(name: str, nodes: int, subnet: str) -> Topology:
-    return Topology.model_validate({"cluster": {"name": name, "nodes": nodes, "subnet": subnet}})
+def topo(name: str, nodes: int, subnet: str, engine: str = "galera") -> Topology:
+    return Topology.model_validate(
+        {"cluster": {"name": name, "nodes": nodes, "subnet": subnet}, "engine": {"kind": engine}}
+    )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--engine", choices=["both", "galera", "group_replication"], default="both")
     ap.add_argument("--skip-nine", action="store_true")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -47,29 +53,42 @@ def main() -> int:
     home = Path(f"/tmp/cbbench-{os.getpid()}")
     home.mkdir(mode=0o755)
     os.chmod(home, 0o755)
-    ups: list[float] = []
-    downs: list[float] = []
+    engines = ["galera", "group_replication"] if args.engine == "both" else [args.engine]
+    if "group_replication" in engines and rootfs.problem(rootfs.rootfs_dir()) is not None:
+        print(f"Group Replication not measured: {rootfs.problem(rootfs.rootfs_dir())}", flush=True)
+        engines.remove("group_replication")
+    ups: dict[str, list[float]] = {e: [] for e in engines}
+    downs: dict[str, list[float]] = {e: [] for e in engines}
     try:
         for r in range(args.rounds):
-            c = Cluster(topo("bench", 3, "198.18.230.0/24"), home=home)
-            t0 = time.monotonic()
-            c.up()
-            ups.append(time.monotonic() - t0)
-            time.sleep(2)
-            t0 = time.monotonic()
-            c.down()
-            downs.append(time.monotonic() - t0)
-            print(f"round {r + 1}: up {ups[-1]:.2f} s, down {downs[-1]:.2f} s", flush=True)
-        up_med, down_med = statistics.median(ups), statistics.median(downs)
-        print(
-            f"3 nodes + HAProxy, up to Synced + UP: median {up_med:.2f} s "
-            f"(min {min(ups):.2f}, max {max(ups):.2f});"
-            f" ratio to the {UP_TARGET_S:g} s target: {up_med / UP_TARGET_S:.2f}"
-        )
-        print(
-            f"down: median {down_med:.2f} s (min {min(downs):.2f}, max {max(downs):.2f});"
-            f" ratio to the {DOWN_TARGET_S:g} s target: {down_med / DOWN_TARGET_S:.2f}"
-        )
+            for engine in engines:  # alternating, so both see the same machine
+                c = Cluster(topo("bench", 3, "198.18.230.0/24", engine), home=home)
+                t0 = time.monotonic()
+                c.up()
+                ups[engine].append(time.monotonic() - t0)
+                time.sleep(2)
+                t0 = time.monotonic()
+                c.down()
+                downs[engine].append(time.monotonic() - t0)
+                print(
+                    f"round {r + 1} {engine}: up {ups[engine][-1]:.2f} s, down {downs[engine][-1]:.2f} s",
+                    flush=True,
+                )
+        for engine in engines:
+            up_med, down_med = statistics.median(ups[engine]), statistics.median(downs[engine])
+            print(
+                f"{engine}: 3 nodes + HAProxy, up to ready + UP: median {up_med:.2f} s "
+                f"(min {min(ups[engine]):.2f}, max {max(ups[engine]):.2f});"
+                f" ratio to the {UP_TARGET_S:g} s target: {up_med / UP_TARGET_S:.2f}"
+            )
+            print(
+                f"{engine}: down: median {down_med:.2f} s (min {min(downs[engine]):.2f}, "
+                f"max {max(downs[engine]):.2f}); ratio to the {DOWN_TARGET_S:g} s target: "
+                f"{down_med / DOWN_TARGET_S:.2f}"
+            )
+        if len(engines) == 2:
+            ratio = statistics.median(ups["group_replication"]) / statistics.median(ups["galera"])
+            print(f"up, Group Replication / Galera: {ratio:.2f}")
         if not args.skip_nine:
             c = Cluster(topo("nine", 9, "198.18.231.0/24"), home=home)
             t0 = time.monotonic()

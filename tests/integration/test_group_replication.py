@@ -47,7 +47,8 @@ def gr_cluster(cb_home: Path) -> Iterator[Cluster]:
     if reason:
         pytest.skip(reason)
     c = Cluster(gr_topology(), home=cb_home)
-    c.up()
+    timings = c.up()
+    print(f"\nGroup Replication: 3 members + HAProxy up in {timings['total']:.1f} s", flush=True)
     try:
         yield c
     finally:
