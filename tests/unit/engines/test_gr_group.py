@@ -149,18 +149,6 @@ class FakeMember:
         k = self.w.executed[self.index]
         return GtidSet.parse(f"{UUID}:1-{k}") if k else GtidSet()
 
-    def force_members(self, addresses: str, timeout: float = 60.0) -> None:
-        if addresses:
-            addrs = addresses.split(",")
-            keep = {int(a.split(":")[0].rsplit(".", 1)[1]) - 10 for a in addrs}
-            g = self.w.group_of(self.index)
-            assert g is not None
-            self.w.log.append(f"force {sorted(keep)}")
-            g.view = sorted(keep)
-            g.alive_in_view = set(keep)
-            if g.primary not in keep:
-                g.primary = min(keep)
-
 
 def make(n: int = 3) -> tuple[World, GRGroup]:
     w = World(n)
@@ -185,28 +173,30 @@ def test_heal_after_one_kill_rejoins_it() -> None:
     assert one_group_of_all(w) and w.primaries_with_quorum() == [1]
 
 
-def test_heal_after_losing_the_majority_forces_the_survivor_when_the_others_are_dead() -> None:
+def test_heal_after_losing_the_majority_reboots_the_group_from_the_most_advanced() -> None:
     w, g = make()
+    w.executed.update({1: 50, 2: 50, 3: 60})
     g.member(1).kill()
     g.member(2).kill()
     assert w.primaries_with_quorum() == []  # n3 alone in a view of 3: no quorum
     out = g.heal()
-    assert out[0] == "forced the group to the 1 surviving members (198.18.50.13:33061)"
-    assert w.log[0] == "force [3]"
-    assert "bootstrap n1" not in w.log and "bootstrap n3" not in w.log
+    assert out[:2] == [
+        "no member is in a group with a majority: rebooting the group",
+        "n3 stopped (its group had no majority)",
+    ]
+    assert w.log[:4] == ["stop n3", "start n1", "start n2", "start n3"]
+    assert [x for x in w.log if x.startswith(("bootstrap", "join"))] == ["bootstrap n3", "join n1", "join n2"]
     assert one_group_of_all(w) and w.primaries_with_quorum() == [3]
 
 
-def test_heal_never_forces_while_an_unreachable_member_is_alive() -> None:
-    """A partition: n3 is cut off alone; n1 and n2 still run (in a view n3 cannot see). Forcing
-    n3's view would make a second primary: the heal must reboot the group instead."""
+def test_heal_of_a_partition_never_leaves_two_primaries() -> None:
+    """n1, n2 and n3 each cut off alone (no side has a majority): the heal restarts every
+    member's mysqld before bootstrapping one group."""
     w, g = make()
-    w.groups = [Group([1, 2, 3], 1, {1, 2}), Group([1, 2, 3], 3, {3})]
-    # Both sides believe in the old view; neither has quorum in this simulation once n1, n2 lost contact too.
-    w.groups[0].alive_in_view = {1}
-    w.groups.append(Group([1, 2, 3], 2, {2}))
+    w.groups = [Group([1, 2, 3], 1, {1}), Group([1, 2, 3], 2, {2}), Group([1, 2, 3], 3, {3})]
     out = g.heal()
-    assert not any(line.startswith("forced") for line in out)
+    assert out[0] == "no member is in a group with a majority: rebooting the group"
+    assert [x for x in w.log if x.startswith("stop")] == ["stop n1", "stop n2", "stop n3"]
     assert [x for x in w.log if x.startswith("bootstrap")] == ["bootstrap n1"]
     assert one_group_of_all(w) and len(w.primaries_with_quorum()) == 1
 

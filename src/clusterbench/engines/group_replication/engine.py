@@ -191,7 +191,7 @@ class GroupReplicationEngine:
 
     def restart_nodes(self, site: Site, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
         """The heal of kill, stop and network faults: every member back in one group with a
-        majority (group.py: rejoin; force the survivors only when the others are dead; reboot)."""
+        majority (group.py: members outside it rejoin; with no majority the group is rebooted)."""
         return self.group(site).heal()
 
     def start_all(self, site: Site, report: Report) -> list[str]:

@@ -6,9 +6,10 @@ The rules (never two primaries):
 - A group is only bootstrapped when no member is in any group: from the member with the most
   executed (and received) GTIDs, and only if its set contains every other member's; diverged
   members are reported, never silently overwritten.
-- After a lost majority, the surviving membership is forced (group_replication_force_members)
-  only when every member outside it is dead (its mysqld gone): a member that is merely cut off
-  might be in a majority of its own.
+- After a lost majority the group is rebooted: every member still in the blocked group is
+  restarted (Group Replication off), then the cold start above. (Forcing the survivors'
+  membership with group_replication_force_members worked by hand on a surviving secondary, but
+  on a surviving primary the statement was still waiting after 60 s: not used.)
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 import pymysql
 
 from clusterbench.clock import Clock, SystemClock
-from clusterbench.engines.group_replication.config import GCS_PORT
 from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.engines.group_replication.status import (
     ONLINE,
@@ -39,8 +39,8 @@ Seed = Callable[[GRNode, list[GRNode]], None]
 Hook = Callable[[GRNode], None]
 READY_TIMEOUT = 120.0
 JOIN_TIMEOUT = 180.0
-# Bounds for statements that wait for a view a blocked group may never deliver.
-FORCE_TIMEOUT = 20.0
+# Bound for a member leaving its group (STOP GROUP_REPLICATION, or mysqld's shutdown) when the
+# group may never deliver the view it waits for.
 LEAVE_TIMEOUT = 20.0
 
 
@@ -179,7 +179,15 @@ class GRGroup:
             self.record(m)
             return f"n{m.index} already ONLINE"
         if st is not None and st.state != "OFFLINE":
-            m.leave_group()  # ERROR after an expel, or a minority view that never healed
+            # ERROR after an expel, or a minority view that never healed: leave it first; a member
+            # that cannot leave in time is restarted (Group Replication is off after a start).
+            try:
+                m.leave_group(timeout=LEAVE_TIMEOUT)
+            except (pymysql.MySQLError, OSError):
+                m.stop(timeout=LEAVE_TIMEOUT)
+                m.start()
+                self.started(m)
+                m.wait_sql(READY_TIMEOUT)
         # The group refuses a second member with the same server_uuid: wait until the old
         # incarnation (killed, still UNREACHABLE in the view) has been expelled.
         self._wait_expelled(m, self._settle_seconds() + 10)
@@ -202,28 +210,21 @@ class GRGroup:
         if majority is not None:
             out += [self.rejoin(m) for m in self.members if not self._in_view(m, majority[1])]
             return out or [f"all {len(self.members)} members already ONLINE"]
+        # Nobody has a majority: what is left of any old group goes before positions are compared.
+        # A member blocked in a minority does not reliably leave (STOP GROUP_REPLICATION and
+        # group_replication_force_members wait for a view it cannot get; seen: still waiting
+        # after 60 s): its mysqld is restarted instead, and Group Replication stays off at start.
+        for m in self.members:
+            st = m.status() if m.alive() else None
+            if m.alive() and (st is None or st.state != "OFFLINE"):
+                out.append(f"n{m.index} {m.stop(timeout=LEAVE_TIMEOUT)} (its group had no majority)")
+                report(out[-1])
         for m in self.members:
             if not m.alive():
                 m.start()
                 self.started(m)
         for m in self.members:
             m.wait_sql(READY_TIMEOUT)
-        # Nobody has a majority: what is left of any old group goes before positions are compared.
-        # A member blocked in a minority may not even leave (STOP GROUP_REPLICATION waits for a
-        # view it cannot get): restart its mysqld instead (Group Replication stays off at start).
-        for m in self.members:
-            st = m.status()
-            if st is not None and st.state != "OFFLINE":
-                try:
-                    m.leave_group(timeout=LEAVE_TIMEOUT)
-                except (pymysql.MySQLError, OSError):
-                    out.append(
-                        f"n{m.index} could not leave its old group in {LEAVE_TIMEOUT:g} s; restarted it"
-                    )
-                    m.stop(timeout=LEAVE_TIMEOUT)
-                    m.start()
-                    self.started(m)
-                    m.wait_sql(READY_TIMEOUT)
         sets: dict[int, GtidSet] = {m.index: m.executed() for m in self.members}
         for i, s in sorted(sets.items()):
             out.append(f"n{i} has {s.count()} transactions")
@@ -248,61 +249,18 @@ class GRGroup:
                 report(out[-1])
         return out
 
-    def force_survivors(self, timeout: float = 60.0) -> str | None:
-        """After a lost majority whose missing members are all dead: force the membership to the
-        members still alive, so the group commits again. Returns what was done, or None when
-        not applicable (there is a majority, nobody is alive, or a missing member is alive)."""
-        alive = [m for m in self.members if m.alive()]
-        ms = self.membership()
-        if not alive or ms.majority_view() is not None:
-            return None
-        if len(alive) < len(self.members):
-            dead_hosts = {m.cfg.address for m in self.members if not m.alive()}
-        else:
-            return None
-        views = [(m, ms.statuses.get(m.index)) for m in alive]
-        online = [(m, st) for m, st in views if st is not None and st.online]
-        if not online:
-            return None
-        m0, st0 = online[0]
-        reachable = {x.host for x in st0.members if x.state != "UNREACHABLE"}
-        unreachable = {x.host for x in st0.members if x.state == "UNREACHABLE"}
-        if not unreachable <= dead_hosts:
-            return None  # someone we cannot reach is still running: it may hold a majority elsewhere
-        addrs = ",".join(f"{h}:{GCS_PORT}" for h in sorted(reachable))
-        m0.force_members(addrs, timeout)
-        try:
-            m0.wait_state(ONLINE, timeout)
-            deadline = self.clock.now() + timeout
-            while self.clock.now() < deadline:
-                st = m0.status()
-                if st is not None and st.has_quorum:
-                    break
-                self.clock.sleep(0.1)
-        finally:
-            m0.force_members("", timeout)
-        return f"forced the group to the {len(reachable)} surviving members ({addrs})"
-
     def heal(self, report: Report = _quiet) -> list[str]:
         """Bring every member back into one group with a majority (the heal of kill, stop and
-        network faults): rejoin members outside the majority; with no majority, force the
-        survivors if the others are dead, else reboot the group."""
+        network faults): rejoin members outside the majority; with no majority, reboot the group
+        from the member with the most transactions (never two primaries: every member of the
+        blocked group is restarted first)."""
         out: list[str] = []
         if not any(m.alive() for m in self.members):
             return self.cold_start(report)
         majority = self._wait_majority(self._settle_seconds())
         if majority is None:
-            try:
-                forced = self.force_survivors(timeout=FORCE_TIMEOUT)
-            except (ComponentError, pymysql.MySQLError, OSError) as exc:
-                forced = None
-                out.append(f"forcing the survivors did not work ({str(exc)[:120]}); rebooting the group")
-                report(out[-1])
-            if forced is not None:
-                out.append(forced)
-                report(forced)
-                majority = self._wait_majority(30)
-        if majority is None:
+            out.append("no member is in a group with a majority: rebooting the group")
+            report(out[-1])
             return out + self.cold_start(report)
         _, view = majority
         for m in self.members:

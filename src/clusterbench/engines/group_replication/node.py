@@ -258,12 +258,6 @@ class GRNode(ServerNode):
         with self.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
             cur.execute("STOP GROUP_REPLICATION")
 
-    def force_members(self, addresses: str, timeout: float = 60.0) -> None:
-        """SET group_replication_force_members: the membership this member's group takes on,
-        without the majority it lost ('' clears it once the group runs again)."""
-        with self.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
-            cur.execute("SET GLOBAL group_replication_force_members=%s", (addresses,))
-
     def status(self) -> GRStatus | None:
         """This member's view of its group, or None when mysqld does not answer."""
         if not self.alive():
