@@ -314,6 +314,11 @@ class GRNode(ServerNode):
         me = st.me
         if me is not None and me.version:
             out["member_version"] = me.version
+        try:
+            (row,) = self.query("SELECT @@version, @@version_comment", timeout=1.0)
+            out["version"] = f"{row[0]} ({row[1]})"  # e.g. 9.7.4-2 ((Debian)): unstable changes daily
+        except (pymysql.MySQLError, ValueError):
+            pass
         return out
 
     def executed(self) -> GtidSet:
