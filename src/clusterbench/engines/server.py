@@ -116,8 +116,10 @@ class ServerNode(ABC):
 
     def error_log_tail(self, lines: int = 8) -> str:
         """The last error lines of this start (or of the whole log when we did not start it)."""
-        text = self.error_log_since(self.log_offset) if self.log_offset is not None else (
-            self.host.read_file(self.error_log) or ""
+        text = (
+            self.error_log_since(self.log_offset)
+            if self.log_offset is not None
+            else (self.host.read_file(self.error_log) or "")
         )
         wanted = [ln for ln in text.splitlines() if "[ERROR]" in ln]
         pick = wanted[-lines:] if wanted else text.splitlines()[-lines:]

@@ -182,9 +182,7 @@ class GaleraEngine:
             if n.alive():
                 raise
             failed = n.donor_since(offset)
-            others = [
-                o.name for o in site.nodes() if o.index != n.index and o.name != failed and o.alive()
-            ]
+            others = [o.name for o in site.nodes() if o.index != n.index and o.name != failed and o.alive()]
             if failed is None or not others:
                 raise
             g = n.grastate()
