@@ -310,7 +310,7 @@ def start(name: NameOpt = None) -> None:
     preflight.require_root()
     cluster = guard.load_claimed(name)
     cluster.start_all(report=console.step)
-    console.out.print("[green]all nodes Synced[/]")
+    console.out.print("[green]all nodes ready[/]")
 
 
 @app.command()
