@@ -188,3 +188,64 @@ def test_failover_back_and_forth(vip_cluster: Cluster) -> None:
         c.balancer_start(int(old[2:]))
     print(f"\nVIP failover times: {', '.join(f'{t:.2f}' for t in times)} s")
     assert c.vip_holders() == ["lb2"]
+
+
+def test_cut_vrrp_is_a_split_brain_fail_with_its_duration(vip_cluster: Cluster, tmp_path: Path) -> None:
+    """The two keepalived instances cannot hear each other: both hold the VIP (from ~3 x
+    advert_int after the cut), `status` exits 1 while it lasts, the drill's vip verdict is FAIL
+    with the duration, and the heal leaves one holder and no rule behind."""
+    import os
+    import subprocess
+    import sys
+
+    from clusterbench.analysis.report import summary_rows
+    from clusterbench.faults import leftovers as fault_leftovers
+    from clusterbench.store import Store
+
+    c = vip_cluster
+    db = tmp_path / "r.db"
+    env = {
+        **os.environ,
+        "CLUSTERBENCH_HOME": str(c.home),
+        "COLUMNS": "200",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    cmd = [sys.executable, "-m", "clusterbench"]
+    drill = subprocess.Popen(
+        [*cmd, "fault", "cut-vrrp", "--at", "4", "--for", "12", "--duration", "22", "--threads", "2",
+         "--ledger-clients", "1", "--results", str(db), "-n", NAME],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while len(c.vip_holders()) < 2:
+            assert time.monotonic() < deadline and drill.poll() is None, "the VIP was never held twice"
+            time.sleep(0.2)
+        st = subprocess.run([*cmd, "status", "-n", NAME], env=env, capture_output=True, text=True, timeout=60)
+        assert st.returncode == 1, (st.stdout, st.stderr)
+        assert "at once" in st.stdout and "VRRP cut?" in st.stderr
+        out, err = drill.communicate(timeout=300)
+    finally:
+        if drill.poll() is None:
+            drill.kill()
+            drill.wait()
+    print(out)
+    assert drill.returncode == 1, (out, err)
+    assert "overall: FAIL" in out
+    with Store.open(db) as s:
+        run = s.list_runs()[-1]
+        got = {v["checker"]: v for v in s.verdicts(run.id)}
+        vip = got["vip"]
+        assert vip["result"] == "FAIL", vip
+        held = vip["evidence"]["held_by_two_s"]
+        print(f"VIP held by both balancers for {held} s of a 12 s VRRP cut: {vip['summary']}")
+        assert 4.0 <= held <= 13.0
+        changes = [e for e in s.events(run.id) if e["kind"] == "vip_holders"]
+        assert any(len(e["detail"]["holders"]) == 2 for e in changes)
+        heal = next(e for e in s.events(run.id) if e["kind"] == "fault" and e["detail"].get("phase") == "end")
+        print(f"after the heal one balancer held the VIP again in {heal['detail']['one_holder_after_s']} s")
+        # a run whose load died still summarizes what it measured
+        [row] = summary_rows(s, run.id)
+        assert row.tps is not None and row.seconds > 0
+    assert len(c.vip_holders()) == 1
+    assert fault_leftovers.find(c) == []

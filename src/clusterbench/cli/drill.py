@@ -445,7 +445,7 @@ def register(app: typer.Typer) -> None:
         if kind not in KINDS:
             raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
         fields: dict[str, Any] = {"kind": kind, "target": f"node:{node}" if node else target, "at": at}
-        if kind == "kill-balancer" and node is None and target == "random":
+        if kind in ("kill-balancer", "cut-vrrp") and node is None and target == "random":
             fields["target"] = "balancer"
         if kind != "rolling-restart":
             fields["for"] = fault_for

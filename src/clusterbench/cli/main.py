@@ -192,7 +192,8 @@ def down(
 
 @app.command()
 def status(name: NameOpt = None, as_json: JsonOpt = False) -> None:
-    """Per node: process, state, role, view size, Primary, ready, flow control, position; HAProxy's view."""
+    """Per node: process, state, role, view size, Primary, ready, flow control, position; HAProxy's view.
+    Exit 1 while both balancers of a keepalived pair hold the VIP (a split brain)."""
     cluster = load_cluster(name)
     st = cluster.status()
     from clusterbench.faults import leftovers  # here: faults depend on cluster, not the other way
@@ -200,11 +201,23 @@ def status(name: NameOpt = None, as_json: JsonOpt = False) -> None:
     left = leftovers.find(cluster)
     if as_json:
         print_json(status_record(st, [lo.describe() for lo in left]))
-        return
-    _print_status(st)
-    for lo in left:
-        console.warn(f"fault left in place: {lo.describe()}; `clusterbench heal` removes it")
-    _print_users(cluster.topology.name)
+    else:
+        _print_status(st)
+        busy = lock.holder(home_dir(), cluster.topology.name) is not None
+        for lo in left:
+            if busy:  # a running drill's fault, which that drill heals
+                console.warn(f"fault in place: {lo.describe()} (the command using the cluster heals it)")
+            else:
+                console.warn(f"fault left in place: {lo.describe()}; `clusterbench heal` removes it")
+        _print_users(cluster.topology.name)
+    if len(st.vip_holders) > 1:
+        # A split brain of the balancers: a check that fails, exit 1 for as long as it lasts.
+        if not as_json:
+            console.warn(
+                f"the VIP is held by {' and '.join(st.vip_holders)} at once: their keepalived instances "
+                "cannot hear each other (VRRP cut?); clients may reach either"
+            )
+        raise typer.Exit(1)
 
 
 def _print_users(name: str) -> None:

@@ -346,6 +346,83 @@ class KillBalancer(_Base):
         return {"restarted": f"{msg} ({time.monotonic() - t0:.1f} s)"}
 
 
+# A chain of our own in each balancer's host that drops VRRP (IP protocol 112) to and from its peer.
+VRRP_CHAIN = "CBVRRP"
+VRRP_PROTO = "112"
+
+
+def vrrp_cut_rules(peer: str) -> list[list[str]]:
+    """iptables argv, run on one balancer's host, that drop the VRRP adverts exchanged with its
+    peer both ways (unicast VRRP: the peer's address; nothing else is touched) (pure)."""
+    ipt = ["iptables", "-w"]
+    return [
+        [*ipt, "-N", VRRP_CHAIN],
+        [*ipt, "-I", "INPUT", "-j", VRRP_CHAIN],
+        [*ipt, "-I", "OUTPUT", "-j", VRRP_CHAIN],
+        [*ipt, "-A", VRRP_CHAIN, "-p", VRRP_PROTO, "-s", peer, "-j", "DROP"],
+        [*ipt, "-A", VRRP_CHAIN, "-p", VRRP_PROTO, "-d", peer, "-j", "DROP"],
+    ]
+
+
+def vrrp_heal_rules() -> list[list[str]]:
+    ipt = ["iptables", "-w"]
+    return [
+        [*ipt, "-D", "INPUT", "-j", VRRP_CHAIN],
+        [*ipt, "-D", "OUTPUT", "-j", VRRP_CHAIN],
+        [*ipt, "-F", VRRP_CHAIN],
+        [*ipt, "-X", VRRP_CHAIN],
+    ]
+
+
+def heal_vrrp(cluster: Cluster) -> list[str]:
+    """Remove the VRRP cut on every balancer host (idempotent); the roles it was found on."""
+    healed = []
+    for k in cluster.topology.balancer_indexes():
+        host = cluster.host(f"lb{k}")
+        if host.run(["iptables", "-w", "-S", VRRP_CHAIN], check=False).ok:
+            healed.append(f"lb{k}")
+        for argv in vrrp_heal_rules():
+            host.run(argv, check=False)
+    return healed
+
+
+class CutVrrp(_Base):
+    """The two keepalived instances of a balancer pair stop hearing each other: iptables in each
+    balancer's host drops VRRP to and from the peer. Each then believes the other is gone and the
+    backup takes the VIP too (about 3 x advert_int later): both hold it, a split brain. Heal
+    removes the rules; the higher priority wins the next election and the other drops the VIP."""
+
+    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
+        super().__init__(cluster, fault)
+        if cluster.topology.vip_address() is None or len(cluster.topology.balancer_indexes()) != 2:
+            raise PreflightError(
+                "cut-vrrp needs a keepalived pair of balancers with a VIP: [balancer] count = 2 in "
+                "the topology (see examples/topologies/3-nodes-vip.toml)"
+            )
+
+    def apply(self) -> dict[str, Any]:
+        self.active = True
+        t = self.cluster.topology
+        before = self.cluster.vip_holders()
+        for k in t.balancer_indexes():
+            peer = t.balancer_address(2 if k == 1 else 1)
+            host = self.cluster.host(f"lb{k}")
+            for argv in vrrp_cut_rules(peer):
+                host.run(argv)
+        return {"cut": "VRRP between lb1 and lb2", "vip_holders_before": before}
+
+    def heal(self) -> dict[str, Any]:
+        if not self.active:
+            return {}
+        self.active = False
+        t0 = time.monotonic()
+        heal_vrrp(self.cluster)
+        adv = self.cluster.topology.balancer.advert_int
+        holder = self.cluster.wait_vip(timeout=3 * adv + 10)
+        return {"restored": "VRRP between lb1 and lb2", "vip_on": holder,
+                "one_holder_after_s": round(time.monotonic() - t0, 2)}  # fmt: skip
+
+
 ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "kill-node": KillNodes,
     "coordinated-crash": CoordinatedCrash,
@@ -358,6 +435,7 @@ ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "desync-node": DesyncNodes,
     "rolling-restart": RollingRestart,
     "kill-balancer": KillBalancer,
+    "cut-vrrp": CutVrrp,
     "delay-link": NetemLink,
     "loss-link": NetemLink,
 }

@@ -7,15 +7,25 @@ from dataclasses import dataclass
 
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import Desyncable
-from clusterbench.faults.actions import CHAIN, node_host, restore_link, unpartition_rules
+from clusterbench.faults.actions import (
+    CHAIN,
+    VRRP_CHAIN,
+    heal_vrrp,
+    node_host,
+    restore_link,
+    unpartition_rules,
+)
 
 
 @dataclass(frozen=True)
 class Leftover:
-    node: int
-    what: str  # link-down, shaping, netem, partition, paused, cpu-quota, desync
+    node: int  # 0 for a balancer's leftover (see role)
+    what: str  # link-down, shaping, netem, partition, paused, cpu-quota, desync, vrrp-cut
+    role: str = ""  # lb1/lb2 for balancer leftovers
 
     def describe(self) -> str:
+        if self.what == "vrrp-cut":
+            return f"{self.role}: iptables chain {VRRP_CHAIN} drops VRRP to its peer (cut-vrrp)"
         return {
             "link-down": f"n{self.node}: link is down (isolate-node)",
             "shaping": f"n{self.node}: tbf shaping not in the topology (throttle-link)",
@@ -49,12 +59,20 @@ def find(cluster: Cluster) -> list[Leftover]:
                     out.append(Leftover(i, "desync"))
             except Exception:  # noqa: BLE001 - a node that does not answer is not a desync leftover
                 pass
+    if cluster.topology.vip_address() is not None:
+        for k in cluster.topology.balancer_indexes():
+            if cluster.host(f"lb{k}").run(["iptables", "-w", "-S", VRRP_CHAIN], check=False).ok:
+                out.append(Leftover(0, "vrrp-cut", f"lb{k}"))
     return out
 
 
 def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
     done = []
     for lo in leftovers:
+        if lo.what == "vrrp-cut":
+            heal_vrrp(cluster)
+            done.append(f"healed {lo.describe()}")
+            continue
         role = cluster.names.node_role(lo.node)
         n = cluster.node(lo.node)
         if lo.what == "link-down":

@@ -27,6 +27,7 @@ FaultKind = Literal[
     "desync-node",
     "rolling-restart",
     "kill-balancer",
+    "cut-vrrp",
     "delay-link",
     "loss-link",
     "coordinated-crash",
@@ -110,6 +111,8 @@ class PlannedFault:
     params: dict[str, Any] = field(default_factory=dict)
 
     def label(self) -> str:
+        if self.kind == "cut-vrrp":
+            return "cut-vrrp lb1|lb2"
         where = f"lb{self.balancer}" if self.balancer else ",".join(f"n{i}" for i in self.nodes) or "cluster"
         return f"{self.kind} {where}"
 
@@ -195,6 +198,13 @@ def plan(
                 errors.append(f"{where}: this cluster has no balancer")
             elif lb > balancers:
                 errors.append(f"{where}: lb:{lb} does not exist (this cluster has {balancers})")
+        elif s.kind == "cut-vrrp":
+            # between the two balancers of a keepalived pair (checked against the cluster when
+            # the fault is built: only the topology knows whether it has a pair)
+            if s.target not in ("balancer", "random"):
+                errors.append(f"{where}: target must be balancer (the keepalived pair)")
+            if balancers == 0:
+                errors.append(f"{where}: this cluster has no balancer")
         elif s.kind == "partition":
             pairs, errs = _pairs_from(s, nodes)
             errors += [f"{where}: {e}" for e in errs]

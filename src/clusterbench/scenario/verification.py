@@ -14,6 +14,7 @@ from clusterbench.checkers.ledger import check_ledger
 from clusterbench.checkers.split_brain import check_split_brain
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.vip import VipSample, check_vip
 from clusterbench.cluster import Cluster
 from clusterbench.scenario.anomalies import AnomalyVerification
 from clusterbench.scenario.engine import Companion, ScenarioEngine, ThreadStores
@@ -28,6 +29,7 @@ from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.monitor import SplitBrainMonitor
 from clusterbench.verify.persist import monitor_sink, op_sink, save_verdicts
 from clusterbench.verify.probe import AvailabilityProber
+from clusterbench.verify.vip import VipMonitor
 from clusterbench.workloads.parse import combine_samples
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ class Verification(Companion):
         self.bank: BankWorkload | None = None
         self.prober: AvailabilityProber | None = None
         self.monitor: SplitBrainMonitor | None = None
+        self.vip: VipMonitor | None = None
         self.stop_notes: list[str] = []
         self.tables: dict[str, str] = {}
         self.stopped_t: float | None = None
@@ -106,6 +109,12 @@ class Verification(Companion):
                 self.cluster.nodes(), self.tb, sink=monitor_sink(store, trial_id)
             )
             self.monitor.start()
+            if self.cluster.topology.vip_address() is not None:
+                # the balancers' split brain: who holds the VIP, every 0.5 s; changes as events
+                self.vip = VipMonitor(
+                    self.cluster.vip_holders, self.tb, on_change=self._vip_event(run_id, trial_id)
+                )
+                self.vip.start()
         for w in (self.ledger, self.bank, self.prober):
             if w is not None:
                 w.start()
@@ -117,8 +126,19 @@ class Verification(Companion):
                 self.stop_notes += w.stop()
         if self.monitor is not None:
             self.monitor.stop()
+        if self.vip is not None:
+            self.vip.stop()
         if self.history is not None:
             self.history.stop()
+
+    def _vip_event(self, run_id: int | None, trial_id: int) -> Any:
+        def record(s: VipSample) -> None:
+            if run_id is not None:  # from the monitor's thread: its own store connection
+                self.stores.get().add_event(
+                    run_id, "vip_holders", {"holders": list(s.holders)}, trial_id=trial_id, t=round(s.t, 3)
+                )
+
+        return record
 
     def verifier_runs(self, windows: list[tuple[float, float]]) -> list[VerifierRun]:
         end = self.stopped_t if self.stopped_t is not None else self.tb.t()
@@ -198,6 +218,9 @@ def run_checkers(engine: ScenarioEngine) -> list[Verdict]:
                 lambda: check_convergence(collect_convergence(nodes, ("sbtest",)), expected_size=size),
             )
         )
+    if ver.vip is not None:
+        vip = ver.vip
+        verdicts.append(_guard("vip", lambda: check_vip(vip.samples(), vip.stopped_t)))
     if ver.monitor is not None:
         mon = ver.monitor
         verdicts.append(_guard("split-brain", lambda: check_split_brain(mon.samples(), size)))
