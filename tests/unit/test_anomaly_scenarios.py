@@ -167,3 +167,24 @@ def test_anomaly_rows_count_trials_where_seen_with_rates_and_examples() -> None:
     assert "-rw(" in g2.example
     g0 = rows[("G0", "list-append, default session, plain reads")]
     assert (g0.trials, g0.seen, g0.status) == (3, 0, "")
+
+
+def test_anomaly_workloads_report_their_operations_to_the_trial_checker() -> None:
+    from clusterbench.scenario.anomalies import AnomalyVerification
+    from clusterbench.scenario.anomaly_spec import AnomalySpec
+    from clusterbench.spec.endpoint import Address, Endpoint
+    from clusterbench.verify.counter import CounterWorkload
+    from clusterbench.verify.history import History, Timebase
+
+    eps = [Endpoint(name=f"node:{i}", addresses=(Address(host=f"10.0.0.{i}"),), user="u", password="p")
+           for i in (1, 2, 3)]  # fmt: skip
+    h = History()
+    av = AnomalyVerification(None, AnomalySpec(), None)  # type: ignore[arg-type]
+    av.counter = CounterWorkload(eps, h, Timebase(), modes=["increment"], rate=10)
+    av.stopped_t = 10.0
+    for t in range(100):  # 3 clients x 10/s for 10 s, 5 s of it inside a fault window
+        h.add(
+            Op("counter", 2000, "node:1", "x", "incr", "increment/1", None, 0, 0, t / 10, t / 10, Outcome.OK)
+        )
+    (run,) = av.verifier_runs([(2.0, 7.0)])
+    assert (run.workload, run.expected, run.recorded) == ("counter", 150.0, 49)  # 2.0 s to 7.0 s inclusive

@@ -14,6 +14,7 @@ from typing import Any
 from clusterbench.checkers.counter import check_counter
 from clusterbench.checkers.list_append import ANOMALIES, check_list_append
 from clusterbench.checkers.stale_read import check_stale_reads
+from clusterbench.checkers.trial import VerifierRun, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import SessionSql
@@ -56,6 +57,7 @@ class AnomalyVerification(Companion):
         self.append: ListAppendWorkload | None = None
         self.tables: dict[str, str] = {}
         self.stop_notes: list[str] = []
+        self.stopped_t: float | None = None
 
     @property
     def session(self) -> SessionSql:
@@ -125,10 +127,27 @@ class AnomalyVerification(Companion):
             w.start()
 
     def stop(self) -> None:
+        self.stopped_t = self.tb.t()
         for w in self.workloads():
             self.stop_notes += w.stop()
         if self.history is not None:
             self.history.stop()
+
+    def verifier_runs(self, windows: list[tuple[float, float]]) -> list[VerifierRun]:
+        """Per anomaly workload, for the trial checker: operations expected outside the fault
+        windows at its rate (a workload running back to back is expected to manage at least one
+        per second per client), and those it recorded."""
+        end = self.stopped_t if self.stopped_t is not None else self.tb.t()
+        quiet = outside(0.0, end, windows)
+        out = []
+        for name, w, kind in (("counter", self.counter, "incr"), ("stale-read", self.stale, "write"),
+                              ("list-append", self.append, "txn")):  # fmt: skip
+            if w is None:
+                continue
+            per_s = len(w.clients) * (w.rate if w.rate > 0 else 1.0)
+            recorded = sum(1 for o in w.ops() if o.kind == kind and not in_windows(o.t_start, windows))
+            out.append(VerifierRun(name, round(per_s * quiet, 1), recorded))
+        return out
 
     def check(self) -> list[Verdict]:
         """The verdicts, from the histories and every node's final state (read now, after heal)."""
