@@ -17,11 +17,11 @@ outcome whose appends some read observed (so they committed), take part:
   that key.
 - **lost-update** (P4): T1 read a key, T2 appended the next element, and T1 appended to the key
   after T2 did: T1's append was computed from a state that no longer existed. Such a pair is also
-  a G-single cycle. G-single cycles are marked `p4` when a lost update explains them: the
-  transaction that missed T2's append read the key T2 changed and wrote it after T2 (P4 proper),
-  or one of T2's appends directly precedes one of its own on some key (it wrote onto a row newer
-  than its snapshot, as InnoDB's REPEATABLE READ does and snapshot isolation's first-committer-
-  wins rule forbids).
+  a G-single cycle. A G-single cycle T1 -rw-> T2 -> ... -> Tn -> T1 is marked `p4` when it returns
+  to T1 by a ww edge: T1 missed T2, so also every transaction after T2 on the cycle, yet wrote
+  after Tn: two concurrent writers of one key both committed (T1 wrote onto a row newer than its
+  snapshot, as InnoDB's REPEATABLE READ allows and snapshot isolation's first-committer-wins rule
+  forbids). One that returns by wr is a read skew (T1 saw Tn, which depends on T2, but not T2).
 - **stale-read** (the two-transaction G-single-realtime): a read missed an element whose append
   was acknowledged before the read began.
 - **internal**: a read inside one transaction that disagrees with the transaction's own earlier
@@ -261,7 +261,7 @@ def analyze(txns: Sequence[Txn]) -> Analysis:
     anomalies["lost-update"] = [e for _, e in sorted(p4.items())]
     anomalies["lost-append"] = _lost_appends(txns, writer)
 
-    truncated = _cycles(graph, by_id, set(p4), anomalies)
+    truncated = _cycles(graph, by_id, _concurrent_writers(graph, order, writer, by_id), anomalies)
     anomalies = {a: v for a, v in anomalies.items() if v}
     return Analysis(
         txns=len(txns),
@@ -443,10 +443,39 @@ def _two_rw_path(graph: _Graph, nodes: set[int], src: int, dst: int) -> list[tup
     return list(reversed(path))
 
 
+def _concurrent_writers(
+    graph: _Graph,
+    order: dict[int, tuple[int, ...]],
+    writer: dict[tuple[int, int], int],
+    by_id: dict[int, Txn],
+) -> set[tuple[int, int]]:
+    """The rw edges a → b where a also wrote after b: some key both appended to has b's element
+    before a's in its order, although a's reads missed b. Then a and b were concurrent writers of
+    one key and both committed: a lost update in the wider sense (P4; a's write went onto a row
+    newer than its snapshot, as InnoDB's REPEATABLE READ allows and snapshot isolation's
+    first-committer-wins rule forbids). A G-single cycle through such an edge is marked `p4`."""
+    pos: dict[tuple[int, int], list[int]] = {}  # (txn, key) -> positions of its elements
+    for k, o in order.items():
+        for i, v in enumerate(o):
+            w = writer.get((k, v))
+            if w is not None:
+                pos.setdefault((w, k), []).append(i)
+    out = set()
+    for a, b in graph.g.edges():
+        if "rw" not in graph.types(a, b):
+            continue
+        for k in {m.key for m in by_id[a].mops if m.f == "append"}:
+            pa, pb = pos.get((a, k)), pos.get((b, k))
+            if pa and pb and min(pb) < max(pa):
+                out.add((a, b))
+                break
+    return out
+
+
 def _cycles(
     graph: _Graph,
     by_id: dict[int, Txn],
-    p4_pairs: set[tuple[int, int]],
+    lost_update_pairs: set[tuple[int, int]],
     anomalies: dict[str, list[dict[str, Any]]],
 ) -> bool:
     """Find G0, G1c, G-single and G2-item cycles; returns True when a bound cut the search short."""
@@ -512,13 +541,13 @@ def _cycles(
                     "txns": [by_id[x].describe() for x in cycle],
                 }
                 if cls == "G-single":
-                    # Explained by a lost update when the transaction that missed b's append also
-                    # wrote after b: it read the key b changed (P4 proper), or b's write of some key
-                    # directly precedes its own (its write went onto a row newer than its snapshot,
-                    # which SI's first-committer-wins would have refused).
-                    entry["p4"] = any((a, k) in p4_pairs for k in graph.keys(a, b, "rw")) or (
-                        g.has_edge(b, a) and "ww" in graph.types(b, a)
-                    )
+                    # a missed b, and everything after b on the cycle depends on b, so it is not in
+                    # a's snapshot either. When the cycle returns to a by a ww edge, a wrote onto
+                    # a row newer than its snapshot: concurrent writers that both committed, a
+                    # lost update in the wider sense. When it returns by wr, a read a state that
+                    # depends on b but missed b: a read skew, which no lost update explains.
+                    last = steps[-1]
+                    entry["p4"] = (a, b) in lost_update_pairs or "ww" in graph.types(last[0], last[1])
                 anomalies[cls].append(entry)
         if not found_any:
             # A strongly connected component always holds a cycle: never leave it unreported.
@@ -562,6 +591,14 @@ def documented_found(analysis: Analysis, documented: Iterable[str]) -> tuple[lis
     return seen_doc, broken
 
 
+def _summary(name: str, found: list[dict[str, Any]]) -> dict[str, Any]:
+    """Count and examples of one anomaly; G-single cycles not explained by a lost update first."""
+    if name != "G-single":
+        return {"count": len(found), "examples": found[:EXAMPLES]}
+    ordered = sorted(found, key=lambda e: (bool(e.get("p4")), e["length"]))
+    return {"count": len(found), "p4": sum(1 for e in found if e.get("p4")), "examples": ordered[:EXAMPLES]}
+
+
 def check_list_append(
     txns: Sequence[Txn],
     *,
@@ -579,7 +616,7 @@ def check_list_append(
         "graph": {"txns": a.nodes, "edges": a.edges},
         "keys": a.keys,
         "strongest_level": a.strongest_level(),
-        "anomalies": {k: {"count": len(v), "examples": v[:EXAMPLES]} for k, v in a.anomalies.items()},
+        "anomalies": {k: _summary(k, v) for k, v in a.anomalies.items()},
         "documented_seen": seen_doc,
         "broken": broken,
         "documented": sorted(set(documented)),

@@ -407,3 +407,18 @@ def test_longer_g2_item_cycle_of_three() -> None:
     assert set(v.evidence["anomalies"]) == {"G2-item"}
     ex = v.evidence["anomalies"]["G2-item"]["examples"][0]
     assert ex["length"] == 3 and {t["txn"] for t in ex["txns"]} == set(ts)
+
+
+def test_g_single_returning_by_ww_through_a_third_writer_is_p4() -> None:
+    # T0 read key 1 before T1's append; T2 saw T1 (wr on key 1) and appended key 2 before T0 did:
+    # T2 depends on T1, so T2 is not in T0's snapshot either, yet T0 wrote after it.
+    h = H()
+    t0 = h.t(r(1), a(2, 20))
+    t1 = h.t(a(1, 10))
+    t2 = h.t(r(1, 10), a(2, 19))
+    h.t(r(1, 10), r(2, 19, 20), final=True)
+    v = check_list_append(h.txns, documented={"lost-update"})
+    ex = v.evidence["anomalies"]["G-single"]["examples"][0]
+    assert {t["txn"] for t in ex["txns"]} == {t0, t1, t2} and ex["cycle"][-1].startswith(f"T{t2} -ww(2)->")
+    assert ex["p4"] is True and v.documented_limitation
+    assert v.evidence["anomalies"]["G-single"]["p4"] == 1
