@@ -155,17 +155,17 @@ def _trial(lost: int, stale: int) -> list[dict[str, object]]:
 
 def test_anomaly_rows_count_trials_where_seen_with_rates_and_examples() -> None:
     rows = {(r.anomaly, r.mode): r for r in anomaly_rows([_trial(30, 2), _trial(0, 0), _trial(5, 0)])}
-    lu = rows[("lost-update (counter)", "counter read-modify-write")]
+    lu = rows[("lost increments (counter)", "counter read-modify-write")]
     assert (lu.trials, lu.seen, lu.status) == (3, 2, "documented limitation")
     assert lu.rate == "35/300 acknowledged (11.7 %)"
     assert lu.example == "read-modify-write/1: 100 acknowledged increments, value 70"
-    st = rows[("stale-read", "probe, default session: SET SESSION wsrep_sync_wait=0")]
+    st = rows[("stale-read", "probe default: SET SESSION wsrep_sync_wait=0")]
     assert (st.trials, st.seen, st.rate) == (3, 1, "2/30 reads (6.7 %)")
     assert st.example.startswith("node:1>node:2: saw version 0 after 1 was acknowledged")
-    g2 = rows[("G2-item", "list-append, default session, plain reads")]
+    g2 = rows[("G2-item", "list-append default/plain")]
     assert (g2.trials, g2.seen, g2.status) == (3, 3, "documented limitation")
     assert "-rw(" in g2.example
-    g0 = rows[("G0", "list-append, default session, plain reads")]
+    g0 = rows[("G0", "list-append default/plain")]
     assert (g0.trials, g0.seen, g0.status) == (3, 0, "")
 
 

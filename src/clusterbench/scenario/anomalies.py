@@ -286,7 +286,7 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
                 break
         out = [
             (
-                "lost-update (counter)",
+                "lost increments (counter)",
                 f"counter {mode}",
                 lost > 0,
                 doc,
@@ -310,7 +310,7 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
     if checker.startswith("stale-read:"):
         session = checker.split(":", 1)[1]
         stmts = "; ".join(ev.get("statements") or [])
-        mode = f"probe, {session} session" + (f": {stmts}" if stmts else "")
+        mode = f"probe {session}" + (f": {stmts}" if stmts else "")
         stale = int(ev.get("stale", 0) or 0)
         example = ""
         if ev.get("examples"):
@@ -323,7 +323,7 @@ def _observations(v: dict[str, Any]) -> list[Observation]:
     if checker.startswith("list-append"):
         label = checker.split(":", 1)[1] if ":" in checker else ""
         session, _, reads = label.partition("/")
-        mode = f"list-append, {session or 'default'} session, {reads or 'plain'} reads"
+        mode = f"list-append {session or 'default'}/{reads or 'plain'}"
         anomalies = ev.get("anomalies") or {}
         seen_doc = set(ev.get("documented_seen") or [])
         for cls in [
