@@ -139,23 +139,38 @@ def test_clusters_are_locked_separately(tmp_path: Path, sleeper: subprocess.Pope
 
 
 def test_two_processes_racing_for_a_free_lock_one_wins(tmp_path: Path) -> None:
+    # Every racer starts, says it is ready, waits for `go`, races, reports, and stays alive (the
+    # winner holding the lock) until `done`: a slow start on a loaded machine changes nothing.
     code = (
         "import sys, time; from pathlib import Path; from clusterbench.lock import ClusterLock, ClusterBusy\n"
-        "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
+        "d = Path(sys.argv[1]); (d / f'ready{sys.argv[2]}').touch()\n"
+        "while not (d / 'go').exists(): time.sleep(0.005)\n"
         "try:\n"
-        "    ClusterLock(Path(sys.argv[1]), 'lab').acquire('racer')\n"
-        "    print('won', flush=True); time.sleep(1.0)\n"
+        "    ClusterLock(d / 'home', 'lab').acquire('racer'); print('won', flush=True)\n"
         "except ClusterBusy:\n"
         "    print('busy', flush=True)\n"
+        "while not (d / 'done').exists(): time.sleep(0.01)\n"
     )
-    at = str(time.time() + 1.0)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(tmp_path), at], stdout=subprocess.PIPE, env=env)
-        for _ in range(4)
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(i)], stdout=subprocess.PIPE, env=env)
+        for i in range(4)
     ]
-    outs = sorted(p.communicate(timeout=30)[0].decode().strip() for p in procs)
-    assert outs == ["busy", "busy", "busy", "won"]
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("ready*"))) < 4:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        (tmp_path / "go").touch()
+        outs = []
+        for p in procs:
+            assert p.stdout is not None
+            outs.append(p.stdout.readline().decode().strip())
+    finally:
+        (tmp_path / "done").touch()
+        for p in procs:
+            p.wait(timeout=30)
+    assert sorted(outs) == ["busy", "busy", "busy", "won"]
 
 
 def test_take_is_held_until_release_all(tmp_path: Path) -> None:
