@@ -29,6 +29,7 @@ from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost
 from clusterbench.providers import make_provider
+from clusterbench.providers.datadirfs import DiskSpace, disk_space
 from clusterbench.providers.naming import Names
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology
@@ -82,6 +83,7 @@ class NodeView:
     address: str
     alive: bool
     health: NodeHealth | None
+    disk: DiskSpace | None = None  # the file system of its datadir
 
 
 @dataclass
@@ -407,6 +409,7 @@ class Cluster:
         self.provider.check_up(self.home, self.engine.required())
         # A failed earlier `up` keeps its files (logs) for reading; a new one starts from nothing.
         if self.dir.exists():
+            self.provider.release_datadir_fs()  # a datadir file system left mounted there
             shutil.rmtree(self.dir)
         self.creds = generate_credentials()
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -427,6 +430,7 @@ class Cluster:
                 self.state["network"] = network
                 self.save()
             timings["network"] = time.monotonic() - t0
+            self._datadir_filesystems(report)
             self.engine.bring_up(self, report)
             timings["nodes_synced"] = time.monotonic() - t0
             self._up_balancer(report)
@@ -444,6 +448,15 @@ class Cluster:
             except Exception as exc:  # noqa: BLE001 - the original error matters more
                 log.warning("teardown after failed up: %s", exc)
             raise
+
+    def _datadir_filesystems(self, report: Report) -> None:
+        """Nodes with `datadir_size` get a file system of their own for their datadir (what the
+        disk-full fault fills); `down` unmounts it."""
+        for i in self.topology.node_indexes():
+            size = self.topology.node_datadir_size(i)
+            if size:
+                self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size)
+                report(f"n{i}: datadir on a file system of its own ({size}, tmpfs)")
 
     def _backend_names(self) -> list[str]:
         return [f"n{i}" for i in self.topology.node_indexes()]
@@ -584,7 +597,7 @@ class Cluster:
         t = self.topology
         views = []
         for n in self.nodes():
-            views.append(NodeView(n.index, n.address, n.alive(), n.health()))
+            views.append(NodeView(n.index, n.address, n.alive(), n.health(), disk_space(n.host, n.datadir)))
         balancers: list[BalancerView] = []
         for h in self.haproxies():
             k = int(h.cfg.dir.name[2:])

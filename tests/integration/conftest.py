@@ -61,7 +61,7 @@ def make_topology(name: str, subnet: str, nodes: int = 3, **extra: object) -> To
 
 
 def leftovers(name: str) -> list[str]:
-    """Namespaces, links, cgroups and live processes of cluster `name` still on the machine."""
+    """Namespaces, links, cgroups, mounts and live processes of cluster `name` still on the machine."""
     prefix = Names(name).prefix
     found: list[str] = []
     for line in os.popen("ip netns list").read().splitlines():
@@ -75,6 +75,10 @@ def leftovers(name: str) -> list[str]:
         d = Path("/sys/fs/cgroup") / ctl / "clusterbench"
         if d.is_dir():
             found += [f"cgroup {p}" for p in d.iterdir() if p.name.startswith(f"{name}-")]
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split(" ")[4]
+        if f"/clusters/{name}/" in point:
+            found.append(f"mount {point}")
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue

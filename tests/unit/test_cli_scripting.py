@@ -206,7 +206,7 @@ def test_status_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
     assert data["nodes"][0]["primary"] is True and data["nodes"][0]["ready"] is True
     assert data["nodes"][0]["health"]["position"] == "42" and data["nodes"][0]["health"]["state"] == "Synced"
     assert data["nodes"][1] == {"index": 2, "address": "198.18.0.12", "alive": False, "health": None,
-                                "primary": None, "ready": None}  # fmt: skip
+                                "primary": None, "ready": None, "disk": None}  # fmt: skip
     assert data["balancers"][0]["backends"][0]["up"] is True and data["faults_left_in_place"] == []
 
 

@@ -253,7 +253,9 @@ def test_unknown_mariadb_key(tmp_path: Path) -> None:
 
 def test_unknown_key_in_node_list(tmp_path: Path) -> None:
     p = write(tmp_path, "[cluster]\nnodes = 3\n[[node]]\nindex = 1\ncpu = 1\n")
-    assert error_of(p) == f"{p}: unknown key 'node[0].cpu' (known keys: bandwidth, cpu_quota, cpuset, index)"
+    assert error_of(p) == (
+        f"{p}: unknown key 'node[0].cpu' (known keys: bandwidth, cpu_quota, cpuset, datadir_size, index)"
+    )
 
 
 def test_unknown_balancer_key(tmp_path: Path) -> None:

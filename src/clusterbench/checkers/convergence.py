@@ -2,12 +2,16 @@
 position (Galera's seqno, Group Replication's executed GTID set) must be equal and stable on every
 node, a causal read must succeed on each, every node must be a ready member of the quorum in one
 view of N members (same group id and view), and every table of the given schemas must have the
-same row count and CHECKSUM TABLE on every node.
+same row count and CHECKSUM TABLE, and the same definition (columns, indexes, engine: a digest of
+what information_schema says), on every node. A DDL that failed on one node only (its disk was
+full) leaves equal data but another definition there: divergence all the same.
 
 The snapshot is collected by verify.convergence.collect_convergence; this module is pure."""
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +36,31 @@ class NodeState:
     position: str = ""  # the exact replication position, equal on converged nodes
     # "schema.table" -> (row count, CHECKSUM TABLE value or None when the engine gives none)
     tables: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    # "schema.table" -> its definition, one line per property (see verify.convergence.read_definitions)
+    definitions: dict[str, str] = field(default_factory=dict)
+
+
+def digest(definition: str) -> str:
+    return hashlib.sha256(definition.encode()).hexdigest()[:16]
+
+
+def definition_diff(per_node: dict[str, str | None]) -> dict[str, list[str]]:
+    """For each node whose definition of a table differs from the most common one: what it lacks
+    and what it has in addition, line by line ('lacks index k_2 ...', 'has ...'); pure."""
+    common, _ = Counter(v for v in per_node.values() if v is not None).most_common(1)[0]
+    want = common.splitlines()
+    out: dict[str, list[str]] = {}
+    for node, text in sorted(per_node.items()):
+        if text == common:
+            continue
+        if text is None:
+            out[node] = ["lacks the table"]
+            continue
+        have = text.splitlines()
+        out[node] = [f"lacks {ln}" for ln in want if ln not in have] + [
+            f"has {ln}" for ln in have if ln not in want
+        ]
+    return out
 
 
 @dataclass(frozen=True)
@@ -57,6 +86,7 @@ def _node_json(n: NodeState) -> dict[str, Any]:
         "last_committed": n.last_committed,
         "position": n.position,
         "tables": {t: {"rows": c, "checksum": s} for t, (c, s) in sorted(n.tables.items())},
+        "definitions": {t: digest(d) for t, d in sorted(n.definitions.items())},
     }
 
 
@@ -94,6 +124,7 @@ def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
     unreadable = [n for n in nodes if not n.answered or n.error]
     readable = [n for n in nodes if n.answered and not n.error]
     mismatched: dict[str, dict[str, Any]] = {}
+    schema_mismatch: dict[str, dict[str, Any]] = {}
     if snap.stable and len(readable) > 1:
         names = sorted(set().union(*(n.tables for n in readable)))
         for t in names:
@@ -104,12 +135,31 @@ def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
                 }
         if mismatched:
             problems.append(f"tables differ between nodes: {', '.join(mismatched)}")
+        # definitions: only where the nodes read them (an older snapshot has none)
+        defined = [n for n in readable if n.definitions]
+        for t in sorted(set().union(*(n.definitions for n in defined))) if len(defined) > 1 else []:
+            per_def = {n.node: n.definitions.get(t) for n in defined}
+            if len(set(per_def.values())) > 1:
+                diff = definition_diff(per_def)
+                schema_mismatch[t] = {
+                    "digests": {node: (None if d is None else digest(d)) for node, d in per_def.items()},
+                    "differences": diff,
+                }
+        if schema_mismatch:
+            problems.append(
+                "table definitions differ between nodes: "
+                + "; ".join(
+                    f"{t} ({', '.join(f'{node} {x}' for node, xs in m['differences'].items() for x in xs)})"
+                    for t, m in schema_mismatch.items()
+                )
+            )
         pos = {n.position for n in readable}
         if len(pos) > 1:
             problems.append(
                 "replication position differs: " + ", ".join(f"{n.node}={n.position}" for n in readable)
             )
     evidence["mismatched_tables"] = mismatched
+    evidence["mismatched_definitions"] = schema_mismatch
     if problems:
         return Verdict(NAME, Result.FAIL, "; ".join(problems), evidence)
     if unreadable:
@@ -128,6 +178,7 @@ def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
         NAME,
         Result.PASS,
         f"{len(readable)} nodes ready in one Primary view of {expected_size}, at position "
-        f"{readable[0].position}, {tables} tables identical",
+        f"{readable[0].position}, {tables} tables identical"
+        + (" in data and definition" if all(n.definitions for n in readable) else ""),
         evidence,
     )

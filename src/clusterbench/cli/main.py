@@ -265,13 +265,17 @@ def _print_status(st: ClusterStatus) -> None:
         "ready",
         "fc paused",
         "position",
+        "datadir free",
     ):
         table.add_column(col, justify="right" if col in ("size", "fc paused", "position") else "left")
     for v in st.nodes:
         h = v.health
+        free = "-" if v.disk is None else v.disk.text()
+        if v.disk is not None and v.disk.nearly_full:
+            free = f"[red]{free}[/]"
         if h is None:
             process = "alive" if v.alive else "[red]down[/]"
-            table.add_row(f"n{v.index}", v.address, process, *["-"] * 7)
+            table.add_row(f"n{v.index}", v.address, process, *["-"] * 7, free)
             continue
         table.add_row(
             f"n{v.index}",
@@ -284,8 +288,15 @@ def _print_status(st: ClusterStatus) -> None:
             "yes" if h.ready else "[red]no[/]",
             f"{h.flow_control:.3f}",
             h.position,
+            free,
         )
     console.out.print(table)
+    for v in st.nodes:
+        if v.disk is not None and v.disk.nearly_full:
+            console.warn(
+                f"n{v.index}: its datadir file system ({v.disk.mount}) is nearly full: {v.disk.text()} free; "
+                "when it fills, writes there fail (1114) and replicated DDL may be skipped there silently"
+            )
     if st.vip is not None:
         if len(st.vip_holders) == 1:
             console.out.print(f"VIP {st.vip} held by [bold]{st.vip_holders[0]}[/]")

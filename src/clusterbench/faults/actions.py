@@ -8,13 +8,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import Desyncable
-from clusterbench.errors import PreflightError
+from clusterbench.errors import ComponentError, PreflightError
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.hosts.base import Machine
+from clusterbench.providers import datadirfs
 from clusterbench.providers.iptables import (  # noqa: F401 - re-exported for callers and tests
     CHAIN,
     isolate_rules,
@@ -23,8 +25,10 @@ from clusterbench.providers.iptables import (  # noqa: F401 - re-exported for ca
     unpartition_plan,
     unpartition_rules,
 )
+from clusterbench.spec.topology import size_bytes
 
 log = logging.getLogger(__name__)
+
 
 def node_host(cluster: Cluster, i: int) -> Machine:
     return cluster.host(cluster.names.node_role(i))
@@ -346,6 +350,80 @@ class KillBalancer(_Base):
         return {"restarted": f"{msg} ({time.monotonic() - t0:.1f} s)"}
 
 
+# The file the disk-full fault fills a node's datadir file system with (at the datadir's top: an
+# rsync SST copies only directories and known files from there, never this one).
+FILL_NAME = "cb-disk-full.fill"
+
+
+def fill_path(cluster: Cluster, i: int) -> Path:
+    return cluster.node(i).datadir / FILL_NAME
+
+
+class DiskFull(_Base):
+    """Fill the datadir file system of the target nodes: only a small file system of its own that
+    the tool mounted for it at `up` (topology `[[node]] datadir_size`), never the machine's. The
+    server then fails to extend its files (writes there fail with 1114 'table is full'; a
+    replicated DDL can fail there and be skipped while the node stays in the cluster). Heal
+    removes the fill."""
+
+    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
+        super().__init__(cluster, fault)
+        missing = [i for i in fault.nodes if not cluster.topology.node_datadir_size(i)]
+        if missing:
+            i = missing[0]
+            raise PreflightError(
+                f"disk-full fills only a datadir file system of the node's own, and n{i} has none: add "
+                f'[[node]] index = {i} with datadir_size = "256M" to the topology and bring the cluster up '
+                "again (clusterbench never fills the machine's own file system)"
+            )
+
+    def apply(self) -> dict[str, Any]:
+        self.active = True
+        out: dict[str, str] = {}
+        for i in self.fault.nodes:
+            n = self.cluster.node(i)
+            size = size_bytes(self.cluster.topology.node_datadir_size(i) or "0")
+            if not datadirfs.tmpfs_of_its_own(n.host, n.datadir, size):
+                raise ComponentError(
+                    f"n{i}: {n.datadir} is not the datadir file system clusterbench made for it (a tmpfs of "
+                    f"at most {datadirfs.human(size)}); refusing to fill it"
+                )
+            # Until the file system refuses more (ENOSPC): bounded by its size.
+            fill = str(fill_path(self.cluster, i))
+            n.host.run(["sh", "-c", 'cat /dev/zero > "$1" 2>/dev/null; exit 0', "sh", fill], timeout=300)
+            d = datadirfs.disk_space(n.host, n.datadir)
+            out[f"n{i}"] = f"{datadirfs.human(d.free)} free" if d else "?"
+        return {"filled": out}
+
+    def heal(self) -> dict[str, Any]:
+        if not self.active:
+            return {}
+        self.active = False
+        out: dict[str, str] = {}
+        for i in self.fault.nodes:
+            n = self.cluster.node(i)
+            n.host.run(["rm", "-f", str(fill_path(self.cluster, i))], check=False)
+            d = datadirfs.disk_space(n.host, n.datadir)
+            out[f"n{i}"] = d.text() if d else "?"
+        return {"freed": out}
+
+
+class RunSql(_Base):
+    """A statement run once on one node at its time (e.g. a DDL while another node's disk is full,
+    a by-hand step of a drill), as the cluster's admin. Nothing to heal."""
+
+    def apply(self) -> dict[str, Any]:
+        i = self.fault.nodes[0]
+        stmt = str(self.fault.params["statement"])
+        t0 = time.monotonic()
+        with self.cluster.node(i).connect(5.0, read_timeout=300) as conn, conn.cursor() as cur:
+            rows = cur.execute(stmt)
+        return {"node": f"n{i}", "statement": stmt, "rows": rows, "seconds": round(time.monotonic() - t0, 2)}
+
+    def heal(self) -> dict[str, Any]:
+        return {}
+
+
 # A chain of our own in each balancer's host that drops VRRP (IP protocol 112) to and from its peer.
 VRRP_CHAIN = "CBVRRP"
 VRRP_PROTO = "112"
@@ -436,6 +514,8 @@ ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "rolling-restart": RollingRestart,
     "kill-balancer": KillBalancer,
     "cut-vrrp": CutVrrp,
+    "disk-full": DiskFull,
+    "sql": RunSql,
     "delay-link": NetemLink,
     "loss-link": NetemLink,
 }

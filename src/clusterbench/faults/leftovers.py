@@ -10,6 +10,7 @@ from clusterbench.engines.base import Desyncable
 from clusterbench.faults.actions import (
     CHAIN,
     VRRP_CHAIN,
+    fill_path,
     heal_vrrp,
     node_host,
     restore_link,
@@ -34,6 +35,7 @@ class Leftover:
             "paused": f"n{self.node}: the server is stopped with SIGSTOP (pause-node)",
             "cpu-quota": f"n{self.node}: CPU quota differs from the topology (throttle-cpu)",
             "desync": f"n{self.node}: desynced from flow control (desync-node)",
+            "disk-full": f"n{self.node}: its datadir file system is filled (disk-full)",
         }[self.what]
 
 
@@ -59,6 +61,9 @@ def find(cluster: Cluster) -> list[Leftover]:
                     out.append(Leftover(i, "desync"))
             except Exception:  # noqa: BLE001 - a node that does not answer is not a desync leftover
                 pass
+    for i in cluster.topology.node_indexes():
+        if cluster.topology.node_datadir_size(i) and node_host(cluster, i).exists(fill_path(cluster, i)):
+            out.append(Leftover(i, "disk-full"))
     if cluster.topology.vip_address() is not None:
         for k in cluster.topology.balancer_indexes():
             if cluster.host(f"lb{k}").run(["iptables", "-w", "-S", VRRP_CHAIN], check=False).ok:
@@ -86,6 +91,8 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
             n.host.signal(n.proc, signal.SIGCONT)
         elif lo.what == "cpu-quota":
             cluster.provider.restore_cpu(role)
+        elif lo.what == "disk-full":
+            n.host.run(["rm", "-f", str(fill_path(cluster, lo.node))], check=False)
         elif lo.what == "desync" and isinstance(n, Desyncable):
             n.desync(False)
         done.append(f"healed {lo.describe()}")

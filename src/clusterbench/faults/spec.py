@@ -31,6 +31,8 @@ FaultKind = Literal[
     "delay-link",
     "loss-link",
     "coordinated-crash",
+    "disk-full",
+    "sql",
 ]
 
 KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -47,6 +49,7 @@ NODE_KINDS = {
     "delay-link",
     "loss-link",
     "coordinated-crash",
+    "disk-full",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
 TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|balancer|lb:[12])$")
@@ -72,6 +75,8 @@ class FaultSpec(BaseModel):
     loss: float | None = Field(None, gt=0, le=100)
     # coordinated-crash: every target is killed within this many seconds (0: all at once)
     window: float | None = Field(None, ge=0, le=600)
+    # sql: a statement run once on the target node at `at` (e.g. a DDL while a node's disk is full)
+    statement: str | None = None
 
     @field_validator("delay", "jitter")
     @classmethod
@@ -180,8 +185,16 @@ def plan(
     for k, s in enumerate(specs, start=1):
         where = f"fault {k} ({s.kind})"
         until = None if s.duration is None else s.at + s.duration
-        if s.kind != "rolling-restart" and s.duration is None:
+        if s.kind not in ("rolling-restart", "sql") and s.duration is None:
             errors.append(f"{where}: `for` (duration in seconds) is required")
+        if s.kind == "sql" and s.duration is not None:
+            errors.append(f"{where}: sql runs once at `at`; remove `for`")
+        if (s.kind == "sql") != (s.statement is not None):
+            errors.append(
+                f'{where}: sql needs statement = "..."'
+                if s.kind == "sql"
+                else f"{where}: statement only applies to sql"
+            )
         if s.at >= trial_time:
             errors.append(f"{where}: at={s.at:g} is not before the end of the load ({trial_time:g} s)")
         if until is not None and until > trial_time:
@@ -205,6 +218,13 @@ def plan(
                 errors.append(f"{where}: target must be balancer (the keepalived pair)")
             if balancers == 0:
                 errors.append(f"{where}: this cluster has no balancer")
+        elif s.kind == "sql":
+            node_ids, err = resolve_nodes(s.target, nodes, rng)
+            if err:
+                errors.append(f"{where}: {err}")
+            elif not s.target.startswith("node:") or len(node_ids) != 1:
+                errors.append(f'{where}: sql runs on one node: target = "node:N"')
+            params["statement"] = s.statement
         elif s.kind == "partition":
             pairs, errs = _pairs_from(s, nodes)
             errors += [f"{where}: {e}" for e in errs]
@@ -262,9 +282,10 @@ def plan(
             errors.append(f"{where}: groups/cuts only apply to partition")
         out.append(PlannedFault(k, s.kind, node_ids, lb, s.at, until, params))
     # Two faults on the same node at overlapping times would heal each other's state: refuse.
+    # (A statement of a sql step changes no state of the node's that a heal would undo.)
     for i, a in enumerate(out):
         for b in out[i + 1 :]:
-            if set(a.nodes) & set(b.nodes) and _overlap(a, b):
+            if "sql" not in (a.kind, b.kind) and set(a.nodes) & set(b.nodes) and _overlap(a, b):
                 errors.append(
                     f"fault {a.index} and fault {b.index} act on the same node at overlapping times"
                 )
@@ -279,11 +300,7 @@ def _overlap(a: PlannedFault, b: PlannedFault) -> bool:
     return a.at < b_end and b.at < a_end
 
 
-
-
-RandomKind = Literal[
-    "kill-node", "stop-node", "pause-node", "isolate-node", "partition", "coordinated-crash"
-]
+RandomKind = Literal["kill-node", "stop-node", "pause-node", "isolate-node", "partition", "coordinated-crash"]
 
 
 class RandomFaults(BaseModel):

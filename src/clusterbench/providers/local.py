@@ -21,7 +21,7 @@ from clusterbench.clock import Clock
 from clusterbench.hosts import process
 from clusterbench.hosts.base import Machine
 from clusterbench.hosts.local import LocalHost, NetnsHost
-from clusterbench.providers import preflight
+from clusterbench.providers import datadirfs, preflight
 from clusterbench.providers.cgroups import CFS_PERIOD_US, CgroupV1
 from clusterbench.providers.naming import Names
 from clusterbench.providers.network import HostPlan, down_plan, shape_plan, up_plan
@@ -116,6 +116,14 @@ class LocalProvider:
         """Copy a directory between hosts: one filesystem here, so rsync it."""
         for _, path in dests:
             self.local.run(["rsync", "-a", *(f"--exclude={e}" for e in excludes), f"{src[1]}/", f"{path}/"])
+
+    def make_datadir_fs(self, role: str, path: Path, size: str) -> None:
+        """A tmpfs of `size` for a node's datadir, mounted in this machine's root namespace."""
+        datadirfs.make(self.local, path, size, datadirfs.source_name(self.topology.name, role))
+
+    def release_datadir_fs(self) -> list[str]:
+        """Unmount every file system under the cluster's directory (ours: see datadirfs)."""
+        return datadirfs.release(self.local, self.dir)
 
     # ------------------------------------------------------------------ links and CPU (faults)
 
@@ -213,6 +221,7 @@ class LocalProvider:
     def teardown(self, keep_files: bool, keep_remote: bool) -> list[str]:
         """Stop what still runs in our namespaces, remove cgroups, veths, namespaces, bridge."""
         done = self._kill_namespace_leftovers()
+        done += self.release_datadir_fs()  # after the processes that had files open there
         for cg in self.cgroups.existing(f"{self.topology.name}-"):
             self.cgroups.remove(cg)
             done.append(f"cgroup {cg} removed")

@@ -203,11 +203,29 @@ class SshProvider:
 
     # ------------------------------------------------------------------ down
 
+    def make_datadir_fs(self, role: str, path: Path, size: str) -> None:
+        """A tmpfs of `size` for a node's datadir, mounted on its machine."""
+        from clusterbench.providers import datadirfs  # noqa: PLC0415
+
+        datadirfs.make(self.host(role), path, size, datadirfs.source_name(self.topology.name, role))
+
+    def release_datadir_fs(self) -> list[str]:
+        """Unmount every file system under our role directories on the machines."""
+        from clusterbench.providers import datadirfs  # noqa: PLC0415
+
+        done = []
+        for role in self.roles():
+            if role.startswith("n"):
+                done += [f"{self.host(role).name}: {line}"
+                         for line in datadirfs.release(self.host(role), self.role_dir(role))]  # fmt: skip
+        return done
+
     def teardown(self, keep_files: bool, keep_remote: bool) -> list[str]:
         """The machines stay as they were before `up`, minus our processes and files (never any
         `ip netns`, link or cgroup cleanup there). With keep_files the logs are copied into the
         local cluster directory first."""
         done = self.kill_leftovers()
+        done += self.release_datadir_fs()
         if keep_files:
             self.dir.mkdir(parents=True, exist_ok=True)
             got = self.collect_logs(self.dir / "remote-logs")

@@ -80,8 +80,37 @@ class Resources(_Strict):
         return Resources(**data)
 
 
+# The smallest datadir file system of its own a node may get (system tables, redo log, gcache...).
+MIN_DATADIR_BYTES = 192 * 1024 * 1024
+
+
+def size_bytes(v: str) -> int:
+    """'64M' -> 67108864 (K, M, G are powers of 1024; no suffix: bytes)."""
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(v[-1:], 1)
+    return int(v[:-1] if unit > 1 else v) * unit
+
+
 class NodeOverride(Resources):
     index: int = Field(ge=1, le=MAX_NODES)
+    datadir_size: str | None = Field(
+        None,
+        description="give this node's datadir a file system of its own of this size (a tmpfs the "
+        "tool mounts at up and removes at down), e.g. '256M': what the disk-full fault fills",
+    )
+
+    @field_validator("datadir_size")
+    @classmethod
+    def _datadir_size(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not SIZE_RE.match(v):
+            raise ValueError(f"'{v}' is not a size like '256M' or '1G'")
+        if size_bytes(v) < MIN_DATADIR_BYTES:
+            raise ValueError(
+                f"'{v}' is too small for a datadir (system tables, redo log and gcache need room); "
+                f"give at least {MIN_DATADIR_BYTES >> 20}M"
+            )
+        return v
 
 
 class MariaDBSettings(_Strict):
@@ -498,6 +527,10 @@ class Topology(_Strict):
 
     def node_indexes(self) -> list[int]:
         return list(range(1, self.cluster.nodes + 1))
+
+    def node_datadir_size(self, index: int) -> str | None:
+        """The size of node `index`'s own datadir file system, or None (its host's file system)."""
+        return next((o.datadir_size for o in self.node if o.index == index), None)
 
     def node_resources(self, index: int) -> Resources:
         base = self.resources

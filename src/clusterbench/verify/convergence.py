@@ -52,6 +52,7 @@ def _read(conn: Any, state: NodeState, schemas: Sequence[str], causal: Sequence[
                 tuple(schemas),
             )
             names = [(str(r[0]), str(r[1])) for r in cur.fetchall()]
+            definitions = read_definitions(cur, schemas)
             for schema, table in names:
                 q = f"`{schema}`.`{table}`"
                 cur.execute(f"SELECT COUNT(*) FROM {q}")
@@ -61,7 +62,55 @@ def _read(conn: Any, state: NodeState, schemas: Sequence[str], causal: Sequence[
                 tables[f"{schema}.{table}"] = (count, None if row is None or row[1] is None else int(row[1]))
     except Exception as exc:  # noqa: BLE001 - the node answered but the causal read failed
         return replace(state, error=f"causal read: {type(exc).__name__}: {exc}")
-    return replace(state, tables=tables)
+    return replace(state, tables=tables, definitions=definitions)
+
+
+def _s(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+def read_definitions(cur: Any, schemas: Sequence[str]) -> dict[str, str]:
+    """Every base table's definition, "schema.table" -> one line per property, from
+    information_schema (the same on MariaDB and MySQL): engine and collation, each column (name,
+    type, nullability, default, extra, collation) and each index (name, unique, type, columns with
+    prefix lengths). Nothing that differs between healthy nodes (AUTO_INCREMENT, statistics)."""
+    marks = ", ".join(["%s"] * len(schemas))
+    lines: dict[str, list[str]] = {}
+    cur.execute(
+        "SELECT table_schema, table_name, engine, table_collation FROM information_schema.tables "
+        f"WHERE table_schema IN ({marks}) AND table_type = 'BASE TABLE'",
+        tuple(schemas),
+    )
+    for sch, name, engine, coll in cur.fetchall():
+        lines[f"{sch}.{name}"] = [f"table engine {_s(engine)} collation {_s(coll)}"]
+    cur.execute(
+        "SELECT table_schema, table_name, ordinal_position, column_name, column_type, is_nullable, "
+        "column_default, extra, collation_name FROM information_schema.columns "
+        f"WHERE table_schema IN ({marks}) ORDER BY table_schema, table_name, ordinal_position",
+        tuple(schemas),
+    )
+    for sch, name, pos, col, ctype, null, default, extra, coll in cur.fetchall():
+        t = f"{sch}.{name}"
+        if t in lines:
+            lines[t].append(
+                f"column {_s(pos)} {_s(col)} {_s(ctype)} null={_s(null)} default={_s(default)} "
+                f"extra={_s(extra)} collation={_s(coll)}"
+            )
+    cur.execute(
+        "SELECT table_schema, table_name, index_name, non_unique, index_type, seq_in_index, column_name, "
+        f"sub_part FROM information_schema.statistics WHERE table_schema IN ({marks}) "
+        "ORDER BY table_schema, table_name, index_name, seq_in_index",
+        tuple(schemas),
+    )
+    indexes: dict[tuple[str, str, str, str], list[str]] = {}
+    for sch, name, index, non_unique, itype, _seq, col, sub in cur.fetchall():
+        kind = "unique" if str(non_unique) == "0" else "non-unique"
+        key = (f"{sch}.{name}", _s(index), kind, _s(itype))
+        indexes.setdefault(key, []).append(_s(col) + (f"({sub})" if sub is not None else ""))
+    for (t, index, kind, itype), cols in sorted(indexes.items()):
+        if t in lines:
+            lines[t].append(f"index {index} {kind} {itype} ({', '.join(cols)})")
+    return {t: "\n".join(ls) for t, ls in lines.items()}
 
 
 def positions_of(nodes: Sequence[DbNode]) -> tuple[str | None, ...]:
