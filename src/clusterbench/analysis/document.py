@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from clusterbench.analysis import plots
 from clusterbench.analysis.compare import CAVEAT, compare_runs
@@ -103,6 +104,7 @@ class Section:
     bullets: list[str] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)  # HTML only
     details: list[tuple[str, str]] = field(default_factory=list)  # (label, preformatted text)
+    level: int = 2  # heading level: 2 a section, 3 a part of the section before it
 
 
 @dataclass
@@ -117,7 +119,12 @@ class Report:
 
     @property
     def section_titles(self) -> list[str]:
-        return [s.title for s in self.sections]
+        return [s.title for s in self.sections if s.level == 2]
+
+    @property
+    def switch_at(self) -> str:
+        """The section that carries the page's one log-scale switch: the first with a latency plot."""
+        return next((s.key for s in self.sections if any(f.kind == "latency" for f in s.figures)), "")
 
 
 def _r(n: int) -> list[str]:
@@ -447,6 +454,11 @@ def build_report(
 # ---- rendering ---------------------------------------------------------------------------------------
 
 
+def _breakable(text: Any) -> markupsafe.Markup:
+    """HTML that may break a long name after its underscores (wsrep_slave_threads in a header)."""
+    return markupsafe.escape(str(text)).replace("_", markupsafe.Markup("_<wbr>"))
+
+
 def _md_cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -461,6 +473,7 @@ def _environment(autoescape: bool) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["md"] = _md_cell
+    env.filters["breakable"] = _breakable
     return env
 
 

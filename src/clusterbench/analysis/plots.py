@@ -13,14 +13,21 @@ import io
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # never a window, whatever the environment says
 
 from matplotlib.figure import Figure  # noqa: E402 - after choosing the backend
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+    NullLocator,
+)
 
 WIDTH_IN = 8.0  # 800 px at 100 dpi: the page shows it at the width of its column
 MARGINS = {"left": 0.085, "right": 0.985}
@@ -57,7 +64,55 @@ class Window:
     end: float
 
 
-def _svg(fig: Figure) -> str:
+_FONTS = re.compile(r"font-family: [^;\"]*")
+_GEOMETRY = re.compile(r'( (?:d|x|y|points)=")([^"]*)"')
+_DECIMALS = re.compile(r"-?\d+\.\d\d+")
+_GROUPS = re.compile(r"<g(?: id=\"[^\"]*\")?>|<g |</g>")
+
+
+def _round(m: re.Match[str]) -> str:
+    return f"{float(m.group()):.1f}".rstrip("0").rstrip(".")
+
+
+def _flatten(text: str) -> str:
+    """Drop the <g> elements that only carry an id (matplotlib wraps every artist in one; nothing
+    refers to those ids): a group without attributes changes nothing in the drawing."""
+    out: list[str] = []
+    bare: list[bool] = []
+    pos = 0
+    for m in _GROUPS.finditer(text):
+        tag = m.group()
+        if tag == "</g>":
+            drop = bare.pop()
+        elif tag == "<g ":
+            bare.append(False)
+            continue
+        else:
+            bare.append(True)
+            drop = True
+        out.append(text[pos : m.start()])
+        if not drop:
+            out.append(tag)
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _compact(text: str) -> str:
+    """The same drawing in fewer bytes: no metadata, one short font family instead of matplotlib's
+    list of eleven in every label, coordinates to 0.1 pt (a seventh of a pixel at the page's
+    scale), no indentation, no no-op rotations, no groups that only carry an id."""
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = _FONTS.sub("font-family: sans-serif", text)
+    text = re.sub(r' transform="rotate\(-0 [^"]*\)"', "", text)
+    text = _GEOMETRY.sub(
+        lambda m: m.group(1) + _DECIMALS.sub(_round, " ".join(m.group(2).split())) + '"', text
+    )
+    return _flatten(re.sub(r">\s+<", "><", text))
+
+
+def svg_text(fig: Figure) -> str:
+    """A figure as an inline <svg> element: no prolog, sized by the page, compacted."""
     buf = io.StringIO()
     with matplotlib.rc_context(STYLE):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
@@ -65,7 +120,10 @@ def _svg(fig: Figure) -> str:
     # inline in HTML: drop the XML prolog and DOCTYPE, let the page size it
     text = text[text.index("<svg") :]
     text = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r"<svg\1", text, count=1)
-    return text
+    return _compact(text)
+
+
+_svg = svg_text  # the name the run report's plots and their extensions use
 
 
 def _figure(height_in: float) -> Figure:
@@ -155,15 +213,23 @@ def latency_svgs(
         if not known:
             return linear, linear
         ax.set_title("latency, ms (log scale)", loc="left")
-        ax.set_yscale("log")
-        ax.autoscale(axis="y")
-        # 1, 2, 5, 10, 20, 50 ... as plain numbers, not 2 x 10^0
-        decades = math.log10(max(known) / min(known)) if min(known) > 0 else 0.0
-        subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        log_yaxis(ax, known)
         return linear, _svg(fig)
+
+
+def log_yaxis(ax: Any, known: Sequence[float], *, minor: bool = True) -> None:
+    """Switch an axis to a log scale with ticks people read: 1, 2, 5, 10, 20, 50 ... as plain
+    numbers (not 2 x 10^0), only the decades when the values span more than 2.5 of them."""
+    ax.set_yscale("log")
+    ax.autoscale(axis="y")
+    positive = [v for v in known if v > 0]
+    decades = math.log10(max(positive) / min(positive)) if positive else 0.0
+    subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    if not minor:
+        ax.yaxis.set_minor_locator(NullLocator())
 
 
 @dataclass(frozen=True)
@@ -222,4 +288,574 @@ def overview_svg(bars: Sequence[Bar], baseline: Sequence[Bar] = (), baseline_lab
         ax_t.invert_yaxis()
         if base:
             ax_p.legend(loc="lower right")
+        return _svg(fig)
+
+
+# ---- experiments: curves against a factor, small multiples per point, designs, the search -------
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf")  # fmt: skip
+LEGEND_COLS = 6
+PHASE_COLORS = {"explore": "#2ca02c", "recheck": "#ff7f0e", "confirm": "#d62728"}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value at one level of a factor (its position among the levels) with its interval."""
+
+    level: int
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class Curve:
+    label: str
+    estimates: Sequence[Estimate]
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    curves: Sequence[Curve]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One trial's per-second values in a small multiple."""
+
+    label: str
+    t: Sequence[float]
+    y: Sequence[float | None]
+
+
+@dataclass(frozen=True)
+class Multiple:
+    title: str
+    traces: Sequence[Trace]
+    windows: Sequence[Window] = field(default_factory=tuple)
+
+
+def _grid(n: int, cols: int, panel_in: float, top_in: float, bottom_in: float, *, left: float = 0.085,
+          hspace_in: float = 0.45) -> tuple[Figure, list[Any]]:  # fmt: skip
+    """A figure of n panels in rows of `cols`; panel heights in inches, so a figure grows with its
+    panels instead of squeezing them. Tick labels only on the first column and on the lowest panel
+    of each column: the caller gives every panel the same scales (matplotlib's shared axes would
+    do that too, but cost time quadratic in the panels)."""
+    rows = max(1, math.ceil(n / cols))
+    height = top_in + bottom_in + rows * panel_in + (rows - 1) * hspace_in
+    fig = Figure(figsize=(WIDTH_IN, height), dpi=100)
+    fig.subplots_adjust(left=left, right=0.985, top=1 - top_in / height, bottom=bottom_in / height,
+                        hspace=hspace_in / panel_in, wspace=0.06 * cols)  # fmt: skip
+    grid = fig.subplots(rows, cols, squeeze=False)
+    flat = [a for row in grid for a in row]
+    for i, ax in enumerate(flat):
+        if i >= n:
+            ax.set_visible(False)
+        else:
+            ax.tick_params(labelbottom=i + cols >= n, labelleft=i % cols == 0)
+    return fig, flat[:n]
+
+
+def _ylim(axes: Sequence[Any], low: float, high: float) -> None:
+    for ax in axes:
+        ax.set_ylim(low, high)
+
+
+def _log_panels(axes: Sequence[Any], known: Sequence[float], *, minor: bool) -> None:
+    """Every panel on one log scale spanning the known values."""
+    for ax in axes:
+        log_yaxis(ax, known, minor=minor)
+    _ylim(axes, min(known) / 1.3, max(known) * 1.3)
+
+
+def _heading(fig: Figure, title: str, legend: Sequence[tuple[Any, str]] = (), left: float = 0.085) -> None:
+    """The figure's title at the top left, a legend of every line in one block below it."""
+    h = fig.get_figheight()
+    fig.text(0.01, 1 - 0.08 / h, title, ha="left", va="top", fontsize=10)
+    if legend:
+        fig.legend([x for x, _ in legend], [lab for _, lab in legend], loc="upper left",
+                   bbox_to_anchor=(left - 0.01, 1 - 0.3 / h), ncols=_legend_cols([lab for _, lab in legend]),
+                   fontsize=8, handlelength=1.6, columnspacing=1.2)  # fmt: skip
+
+
+def _legend_cols(labels: Sequence[str]) -> int:
+    """As many legend columns as labels of this length fit across the figure (at most 6)."""
+    longest = max((len(s) for s in labels), default=1)
+    return max(1, min(LEGEND_COLS, len(labels), int((WIDTH_IN - 0.5) / (0.07 * longest + 0.5))))
+
+
+def _legend_rows(labels: Sequence[str]) -> int:
+    return math.ceil(len(labels) / _legend_cols(labels)) if labels else 0
+
+
+def _curves(
+    levels: Sequence[str], panels: Sequence[Panel], *, xlabel: str, ylabel: str, title: str, connect: bool
+) -> tuple[Figure, list[Any], list[float]]:
+    labels: list[str] = []
+    for p in panels:
+        for c in p.curves:
+            if c.label not in labels:
+                labels.append(c.label)
+    legend = connect and len(labels) > 1
+    cols = min(len(panels), 3)
+    titled = any(p.title for p in panels)
+    top = 0.3 + 0.2 * (_legend_rows(labels) if legend else 0) + (0.2 if titled else 0.05)
+    fig, axes = _grid(len(panels), cols, 2.3 if cols == 1 else 1.9, top, 0.5, hspace_in=0.5)
+    color = {lab: PALETTE[i % len(PALETTE)] for i, lab in enumerate(labels)}
+    handles: dict[str, Any] = {}
+    values: list[float] = []
+    for ax, panel in zip(axes, panels, strict=True):
+        k = len(panel.curves)
+        spread = min(0.36, 0.06 * k) if k > 1 else 0.0
+        for i, c in enumerate(panel.curves):
+            off = -spread / 2 + spread * i / (k - 1) if k > 1 else 0.0
+            est = [e for e in c.estimates if e.value is not None]
+            if not est:
+                continue
+            xs = [e.level + off for e in est]
+            ys = [float(e.value) for e in est if e.value is not None]
+            col = color[c.label] if connect else PALETTE[0]
+            # the intervals as one path (vertical strokes with ticks at the ends), not one per point
+            vx: list[float] = []
+            vy: list[float] = []
+            for x, e in zip(xs, est, strict=True):
+                if e.low is not None and e.high is not None and e.high > e.low:
+                    w = 0.04
+                    vx += [x - w, x + w, math.nan, x, x, math.nan, x - w, x + w, math.nan]
+                    vy += [e.low, e.low, math.nan, e.low, e.high, math.nan, e.high, e.high, math.nan]
+            if vx:
+                ax.plot(vx, vy, color=col, lw=0.9)
+            (line,) = ax.plot(xs, ys, color=col, marker="o", ms=3.5, lw=1.3 if connect else 0.0)
+            handles.setdefault(c.label, line)
+            values += (
+                ys + [e.low for e in est if e.low is not None] + [e.high for e in est if e.high is not None]
+            )
+        if panel.title:
+            ax.set_title(panel.title, loc="left", fontsize=8.5, y=1.0)
+        ax.set_xticks(range(len(levels)), levels)
+        ax.set_xlim(-0.5, len(levels) - 0.5)
+        ax.grid(axis="x", visible=False)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    for i, ax in enumerate(axes):
+        if i + cols >= len(axes):
+            ax.set_xlabel(xlabel)
+        if i % cols == 0:
+            ax.set_ylabel(ylabel)
+    _heading(fig, title, [(handles[lab], lab) for lab in labels if lab in handles] if legend else [])
+    return fig, axes, values
+
+
+def curves_svg(
+    levels: Sequence[str],
+    panels: Sequence[Panel],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    connect: bool = True,
+) -> str:
+    """Medians with their intervals against a factor's levels (evenly spaced, in the file's order),
+    one line per combination of the other factors, a panel per level of one of them when there
+    are many; the y axis from 0. With connect=False the markers are not joined (points of a
+    design, whose other factors all vary) and share one colour."""
+    with matplotlib.rc_context(STYLE):
+        fig, axes, values = _curves(
+            levels, panels, xlabel=xlabel, ylabel=ylabel, title=title, connect=connect
+        )
+        top = max(values, default=0.0)
+        _ylim(axes, 0, top * 1.1 if top > 0 else 1)
+        return _svg(fig)
+
+
+def curves_latency_svgs(
+    levels: Sequence[str],
+    panels: Sequence[Panel],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    connect: bool = True,
+) -> tuple[str, str]:
+    """As curves_svg, for a latency: on a linear scale from 0, and the same figure on a log scale."""
+    with matplotlib.rc_context(STYLE):
+        fig, axes, values = _curves(
+            levels, panels, xlabel=xlabel, ylabel=ylabel, title=title, connect=connect
+        )
+        top = max(values, default=0.0)
+        _ylim(axes, 0, top * 1.1 if top > 0 else 1)
+        linear = _svg(fig)
+        known = [v for v in values if v > 0]
+        if not known:
+            return linear, linear
+        _log_panels(axes, known, minor=True)
+        return linear, _svg(fig)
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """1, 2, 5, 10, 20, 50 ... between low and high (only the decades over more than 2.5 of them)."""
+    subs = (1.0, 2.0, 5.0) if math.log10(high / low) <= 2.5 else (1.0,)
+    out = []
+    for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+        out += [m * 10.0**e for m in subs if low <= m * 10.0**e <= high]
+    return out
+
+
+PANEL_POINTS = 40  # a small multiple is about 130 px wide: more points per trace than this are not seen
+
+
+def _thin(t: Sequence[float], y: Sequence[float | None], most: int) -> list[tuple[float, float | None]]:
+    """At most about 2 x `most` points of a trace: beyond `most`, each run of seconds becomes its
+    lowest and its highest value (in their order), so a drop or a spike of one second still shows."""
+    pts = list(zip(t, y, strict=True))
+    if len(pts) <= 2 * most:
+        return pts
+    step = math.ceil(len(pts) / most)
+    out: list[tuple[float, float | None]] = []
+    for i in range(0, len(pts), step):
+        chunk = [p for p in pts[i : i + step] if p[1] is not None]
+        if not chunk:
+            out.append((pts[i][0], None))
+            continue
+        lo = min(chunk, key=lambda p: p[1] or 0.0)
+        hi = max(chunk, key=lambda p: p[1] or 0.0)
+        out += sorted({lo, hi})
+    return out
+
+
+def _multiples(
+    panels: Sequence[Multiple], *, title: str, ylabel: str, xlabel: str, cols: int, log: bool = False
+) -> Figure:
+    """Small multiples drawn into one axes, each panel a cell of a grid in inches: a few paths for
+    the whole figure (every trace of one label is one path) instead of an axes per panel, which
+    is what keeps a hundred panels small and quick to draw. Every panel has the same scales;
+    tick labels at the left of each row and under the lowest panel of each column, light grid
+    lines in every panel."""
+    from matplotlib.collections import PolyCollection
+
+    labels: list[str] = []
+    for p in panels:
+        for tr in p.traces:
+            if tr.label not in labels:
+                labels.append(tr.label)
+    n = len(panels)
+    cols = max(1, min(cols, n))
+    rows = max(1, math.ceil(n / cols))
+    top_in, bottom_in, left_in, right_in = 0.4 + 0.22 * _legend_rows(labels), 0.45, 0.6, 0.1
+    panel_h, vgap, hgap = 0.75, 0.3, 0.12
+    grid_w = WIDTH_IN - left_in - right_in
+    grid_h = rows * panel_h + (rows - 1) * vgap
+    height = top_in + bottom_in + grid_h
+    panel_w = (grid_w - (cols - 1) * hgap) / cols
+    fig = Figure(figsize=(WIDTH_IN, height), dpi=100)
+    ax = fig.add_axes((left_in / WIDTH_IN, bottom_in / height, grid_w / WIDTH_IN, grid_h / height))
+    ax.set_axis_off()
+    ax.set_xlim(0, grid_w)
+    ax.set_ylim(0, grid_h)
+    ts = [t for p in panels for tr in p.traces for t in tr.t]
+    vs = [float(v) for p in panels for tr in p.traces for v in tr.y if v is not None and (v > 0 or not log)]
+    t0, t1 = (min(0.0, min(ts)), max(ts) + 0.5) if ts else (0.0, 1.0)
+    if log and vs:
+        y0, y1 = min(vs) / 1.3, max(vs) * 1.3
+        yticks = _log_ticks(y0, y1)
+
+        def frac(v: float) -> float:
+            return (math.log10(v) - math.log10(y0)) / (math.log10(y1) - math.log10(y0)) if v > 0 else math.nan
+    else:
+        y0, y1 = 0.0, (max(vs) * 1.08 if vs and max(vs) > 0 else 1.0)
+        yticks = [v for v in MaxNLocator(nbins=3).tick_values(y0, y1) if y0 <= v <= y1]
+
+        def frac(v: float) -> float:
+            return (v - y0) / (y1 - y0)
+
+    xticks = [t for t in MaxNLocator(nbins=3, integer=True).tick_values(t0, t1) if t0 <= t <= t1]
+
+    def cell(i: int) -> tuple[float, float]:  # the panel's lower left corner
+        r, c = divmod(i, cols)
+        return c * (panel_w + hgap), grid_h - (r + 1) * panel_h - r * vgap
+
+    def X(x0: float, t: float) -> float:
+        return x0 + (t - t0) / (t1 - t0) * panel_w
+
+    frame_x: list[float] = []
+    frame_y: list[float] = []
+    grid_x: list[float] = []
+    grid_y: list[float] = []
+    trace_xy: dict[str, tuple[list[float], list[float]]] = {lab: ([], []) for lab in labels}
+    shades = []
+    for i, p in enumerate(panels):
+        x0, b0 = cell(i)
+        frame_x += [x0, x0, x0 + panel_w, math.nan]
+        frame_y += [b0 + panel_h, b0, b0, math.nan]
+        for v in yticks:
+            grid_x += [x0, x0 + panel_w, math.nan]
+            grid_y += [b0 + frac(v) * panel_h] * 2 + [math.nan]
+        for w in p.windows:
+            a, z = max(t0, w.start), min(t1, max(w.end, w.start + 0.2))
+            if z > a:
+                shades.append(
+                    [(X(x0, a), b0), (X(x0, z), b0), (X(x0, z), b0 + panel_h), (X(x0, a), b0 + panel_h)]
+                )
+        for tr in p.traces:
+            xs, ys = trace_xy[tr.label]
+            for t, val in _thin(tr.t, tr.y, PANEL_POINTS):
+                xs.append(X(x0, t))
+                ys.append(math.nan if val is None else b0 + frac(float(val)) * panel_h)
+            xs.append(math.nan)
+            ys.append(math.nan)
+        ax.text(x0, b0 + panel_h + 0.03, p.title, fontsize=7, va="bottom", ha="left")
+        r, c = divmod(i, cols)
+        if c == 0:
+            for v in yticks:
+                ax.text(-0.05, b0 + frac(v) * panel_h, f"{v:,.0f}" if v >= 10 else f"{v:g}", fontsize=6.5,
+                        ha="right", va="center")  # fmt: skip
+        if i + cols >= n:
+            for t in xticks:
+                ax.text(X(x0, t), b0 - 0.04, f"{t:g}", fontsize=6.5, ha="center", va="top")
+    if shades:
+        ax.add_collection(PolyCollection(shades, facecolors="#d62728", alpha=0.12, linewidths=0))
+    ax.plot(grid_x, grid_y, color="#ececec", lw=0.6)
+    ax.plot(frame_x, frame_y, color="#555", lw=0.7)
+    color = {lab: PALETTE[i % len(PALETTE)] for i, lab in enumerate(labels)}
+    handles = [(ax.plot(*trace_xy[lab], color=color[lab], lw=1.0)[0], lab) for lab in labels]
+    _heading(fig, title, handles if len(labels) > 1 else [], left=left_in / WIDTH_IN)
+    fig.text(0.05 / WIDTH_IN, 1 - (top_in + grid_h / 2) / height, ylabel, rotation=90, ha="left",
+             va="center", fontsize=8)  # fmt: skip
+    fig.text(0.5, 0.05 / height, xlabel, ha="center", va="bottom", fontsize=8)
+    return fig
+
+
+def multiples_svg(
+    panels: Sequence[Multiple], *, title: str, ylabel: str = "tps", xlabel: str = "s", cols: int = 6
+) -> str:
+    """Small multiples: one panel per point, its trials' per-second values overlaid, every panel on
+    the same scales (the y axis from 0), fault windows shaded."""
+    with matplotlib.rc_context(STYLE):
+        return _svg(_multiples(panels, title=title, ylabel=ylabel, xlabel=xlabel, cols=cols))
+
+
+def multiples_latency_svgs(
+    panels: Sequence[Multiple], *, title: str, ylabel: str = "ms", xlabel: str = "s", cols: int = 6
+) -> tuple[str, str]:
+    """As multiples_svg for a latency: linear from 0, and the same figure on a log scale."""
+    with matplotlib.rc_context(STYLE):
+        linear = _svg(_multiples(panels, title=title, ylabel=ylabel, xlabel=xlabel, cols=cols))
+        if not any(v is not None and v > 0 for p in panels for tr in p.traces for v in tr.y):
+            return linear, linear
+        log = _svg(_multiples(panels, title=f"{title} (log scale)", ylabel=ylabel, xlabel=xlabel, cols=cols,
+                              log=True))  # fmt: skip
+        return linear, log
+
+
+def _label_margin(labels: Sequence[str], fontsize: float = 7.5) -> float:
+    """The left margin (figure fraction) that fits the longest label at this font size."""
+    chars = max((len(s) for s in labels), default=4)
+    return min(0.55, 0.03 + chars * fontsize * 0.56 / (WIDTH_IN * 72))
+
+
+def change_svg(labels: Sequence[str], changes: Sequence[float | None], *, title: str, unit: str = "%") -> str:
+    """One horizontal bar per point: its change against the baseline, in the order given."""
+    n = len(labels)
+    left = _label_margin(labels)
+    with matplotlib.rc_context(STYLE):
+        height = 0.75 + 0.14 * n
+        fig = Figure(figsize=(WIDTH_IN, height), dpi=100)
+        fig.subplots_adjust(left=left, right=0.93, top=1 - 0.4 / height, bottom=0.35 / height)
+        ax = fig.add_subplot()
+        ys = list(range(n))
+        vals = [0.0 if v is None else v for v in changes]
+        ax.barh(ys, vals, height=0.7, color=["#d62728" if v < 0 else "#1f77b4" for v in vals])
+        ax.axvline(0, color="#444", lw=0.8)
+        span = max((abs(v) for v in vals), default=0.0) or 1.0
+        for y, v in zip(ys, changes, strict=True):
+            text = "—" if v is None else f"{v:+.1f}{unit}"
+            x = 0.0 if v is None else v
+            ax.annotate(text, xy=(x, y), xytext=(3 if x >= 0 else -3, 0), textcoords="offset points",
+                        ha="left" if x >= 0 else "right", va="center", fontsize=6.5)  # fmt: skip
+        ax.set_xlim(-span * 1.25 if min(vals) < 0 else 0, span * 1.25 if max(vals) > 0 else span * 0.1)
+        ax.set_yticks(ys, labels, fontsize=7.5)
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.grid(axis="y", visible=False)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.set_title(title, loc="left")
+        return _svg(fig)
+
+
+def pareto_svg(
+    terms: Sequence[str],
+    sizes: Sequence[float],
+    significant: Sequence[bool],
+    texts: Sequence[str],
+    *,
+    critical: float | None,
+    critical_label: str,
+    xlabel: str,
+    title: str,
+) -> str:
+    """A Pareto chart: bars of each term's size, largest on top, significant ones red, each with
+    its text (the effect) at its end, and the significance threshold dashed."""
+    order = sorted(range(len(terms)), key=lambda i: sizes[i], reverse=True)
+    n = len(order)
+    with matplotlib.rc_context(STYLE):
+        height = 0.9 + 0.22 * n
+        fig = Figure(figsize=(WIDTH_IN, height), dpi=100)
+        fig.subplots_adjust(left=_label_margin([terms[i] for i in order], 8), right=0.9,
+                            top=1 - 0.4 / height, bottom=0.45 / height)  # fmt: skip
+        ax = fig.add_subplot()
+        ys = list(range(n))
+        ax.barh(ys, [sizes[i] for i in order], height=0.65,
+                color=["#d62728" if significant[i] else "#8fa3b8" for i in order])  # fmt: skip
+        for y, i in zip(ys, order, strict=True):
+            ax.annotate(texts[i], xy=(sizes[i], y), xytext=(3, 0), textcoords="offset points", va="center",
+                        fontsize=7)  # fmt: skip
+        top = max([*sizes, critical or 0.0], default=1.0) or 1.0
+        if critical is not None:
+            ax.axvline(critical, color="#444", ls="--", lw=1)
+            xlabel += f"; dashed: {critical_label}"
+        ax.set_xlim(0, top * 1.18)
+        ax.set_yticks(ys, [terms[i] for i in order], fontsize=8)
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.grid(axis="y", visible=False)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, loc="left")
+        return _svg(fig)
+
+
+def contour_svg(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    z: Sequence[Sequence[float]],
+    *,
+    x_ticks: Sequence[tuple[float, str]],
+    y_ticks: Sequence[tuple[float, str]],
+    xlabel: str,
+    ylabel: str,
+    zlabel: str,
+    runs: Sequence[tuple[float, float]] = (),
+    best: tuple[float, float] | None = None,
+    best_label: str = "predicted best",
+) -> str:
+    """A fitted surface as filled contours with labelled lines, the points run (white) and the
+    predicted best (a red cross); axes in coded units, ticked at the factor's levels."""
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH_IN, 4.2), dpi=100)
+        fig.subplots_adjust(left=0.1, right=0.92, top=0.9, bottom=0.13)
+        ax = fig.add_subplot()
+        filled = ax.contourf(xs, ys, z, levels=10, cmap="viridis")
+        lines = ax.contour(xs, ys, z, levels=filled.levels, colors="white", linewidths=0.5)
+        ax.clabel(lines, fontsize=7, fmt=lambda v: f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}")
+        bar = fig.colorbar(filled, ax=ax, fraction=0.05, pad=0.02)
+        bar.set_label(zlabel)
+        bar.locator = MaxNLocator(nbins=5)
+        bar.update_ticks()
+        if runs:
+            ax.scatter([r[0] for r in runs], [r[1] for r in runs], s=22, color="white", edgecolors="black",
+                       linewidths=0.8, label="points run", zorder=3)  # fmt: skip
+        if best is not None:
+            ax.scatter([best[0]], [best[1]], s=60, marker="x", color="#d62728", linewidths=2,
+                       label=best_label, zorder=4)  # fmt: skip
+        ax.set_xticks([t[0] for t in x_ticks], [t[1] for t in x_ticks])
+        ax.set_yticks([t[0] for t in y_ticks], [t[1] for t in y_ticks])
+        ax.grid(visible=False)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if runs or best is not None:
+            ax.legend(loc="upper left", bbox_to_anchor=(0, 1.1), ncols=2, fontsize=8)
+        return _svg(fig)
+
+
+def progress_svg(
+    trials: Sequence[tuple[int, float, str]],
+    best: Sequence[tuple[int, float]],
+    *,
+    metric: str,
+    from_zero: bool = True,
+    title: str = "",
+) -> str:
+    """A search's progress: each trial's value (coloured by why it ran) against the trial number,
+    and the best so far as a step line."""
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(3.0)
+        ax = fig.add_subplot()
+        phases = list(dict.fromkeys(p for _, _, p in trials))
+        for ph in phases:
+            pts = [(x, y) for x, y, p in trials if p == ph]
+            ax.scatter([x for x, _ in pts], [y for _, y in pts], s=16, color=PHASE_COLORS.get(ph, "#7f7f7f"),
+                       label=ph, zorder=3)  # fmt: skip
+        last = max((x for x, _, _ in trials), default=0)
+        if best:
+            xs = [x for x, _ in best] + [last]
+            ys = [y for _, y in best] + [best[-1][1]]
+            ax.step(xs, ys, where="post", color="#333", lw=1.3, label="best so far (median of its trials)")
+        values = [y for _, y, _ in trials] + [y for _, y in best]
+        if from_zero:
+            ax.set_ylim(0, max(values, default=0.0) * 1.1 or 1)
+        ax.set_xlim(0, last + 1)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.set_xlabel("trial")
+        ax.set_ylabel(metric)
+        ax.legend(loc="lower right", ncols=4)
+        ax.set_title(title, loc="left")
+        return _svg(fig)
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One axis of a parallel-coordinates plot: every line's position on it (0 .. 1) and the ticks."""
+
+    name: str
+    positions: Sequence[float]
+    ticks: Sequence[tuple[float, str]]
+
+
+def _wrap(name: str, width: int = 14) -> str:
+    lines: list[str] = []
+    for word in name.split("_"):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += "_" + word
+        else:
+            lines.append(word if not lines else "_" + word)
+    return "\n".join(lines)
+
+
+def parallel_svg(
+    dims: Sequence[Dimension], color: Sequence[float], *, color_label: str, title: str = ""
+) -> str:
+    """Parallel coordinates: one line per configuration across the dimensions, coloured by
+    `color` (the best on top)."""
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    n = len(color)
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH_IN, 3.6), dpi=100)
+        fig.subplots_adjust(left=0.06, right=0.9, top=0.86, bottom=0.2)
+        ax = fig.add_subplot()
+        cmap = colormaps["viridis"]
+        norm = Normalize(min(color, default=0.0), max(color, default=1.0))
+        xs = list(range(len(dims)))
+        for i in sorted(range(n), key=lambda i: color[i]):
+            ax.plot(xs, [d.positions[i] for d in dims], color=cmap(norm(color[i])), lw=1.1, alpha=0.85)
+        for x, d in zip(xs, dims, strict=True):
+            ax.axvline(x, color="#555", lw=0.8)
+            for pos, text in d.ticks:
+                ax.annotate(text, xy=(x, pos), xytext=(-3, 0), textcoords="offset points", ha="right",
+                            va="center", fontsize=6.5, color="#333")  # fmt: skip
+        ax.set_xticks(xs, [_wrap(d.name) for d in dims], fontsize=7.5)
+        ax.set_xlim(-0.3, len(dims) - 0.7)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_yticks([])
+        ax.grid(visible=False)
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+        bar = fig.colorbar(ScalarMappable(norm, cmap), ax=ax, fraction=0.04, pad=0.02)
+        bar.set_label(color_label)
+        bar.locator = MaxNLocator(nbins=5)
+        bar.update_ticks()
+        if title:
+            ax.set_title(title, loc="left")
         return _svg(fig)
