@@ -97,9 +97,10 @@ def test_experiment_end_to_end_with_resume(cb_home: Path, tmp_path: Path) -> Non
             assert all(p["engine_status@start"]["n1"]["wsrep_cluster_size"] == "2" for p in prov)
 
             paths = write_experiment_report(store, run_id, tmp_path / "rep")
-            page = paths[0].read_text()
-            assert "nodes=2 threads=4" in page and "SERIES" in page and "<script" in page
-            assert len(paths[1].read_text().splitlines()) == 5
+            page, md = paths[0].read_text(), paths[1].read_text()
+            assert "<h2>Per-second series</h2>" in page and "<script" not in page and "<svg" in page
+            assert "| 2 | 4 | 2 |" in md  # nodes=2 threads=4: two repetitions
+            assert len(paths[2].read_text().splitlines()) == 5
 
             # a third invocation has nothing left to do
             again = ExperimentRunner(plan, store, sysbench_runner(), home=cb_home).run()

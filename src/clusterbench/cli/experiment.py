@@ -502,9 +502,13 @@ def report_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Directory (default <home>/reports).")
     ] = None,
+    log_latency: Annotated[
+        bool, typer.Option(help="Open with the latency plots on a log scale (the page has a switch).")
+    ] = False,
     results: ResultsOpt = None,
 ) -> None:
-    """Write the experiment's HTML report (plots, per-point statistics) and CSV files; print a table."""
+    """Write the experiment's Markdown and single-file HTML report (SVG plots, per-point statistics)
+    and CSV files; print a table."""
     from clusterbench.experiment.report import write_experiment_report
 
     with store_at(results, must_exist=True) as store:
@@ -512,7 +516,7 @@ def report_cmd(
         points = point_stats(store, run_id)
         out_dir = out if out is not None else home_dir() / "reports"
         try:
-            paths = write_experiment_report(store, run_id, out_dir)
+            paths = write_experiment_report(store, run_id, out_dir, log_latency=log_latency)
         except OSError as exc:
             raise InputError(f"cannot write the report to {out_dir} ({exc}); choose another --out") from None
         _print_winner(store, run_id)

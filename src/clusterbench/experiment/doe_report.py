@@ -1,24 +1,20 @@
 """Report sections of designed experiments: effects with CIs, ANOVA, Pareto chart, fitted surface,
-aliases. Kept apart from report.py (one call from there), so the page's layout can change
-without touching the analysis."""
+aliases, as sections of the experiment report's description (report.py renders them as Markdown
+and HTML). Kept apart from report.py (one call from there)."""
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
-
+from clusterbench.analysis import plots
+from clusterbench.analysis.document import Figure, Section, Table
 from clusterbench.analysis.doe import DoeAnalysis, analyze
 from clusterbench.experiment.design import SURFACE, Coding, DesignSpec, expand_design
 from clusterbench.experiment.results import experiment_info
 from clusterbench.experiment.runner import trial_rows
 from clusterbench.experiment.spec import factor_kinds
 from clusterbench.store import Store
-
-Plot = Callable[[go.Figure], str]
 
 
 @dataclass
@@ -79,125 +75,101 @@ def _num(v: float | None, fmt: str = "{:,.2f}") -> str:
     return "—" if v is None else fmt.format(v)
 
 
-def _effects_table(a: DoeAnalysis) -> str:
-    head = ["term", "effect (low → high)", f"{a.confidence:.0%} CI", "t", "p", ""]
+def _effects_table(a: DoeAnalysis) -> Table:
+    head = ["term", "effect (low → high)", f"{a.confidence:.0%} CI", "t", "p", "significant"]
     rows = []
     for e in sorted(a.effects, key=lambda e: -abs(e.effect)):
-        mark = "<b>significant</b>" if e.significant else ""
-        ci = "—" if e.low is None else f"{e.low:,.2f} – {e.high:,.2f}"
-        rows.append([html.escape(e.term), f"{e.effect:+,.2f}", ci, _num(e.t), _num(e.p, "{:.3g}"), mark])
-    return _table(head, rows)
+        ci = "—" if e.low is None or e.high is None else f"{e.low:,.2f} – {e.high:,.2f}"
+        rows.append(
+            [e.term, f"{e.effect:+,.2f}", ci, _num(e.t), _num(e.p, "{:.3g}"), "yes" if e.significant else ""]
+        )
+    return Table(head, rows, ["l", "r", "r", "r", "r", "l"], caption=f"{a.response}: effects")
 
 
-def _anova_table(a: DoeAnalysis) -> str:
+def _anova_table(a: DoeAnalysis) -> Table | None:
     if not a.anova:
-        return ""
-    rows = [
-        [html.escape(r.term), f"{r.df:g}", f"{r.sum_sq:,.1f}", _num(r.f), _num(r.p, "{:.3g}")]
-        for r in a.anova
-    ]
-    return "<h4>ANOVA (type II)</h4>" + _table(["term", "df", "sum of squares", "F", "p"], rows)
+        return None
+    rows = [[r.term, f"{r.df:g}", f"{r.sum_sq:,.1f}", _num(r.f), _num(r.p, "{:.3g}")] for r in a.anova]
+    return Table(["term", "df", "sum of squares", "F", "p"], rows, ["l", "r", "r", "r", "r"],
+                 caption=f"{a.response}: ANOVA (type II)")  # fmt: skip
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    return (
-        "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-        + "</tbody></table>"
-    )  # fmt: skip
-
-
-def pareto_figure(a: DoeAnalysis, title: str) -> go.Figure:
+def pareto_svg(a: DoeAnalysis) -> str:
     """Standardized effects (|t|) sorted, with the significance line; |effect| without CIs."""
     use_t = a.t_crit is not None
-    effs = sorted(a.effects, key=lambda e: (abs(e.t or 0.0) if use_t else abs(e.effect)))
-    xs = [abs(e.t or 0.0) if use_t else abs(e.effect) for e in effs]
-    fig = go.Figure(
-        go.Bar(
-            x=xs,
-            y=[e.term for e in effs],
-            orientation="h",
-            marker_color=["#c33" if e.significant else "#89a" for e in effs],
-            text=[f"{e.effect:+,.1f}" for e in effs],
-            textposition="outside",
-        )
+    return plots.pareto_svg(
+        [e.term for e in a.effects],
+        [abs(e.t or 0.0) if use_t else abs(e.effect) for e in a.effects],
+        [e.significant for e in a.effects],
+        [f"{e.effect:+,.1f}" for e in a.effects],
+        critical=a.t_crit,
+        critical_label=f"t = {a.t_crit:.2f} ({a.confidence:.0%})" if a.t_crit is not None else "",
+        xlabel="|t| (standardized effect)" if use_t else "|effect| (no residual df: no t)",
+        title=f"{a.response}: standardized effects, the effect (low → high) at each bar",
     )
-    if use_t:
-        fig.add_vline(
-            x=a.t_crit, line_dash="dash", annotation_text=f"t = {a.t_crit:.2f} ({a.confidence:.0%})"
-        )
-    fig.update_layout(
-        title=title,
-        xaxis_title="|t| (standardized effect)" if use_t else "|effect|",
-        height=max(260, 28 * len(effs) + 120),
-        margin={"l": 200, "r": 40, "t": 60, "b": 40},
-    )
-    return fig
 
 
-def surface_figure(a: DoeAnalysis, points: list[dict[str, Any]], title: str) -> go.Figure | None:
+def surface_svg(a: DoeAnalysis, points: list[dict[str, Any]]) -> str | None:
     s = a.surface
     if s is None:
         return None
-    fig = go.Figure(go.Contour(x=s.xs, y=s.ys, z=s.z, colorscale="Viridis", colorbar={"title": a.response},
-                               contours={"showlabels": True}))  # fmt: skip
     cx, cy = a.codings[s.x], a.codings[s.y]
-    seen = {(cx.code(p[s.x]), cy.code(p[s.y])) for p in points if s.x in p and s.y in p}
-    fig.add_trace(go.Scatter(x=[p[0] for p in seen], y=[p[1] for p in seen], mode="markers", name="runs",
-                             marker={"color": "white", "line": {"color": "black", "width": 1}}))  # fmt: skip
-    fig.add_trace(go.Scatter(x=[s.best[0]], y=[s.best[1]], mode="markers", name="predicted best",
-                             marker={"symbol": "x", "size": 12, "color": "red"}))  # fmt: skip
-    fig.update_xaxes(title_text=s.x, tickvals=[t[0] for t in s.x_ticks], ticktext=[t[1] for t in s.x_ticks])
-    fig.update_yaxes(title_text=s.y, tickvals=[t[0] for t in s.y_ticks], ticktext=[t[1] for t in s.y_ticks])
-    fig.update_layout(title=title, height=480, margin={"l": 60, "r": 20, "t": 60, "b": 40})
-    return fig
+    seen = sorted({(cx.code(p[s.x]), cy.code(p[s.y])) for p in points if s.x in p and s.y in p})
+    return plots.contour_svg(
+        s.xs, s.ys, s.z, x_ticks=s.x_ticks, y_ticks=s.y_ticks, xlabel=s.x, ylabel=s.y,
+        zlabel=f"fitted {a.response}", runs=seen, best=(s.best[0], s.best[1]),
+        best_label=f"predicted best: {s.best[2]:,.1f}",
+    )  # fmt: skip
 
 
-def design_sections(store: Store, run_id: int, plot: Plot) -> str:
-    """HTML for every designed part (empty when the run has none)."""
-    out: list[str] = []
+def design_sections(store: Store, run_id: int) -> list[Section]:
+    """For every designed part: its design and aliases, then per response (tps, p95) the fit, the
+    effects with a Pareto chart, the ANOVA table and the fitted surface (none when the run has no
+    designed part)."""
+    out: list[Section] = []
     for pa in designed_parts(store, run_id):
-        out.append(f"<h2>Designed experiment: part {html.escape(pa.part)}</h2>")
-        out.append(
-            f"<p>{html.escape(pa.design.describe())} over "
-            + ", ".join(f"{html.escape(k)} {html.escape(str(v))}" for k, v in pa.levels.items())
+        sec = Section(f"design-{pa.part}", f"Designed experiment: part {pa.part}")
+        sec.intro.append(
+            f"{pa.design.describe()} over "
+            + ", ".join(f"{k} {v}" for k, v in pa.levels.items())
             + f"; {len(pa.points)} trial(s) with results. Effects are the change from the low to the "
             "high end of a factor's range, from an OLS fit over coded factors (every repetition one "
-            "observation).</p>"
+            "observation)."
         )
-        for n in pa.notes:
-            out.append(f"<p>note: {html.escape(n)}</p>")
+        sec.paragraphs += [f"note: {n}" for n in pa.notes]
         if pa.aliases:
-            out.append(
-                "<h4>Alias structure</h4><p>Effects on one line cannot be told apart by this design "
-                "(up to two-factor interactions):</p><ul>"
-                + "".join(f"<li>{html.escape(x)}</li>" for x in pa.aliases) + "</ul>"
-            )  # fmt: skip
+            sec.paragraphs.append(
+                "Alias structure: effects on one line cannot be told apart by this design (up to two-factor "
+                "interactions):"
+            )
+            sec.bullets += pa.aliases
+        out.append(sec)
         for a in (pa.tps, pa.p95):
             if a is None:
                 continue
-            out.append(
-                f"<h3>{html.escape(a.response)}: effects</h3><p>n = {a.n}, residual df {a.df_resid:g}, "
-                f"R² {_num(a.r2, '{:.3f}')}</p>"
-            )
-            for n in a.notes:
-                out.append(f"<p>note: {html.escape(n)}</p>")
+            key = "tps" if a is pa.tps else "p95"
+            sub = Section(f"design-{pa.part}-{key}", f"{pa.part}: {a.response} effects", level=3)
+            sub.intro.append(f"n = {a.n}, residual df {a.df_resid:g}, R² {_num(a.r2, '{:.3f}')}.")
+            sub.intro += [f"note: {n}" for n in a.notes]
             if a.dropped:
-                out.append(
-                    "<p>not in the model (aliased with terms before them, or not estimable from the "
-                    f"points run): {html.escape(', '.join(a.dropped))}</p>"
+                sub.intro.append(
+                    "not in the model (aliased with terms before them, or not estimable from the points "
+                    "run): " + ", ".join(a.dropped)
                 )
-            out.append(_effects_table(a))
-            out.append(plot(pareto_figure(a, f"{pa.part}: Pareto chart of {a.response} effects")))
-            out.append(_anova_table(a))
-            fig = surface_figure(
-                a,
-                pa.points,
-                f"{pa.part}: fitted {a.response} over the two strongest factors (others at the centre)",
-            )
-            if fig is not None:
-                out.append(plot(fig))
-    return "".join(out)
+            sub.tables.append(_effects_table(a))
+            if a.effects:
+                sub.figures.append(Figure(f"{pa.part}: Pareto chart of {a.response} effects", pareto_svg(a)))
+            anova = _anova_table(a)
+            if anova is not None:
+                sub.tables.append(anova)
+            surface = surface_svg(a, pa.points)
+            if surface is not None:
+                rest = [n for n in a.codings if a.surface is not None and n not in (a.surface.x, a.surface.y)]
+                centre = f" ({', '.join(rest)} at the centre)" if rest else ""
+                what = f"{pa.part}: fitted {a.response} over the two strongest factors{centre}"
+                sub.figures.append(Figure(what, surface))
+            out.append(sub)
+    return out
 
 
 EFFECTS_CSV = ("part", "design", "response", "term", "effect", "ci_low", "ci_high", "t", "p", "significant")

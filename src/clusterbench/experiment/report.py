@@ -1,28 +1,40 @@
-"""The experiment report: one self-contained HTML page (plotly.js embedded) and CSV files.
+"""The experiment report: Markdown and one self-contained HTML page rendered from one description
+(analysis/document.py's Report, by the same templates as run reports), and CSV files.
 
-* tps and p95 against each factor, one line per level of the other factors, CI as error bars;
-* relative change of median tps against a baseline point (experiment.baseline, else the first
-  level of the part's first factor);
-* the per-second series (tps, p95) of any trial, picked from a list;
-* a table per point: n, median tps with its CI and real coverage, CV (flagged when high), p95 from
-  the pooled histograms of the repetitions, errors.
+* an overview of the parts (design, factors and levels, points, trials);
+* per part: tps and p95 against each factor (medians with their CIs, one line per combination of
+  the other factors, a panel per level of one of them when there are many), the median tps change
+  against a baseline point (experiment.baseline, else the first level of the part's first
+  factor), and a table per point: n, median tps with its CI and real coverage, CV (flagged when
+  high), p95 from the pooled histograms of the repetitions, errors, rate, change;
+* designed parts and searches: their own sections (doe_report.py, search_report.py);
+* faults inside trials, saturated load clients, the per-second series of every trial as small
+  multiples (one panel per point, its repetitions overlaid, fault windows shaded), the wall time,
+  provenance.
+
+The plots are inline SVG (analysis/plots.py): no script, no external file.
 """
 
 from __future__ import annotations
 
 import csv
-import html
 import io
 import json
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
-import plotly.io as pio  # type: ignore[import-untyped, unused-ignore]
-from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
-
-from clusterbench.analysis.report import trial_series
+from clusterbench.analysis import plots
+from clusterbench.analysis.document import (
+    Figure,
+    Report,
+    Section,
+    Table,
+    render_html_report,
+    render_markdown_report,
+)
+from clusterbench.analysis.report import fault_windows, trial_series
 from clusterbench.experiment.planner import label
 from clusterbench.experiment.results import (
     POINT_CSV,
@@ -34,6 +46,18 @@ from clusterbench.experiment.results import (
 from clusterbench.experiment.runner import trial_rows
 from clusterbench.store import Store
 
+CI_NOTE = (
+    "tps: the median over a point's repetitions with its order-statistic confidence interval (95 %; "
+    "with fewer than 6 repetitions no such interval exists and the table shows [min, max] with its real "
+    "coverage: 50 % for 2, 75 % for 3). p95: read from the repetitions' latency histograms added "
+    "together, never from averaged percentiles; its interval spans the repetitions' own p95. Latencies "
+    "in milliseconds per transaction, tps in transactions per second of measured time (warm-up "
+    "excluded), all clients added up."
+)
+MAX_LINES = 6  # more lines than this in one panel: a panel per level of one of the other factors
+MAX_PANELS = 9
+MAX_FACTOR_COLUMNS = 7  # a points table shows each factor in a column, up to this many
+
 
 def varying(points: Sequence[PointStats]) -> list[str]:
     names: list[str] = []
@@ -44,42 +68,22 @@ def varying(points: Sequence[PointStats]) -> list[str]:
     return [k for k in names if len({json.dumps(p.point.get(k)) for p in points}) > 1]
 
 
-def factor_figure(points: Sequence[PointStats], factor: str, title: str) -> go.Figure:
-    others = [k for k in varying(points) if k != factor]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("tps (median, 95 % CI)", "p95 latency ms (pooled)"))
-    lines: dict[str, list[PointStats]] = {}
-    for p in points:
-        key = label((k, p.point[k]) for k in others if k in p.point) if others else "all"
-        lines.setdefault(key, []).append(p)
-    for name, pts in lines.items():
-        xs = [str(p.point.get(factor)) for p in pts]
-        t = [p.tps_ci for p in pts]
-        fig.add_trace(
-            go.Scatter(
-                x=xs, y=[c.median if c else None for c in t], name=name, legendgroup=name,
-                mode="lines+markers",
-                error_y={"type": "data", "symmetric": False,
-                         "array": [c.high - c.median if c else 0 for c in t],
-                         "arrayminus": [c.median - c.low if c else 0 for c in t]},
-            ), row=1, col=1,
-        )  # fmt: skip
-        fig.add_trace(
-            go.Scatter(x=xs, y=[p.p95_pooled for p in pts], name=name, legendgroup=name, showlegend=False,
-                       mode="lines+markers"), row=1, col=2,
-        )  # fmt: skip
-    fig.update_xaxes(title_text=factor, type="category")
-    fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 40})
-    return fig
+def baseline_of(points: Sequence[PointStats], baseline: dict[str, Any]) -> dict[str, Any]:
+    """The levels that define a point's baseline: experiment.baseline's for the factors that vary
+    here, else the first point's level of the first factor that varies."""
+    vary = varying(points)
+    base = {k: v for k, v in baseline.items() if k in vary}
+    if not base and vary:
+        base = {vary[0]: points[0].point[vary[0]]}
+    return base
 
 
 def baseline_changes(
     points: Sequence[PointStats], baseline: dict[str, Any]
 ) -> list[tuple[str, float | None]]:
-    """(point label, % change of median tps against its baseline point)."""
-    vary = varying(points)
-    base = {k: v for k, v in baseline.items() if k in vary}
-    if not base and vary:
-        base = {vary[0]: points[0].point[vary[0]]}
+    """(point label, % change of median tps against its baseline point: the point with the
+    baseline's levels and the other factors equal)."""
+    base = baseline_of(points, baseline)
     by_point = {json.dumps(p.point, sort_keys=True): p for p in points}
     out: list[tuple[str, float | None]] = []
     for p in points:
@@ -91,37 +95,182 @@ def baseline_changes(
     return out
 
 
-def _points_table(points: Sequence[PointStats]) -> str:
-    head = [
-        "point",
-        "n",
-        "tps median",
-        "95 % CI",
-        "coverage",
-        "CV",
-        "p95 ms (pooled)",
-        "p95 CI",
-        "err/s",
-        "rate",
-    ]
-    rows = []
+def rate_text(rate: int) -> str:
+    return f"{rate} tps" if rate else "max (unthrottled)"
+
+
+def level_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    return str(v)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _key(v: Any) -> str:
+    return json.dumps(v, sort_keys=True)
+
+
+def levels_of(info: dict[str, Any], part: str, factor: str, points: Sequence[PointStats]) -> list[Any]:
+    """The levels of a factor that the part's points have: numbers in ascending order, others in
+    the file's order (levels the file does not list, such as a design's centre, after them)."""
+    stored = (((info.get("parts") or {}).get(part) or {}).get("factors") or {}).get(factor) or []
+    seen: dict[str, Any] = {}
     for p in points:
+        if factor in p.point:
+            seen.setdefault(_key(p.point[factor]), p.point[factor])
+    if all(_is_number(v) for v in seen.values()):
+        return sorted(seen.values(), key=float)
+    known = [v for v in stored if _key(v) in seen]
+    rest = [v for k, v in seen.items() if k not in {_key(x) for x in known}]
+    return known + sorted(rest, key=str)
+
+
+# ---- per part ------------------------------------------------------------------------------------
+
+
+def _f(v: float | None, spec: str = ",.1f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def _factor_figures(info: dict[str, Any], part: str, pts: Sequence[PointStats], factor: str) -> list[Figure]:
+    """tps and p95 against one factor: lines per combination of the other factors; with more than
+    MAX_LINES of them, a panel per level of the other factor with the fewest levels."""
+    levels = levels_of(info, part, factor, pts)
+    index = {_key(v): i for i, v in enumerate(levels)}
+    others = [k for k in varying(pts) if k != factor]
+    facet = None
+    if len(others) >= 2 and len({tuple(_key(p.point.get(k)) for k in others) for p in pts}) > MAX_LINES:
+        counts = {k: len({_key(p.point.get(k)) for p in pts}) for k in others}
+        facet = min(others, key=lambda k: (counts[k], others.index(k)))
+        if counts[facet] > MAX_PANELS:
+            facet = None
+    lines = [k for k in others if k != facet]
+    panel_levels = levels_of(info, part, facet, pts) if facet else [None]
+    grouped: dict[str, dict[str, list[PointStats]]] = {_key(v): {} for v in panel_levels}
+    for p in pts:
+        where = grouped[_key(p.point.get(facet)) if facet else _key(None)]
+        where.setdefault(label((k, p.point[k]) for k in lines if k in p.point) or "median", []).append(p)
+    # lines only where they join points: on average at least two per line (a grid), else markers
+    # (a design or a search, whose other factors all differ from point to point)
+    connect = 2 * sum(len(g) for g in grouped.values()) <= len(pts)
+
+    def estimates(ps: list[PointStats], what: str) -> list[plots.Estimate]:
+        out = []
+        for p in ps:
+            i = index[_key(p.point.get(factor))]
+            if what == "tps":
+                t = p.tps_ci
+                out.append(
+                    plots.Estimate(i, t.median if t else None, t.low if t else None, t.high if t else None)
+                )
+            else:
+                q = p.p95_ci
+                out.append(plots.Estimate(i, p.p95_pooled, q.low if q else None, q.high if q else None))
+        return out
+
+    def panels(what: str) -> list[plots.Panel]:
+        if not connect:  # a design's points: every other factor varies, so no line joins two of them
+            return [plots.Panel("", [plots.Curve(p.label, estimates([p], what)) for p in pts])]
+        return [
+            plots.Panel(f"{facet}={level_text(v)}" if facet else "",
+                        [plots.Curve(name, estimates(ps, what)) for name, ps in grouped[_key(v)].items()])
+            for v in panel_levels
+        ]  # fmt: skip
+
+    xs = [level_text(v) for v in levels]
+    how = "" if connect else " (one marker per point)"
+    tps = plots.curves_svg(
+        xs, panels("tps"), xlabel=factor, ylabel="tps", connect=connect,
+        title=f"tps: median and CI over the repetitions{how}",
+    )  # fmt: skip
+    lin, log = plots.curves_latency_svgs(
+        xs, panels("p95"), xlabel=factor, ylabel="p95 ms", connect=connect,
+        title=f"p95 latency, ms: pooled, with the repetitions' range{how}",
+    )  # fmt: skip
+    return [Figure(f"{part}: tps and p95 against {factor}", tps), Figure("", lin, log, "latency")]
+
+
+def _points_table(pts: Sequence[PointStats], changes: Sequence[float | None], cv_warn: float) -> Table:
+    vary = varying(pts)
+    by_factor = 0 < len(vary) <= MAX_FACTOR_COLUMNS
+    changed = any(c not in (None, 0.0) for c in changes)
+    keys = vary if by_factor else ["point"]
+    rates = len({p.rate for p in pts}) > 1  # a constant rate is said once, in the part's intro
+    # one coverage for every point (the same number of repetitions everywhere): said in the header
+    covers = {f"{p.tps_ci.coverage:.0%}" for p in pts if p.tps_ci is not None and p.n > 1}
+    one_cover = covers.pop() if len(covers) == 1 else None
+    ci_head = f"tps CI ({one_cover} coverage)" if one_cover else "tps CI (coverage)"
+    head = [*keys, "n", "tps median", ci_head, "tps CV", "p95 ms (pooled)", "p95 ms range", "errors/s"]
+    head += (["--rate per client"] if rates else []) + (["tps vs baseline"] if changed else [])
+    rows: list[list[str]] = []
+    marks: set[tuple[int, int]] = set()
+    cv_col = len(keys) + 3
+    for i, (p, ch) in enumerate(zip(pts, changes, strict=True)):
         t, q = p.tps_ci, p.p95_ci
         cv = "—" if p.cv is None else f"{p.cv:.1%}"
         if p.cv_high:
-            cv = f"<b style='color:#c22'>{cv} high</b>"
-        err = sorted(p.errors_per_s)[len(p.errors_per_s) // 2] if p.errors_per_s else 0.0
-        rows.append([
-            html.escape(p.label), str(p.n), f"{t.median:,.1f}" if t else "—",
-            f"{t.low:,.1f} – {t.high:,.1f}" if t else "—", f"{t.coverage:.0%}" if t else "—", cv,
-            f"{p.p95_pooled:.2f}" if p.p95_pooled is not None else "—",
-            f"{q.low:.2f} – {q.high:.2f}" if q else "—", f"{err:.2f}", str(p.rate or "max"),
-        ])  # fmt: skip
-    return (
-        "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-        + "</tbody></table>"
-    )  # fmt: skip
+            marks.add((i, cv_col))
+        first = [level_text(p.point.get(k)) for k in vary] if by_factor else [p.label]
+        err = statistics.median(p.errors_per_s) if p.errors_per_s else 0.0
+        ci = "—"  # one repetition has no interval
+        if t and p.n > 1:
+            ci = f"{t.low:,.1f} – {t.high:,.1f}" + ("" if one_cover else f" ({t.coverage:.0%})")
+        spread = f"{q.low:.2f} – {q.high:.2f}" if q and len(p.p95s) > 1 else "—"
+        cells = [*first, str(p.n), _f(t.median if t else None), ci, cv, _f(p.p95_pooled, ".2f"), spread]
+        rows.append(
+            [*cells, f"{err:.2f}"]
+            + ([rate_text(p.rate)] if rates else [])
+            + (["—" if ch is None else f"{ch:+.1f}%"] if changed else [])
+        )
+    # levels that are numbers are right-aligned like every other number
+    numeric = [by_factor and all(_is_number(p.point.get(k)) for p in pts) for k in keys]
+    align = ["r" if x else "l" for x in numeric] + ["r"] * (len(head) - len(keys))
+    return Table(head, rows, align, marks, caption=f"Points (CV flagged (!) above {cv_warn:.0%})")
+
+
+def part_sections(
+    store: Store, run_id: int, info: dict[str, Any], points: Sequence[PointStats]
+) -> list[Section]:
+    settings = info.get("settings") or {}
+    cv_warn = float(settings.get("cv_warn") or 0.10)
+    out = []
+    parts = list(dict.fromkeys(p.part for p in points))
+    for part in parts:
+        pts = [p for p in points if p.part == part]
+        vary = varying(pts)
+        sec = Section(f"part-{part}", f"Part {part}")
+        fixed = [f"{k}={level_text(v)}" for k, v in pts[0].point.items() if k not in vary]
+        sec.intro.append(
+            f"{len(pts)} point(s), {sum(p.n for p in pts)} trial(s) with results"
+            + (f"; factors varied: {', '.join(vary)}" if vary else "")
+            + (f"; the same in every point: {', '.join(fixed)}" if fixed else "")
+            + (f"; --rate per client: {rate_text(pts[0].rate)}" if len({p.rate for p in pts}) == 1 else "")
+            + "."
+        )
+        for factor in vary:
+            sec.figures += _factor_figures(info, part, pts, factor)
+        base = baseline_of(pts, settings.get("baseline") or {})
+        changes = [c for _, c in baseline_changes(pts, settings.get("baseline") or {})]
+        if any(c not in (None, 0.0) for c in changes):
+            sec.figures.append(
+                Figure(f"{part}: median tps change against the baseline",
+                       plots.change_svg([p.label for p in pts], changes,
+                                        title="median tps, % change against the baseline point"))
+            )  # fmt: skip
+        sec.tables.append(_points_table(pts, changes, cv_warn))
+        if base and any(c not in (None, 0.0) for c in changes):
+            sec.paragraphs.append(
+                f"tps vs baseline: the change of the median tps against the point with {label(base.items())} "
+                "and the other factors equal (— where that point has no result)."
+            )
+        out.append(sec)
+    return out
+
+
+# ---- faults, clients, series, wall time ------------------------------------------------------------
 
 
 def fault_effects(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -137,31 +286,38 @@ def fault_effects(store: Store, run_id: int) -> list[dict[str, Any]]:
     return out
 
 
-def _faults_block(rows: Sequence[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    head = ["trial", "point", "rep", "fault", "from s", "to s", "tps before", "tps back to 95 % after s",
-            "errors until recovered"]  # fmt: skip
+FAULT_HEADER = ["trial", "point", "rep", "fault", "from s", "to s", "tps before", "tps back to 95 % after s",
+                "errors until recovered"]  # fmt: skip
 
+
+def fault_table_rows(rows: Sequence[dict[str, Any]], several_parts: bool = True) -> list[list[str]]:
     def cell(v: Any) -> str:
-        return "-" if v is None else html.escape(str(v))
+        return "—" if v is None else str(v)
 
-    body = "".join(
-        "<tr>" + "".join(f"<td>{cell(c)}</td>" for c in (
-            f"#{r['index']}", f"{r['part']}: {r['point']}", r["rep"], r["fault"], r["start"], r["end"],
-            r.get("tps_before"),
-            r.get("tps_recovered_after_s") if r.get("tps_recovered_after_s") is not None
-            else ("not recovered" if r.get("tps_before") is not None else None),
-            r.get("errors_until_recovered", r.get("errors_in_window")))) + "</tr>"
-        for r in rows
-    )  # fmt: skip
-    return (
-        "<h2>Faults inside trials</h2><p>Each trial ran the part's fault schedule under load; times are "
-        "seconds from the start of the load (warm-up included). 'tps back' is measured against the "
-        "median tps of the measured seconds before the fault; errors are counted from the fault's start "
-        "until tps is back (or to the end of the trial).</p><table><thead><tr>"
-        + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>" + body + "</tbody></table>"
+    out = []
+    for r in rows:
+        back = r.get("tps_recovered_after_s")
+        if back is None and r.get("tps_before") is not None:
+            back = "not recovered"
+        out.append([cell(c) for c in (
+            f"#{r['index']}", _where(r, several_parts), r["rep"], r["fault"], r["start"], r["end"],
+            r.get("tps_before"), back, r.get("errors_until_recovered", r.get("errors_in_window")),
+        )])  # fmt: skip
+    return out
+
+
+def fault_section(rows: Sequence[dict[str, Any]], several_parts: bool = True) -> Section | None:
+    if not rows:
+        return None
+    sec = Section("faults", "Faults inside trials")
+    sec.intro.append(
+        "Each trial ran the part's fault schedule under load; times are seconds from the start of the load "
+        "(warm-up included). 'tps back' is measured against the median tps of the measured seconds before "
+        "the fault; errors are counted from the fault's start until tps is back (or to the end of the trial)."
     )
+    body = fault_table_rows(rows, several_parts)
+    sec.tables.append(Table(FAULT_HEADER, body, ["r", "l", "r", "l", "r", "r", "r", "r", "r"]))
+    return sec
 
 
 def client_findings(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -179,126 +335,230 @@ def client_findings(store: Store, run_id: int) -> list[dict[str, Any]]:
     return out
 
 
-def _clients_block(rows: Sequence[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    body = "".join(
-        f"<tr><td>#{r['index']}</td><td>{html.escape(r['part'])}: {html.escape(r['point'])}</td>"
-        f"<td>{r['rep']}</td><td>{r['client']}</td><td>{html.escape(str(r['host']))}</td>"
-        f"<td style='text-align:left'>{html.escape('; '.join(map(str, r['warnings'])))}</td></tr>"
-        for r in rows
-    )
+def client_warning(rows: Sequence[dict[str, Any]]) -> str:
+    trials = len({(r["part"], r["point"], r["rep"]) for r in rows})
     points = len({(r["part"], r["point"]) for r in rows})
     return (
-        "<h2>Client saturation</h2><p style='color:#a00'><b>Warning:</b> in the trials below a load "
-        "client was the bottleneck (its CPU, or the asked rate was not reached), so their numbers are "
-        f"the client's limit, not the cluster's ({points} point(s)). Use more client hosts "
-        "(<code>[clients] hosts</code>) or fewer threads per client.</p><table><thead><tr><th>trial</th>"
-        "<th>point</th><th>rep</th><th>client</th><th>host</th><th>finding</th></tr></thead><tbody>"
-        + body + "</tbody></table>"
+        f"in {trials} trial(s) of {points} point(s) a load client was the bottleneck (its CPU, or the asked "
+        "rate was not reached), so their numbers are the client's limit, not the cluster's; see 'Client "
+        "saturation'. Use more client hosts ([clients] hosts) or fewer threads per client."
     )
 
 
-def _series_block(store: Store, run_id: int) -> str:
-    data: dict[str, Any] = {}
-    options = []
-    windows: dict[int, list[tuple[float, float, str]]] = {}
-    for f in fault_effects(store, run_id):
-        windows.setdefault(f["trial_id"], []).append((f["start"], f["end"], f["fault"]))
-    for r in trial_rows(store, run_id):
-        pts = trial_series(store, r["trial_id"])
-        name = f"#{r['index']} {r['part']}: {r['point_label']} rep {r['rep']}"
-        data[str(r["trial_id"])] = {
-            "name": name,
-            "t": [p.t for p in pts],
-            "tps": [p.tps for p in pts],
-            "p95": [p.p95 for p in pts],
-            "faults": windows.get(r["trial_id"], []),
-        }
-        options.append(f"<option value='{r['trial_id']}'>{html.escape(name)}</option>")
-    if not data:
-        return "<p>no completed trials</p>"
-    return (
-        "<select id='trial' onchange='showTrial(this.value)'>" + "".join(options) + "</select>"
-        "<div id='series' style='height:480px'></div><script>"
-        f"const SERIES={json.dumps(data)};"
-        "function showTrial(id){const s=SERIES[id];Plotly.react('series',["
-        "{x:s.t,y:s.tps,name:'tps',mode:'lines+markers',yaxis:'y'},"
-        "{x:s.t,y:s.p95,name:'p95 ms',mode:'lines',yaxis:'y2'}],"
-        "{title:s.name,xaxis:{title:'seconds since the load started'},yaxis:{title:'tps'},"
-        "yaxis2:{title:'p95 ms',overlaying:'y',side:'right'},height:480,"
-        "shapes:s.faults.map(f=>({type:'rect',xref:'x',yref:'paper',x0:f[0],x1:f[1],y0:0,y1:1,"
-        "fillcolor:'red',opacity:0.15,line:{width:0}}))});}"
-        "showTrial(document.getElementById('trial').value);</script>"
+def _where(r: dict[str, Any], several_parts: bool) -> str:
+    return f"{r['part']}: {r['point']}" if several_parts else str(r["point"])
+
+
+def client_section(rows: Sequence[dict[str, Any]], several_parts: bool = True) -> Section | None:
+    if not rows:
+        return None
+    sec = Section("clients", "Client saturation")
+    sec.intro.append(
+        "Trials in which a load client hit a limit of its own (its CPU, or the rate it was asked for): "
+        "their numbers are a floor for the cluster's capacity, not the cluster's."
     )
+    head = ["trial", "point", "rep", "client", "host", "finding"]
+    body = [[f"#{r['index']}", _where(r, several_parts), str(r["rep"]), str(r["client"]), str(r["host"]),
+             "; ".join(map(str, r["warnings"]))] for r in rows]  # fmt: skip
+    wrap = {(i, c): "wrap" for i in range(len(body)) for c in (1, 5)}
+    sec.tables.append(Table(head, body, ["r", "l", "r", "r", "l", "l"], styles=wrap))
+    return sec
 
 
-def _extra_sections(store: Store, run_id: int, plot: Any) -> str:
-    """Sections of designed experiments and searches (their own modules)."""
+def _short(point: dict[str, Any], names: Sequence[str]) -> str:
+    return " / ".join(level_text(point.get(n)) for n in names) or "(base)"
+
+
+def series_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Section | None:
+    """Every trial's per-second tps and p95 as small multiples (a panel per point, its repetitions
+    overlaid), and a table of each trial's per-second figures."""
+    rows = trial_rows(store, run_id)
+    if not rows:
+        return None
+    by_trial = {r["trial_id"]: r for r in rows}
+    parts = list(dict.fromkeys(p.part for p in points))
+    sec = Section("series", "Per-second series")
+    sec.intro.append(
+        "Every measured second of every trial, all clients added up (seconds since the load started, "
+        "warm-up included; an interval not every client reported is left out). One panel per point, its "
+        "repetitions overlaid, every panel on the same scale; fault windows shaded."
+    )
+    head = ["trial", "point", "rep", "seconds", "tps min", "tps median", "tps max", "p95 ms median",
+            "p95 ms max", "worst p95 at s"]  # fmt: skip
+    table: list[list[str]] = []
+    for part in parts:
+        pts = [p for p in points if p.part == part]
+        names = varying(pts)
+        tps_panels, p95_panels = [], []
+        for p in pts:
+            tps_traces, p95_traces = [], []
+            windows: list[plots.Window] = []
+            for tid, rep in sorted(zip(p.trial_ids, p.reps, strict=True), key=lambda x: x[1]):
+                s = [x for x in trial_series(store, tid) if x.complete]
+                t = [x.t for x in s]
+                tps_traces.append(plots.Trace(f"rep {rep}", t, [x.tps for x in s]))
+                p95_traces.append(plots.Trace(f"rep {rep}", t, [x.p95 for x in s]))
+                windows += [plots.Window(lb, a, b) for lb, a, b in fault_windows(store, run_id, tid)]
+                p95 = [(x.p95, x.t) for x in s if x.p95 is not None]
+                worst = max(p95) if p95 else None
+                r = by_trial.get(tid, {})
+                tps = [x.tps for x in s]
+                table.append([
+                    f"#{r.get('index', '?')}", f"{part}: {p.label}" if len(parts) > 1 else p.label, str(rep),
+                    str(len(s)), _f(min(tps, default=None)), _f(statistics.median(tps) if tps else None),
+                    _f(max(tps, default=None)),
+                    _f(statistics.median([v for v, _ in p95]) if p95 else None, ".2f"),
+                    _f(worst[0] if worst else None, ".2f"), f"{worst[1]:g}" if worst else "—",
+                ])  # fmt: skip
+            title = _short(p.point, names)
+            tps_panels.append(plots.Multiple(title, tps_traces, windows))
+            p95_panels.append(plots.Multiple(title, p95_traces, windows))
+        what = f"panels: {' / '.join(names)}" if names else "one panel"
+        tps_svg = plots.multiples_svg(tps_panels, title="tps per second", ylabel="tps")
+        sec.figures.append(Figure(f"{part}: tps per second ({what})", tps_svg))
+        lin, log = plots.multiples_latency_svgs(
+            p95_panels, title="p95 latency per second, ms", ylabel="p95 ms"
+        )
+        sec.figures.append(Figure(f"{part}: p95 latency per second ({what})", lin, log, "latency"))
+    table.sort(key=lambda r: int(r[0][1:]) if r[0][1:].isdigit() else 0)
+    sec.tables.append(Table(head, table, ["r", "l", "r", "r", "r", "r", "r", "r", "r", "r"]))
+    return sec
+
+
+def wall_section(store: Store, run_id: int) -> tuple[Section | None, str | None]:
+    wall = next((e["detail"] for e in reversed(store.events(run_id)) if e["kind"] == "wall_time"), None)
+    if not wall:
+        return None, None
+    total = float(wall.get("wall") or 0.0)
+    share = float(wall.get("not_measuring_share") or 0.0)
+    summary = f"{total:,.0f} s, {share:.0%} not measuring"
+    sec = Section("wall", "Wall time")
+    sec.intro.append(
+        f"The last invocation of `experiment run` (a resumed run counts from its resume): {summary}."
+    )
+    phases = sorted((wall.get("phases") or {}).items(), key=lambda kv: -kv[1])
+    sec.tables.append(
+        Table(["phase", "seconds", "share of the wall time"],
+              [[k, f"{v:,.1f}", f"{v / total:.1%}" if total else "—"] for k, v in phases], ["l", "r", "r"])
+    )  # fmt: skip
+    return sec, summary
+
+
+def provenance_section(store: Store, run_id: int) -> Section | None:
+    prov = store.provenance(run_id)
+    if not prov:
+        return None
+    sec = Section("provenance", "Provenance")
+    sec.intro.append("What the run ran on and with, as stored with it (per trial: `results show`).")
+    for k, v in prov.items():
+        text = json.dumps(v, sort_keys=True)
+        if len(text) > 160:
+            sec.details.append((k, json.dumps(v, sort_keys=True, indent=1)))
+        else:
+            sec.bullets.append(f"{k}: {text}")
+    return sec
+
+
+# ---- the whole report ------------------------------------------------------------------------------
+
+
+def _overview(info: dict[str, Any], points: Sequence[PointStats]) -> Section:
+    settings = info.get("settings") or {}
+    sec = Section("experiment", "Experiment")
+    if settings.get("description"):
+        sec.intro.append(str(settings["description"]))
+    sec.paragraphs.append(CI_NOTE)
+    stored = info.get("parts") or {}
+    head = ["part", "design", "factors and levels", "points", "trials with results"]
+    rows = []
+    for part in dict.fromkeys([*stored, *(p.part for p in points)]):
+        meta = stored.get(part) or {}
+        design = (meta.get("design") or {}).get("kind") or ("search" if part == "search" else "full-grid")
+        factors = meta.get("factors") or {}
+        if not factors:
+            pts = [p for p in points if p.part == part]
+            factors = {k: levels_of(info, part, k, pts) for k in varying(pts)}
+        pts = [p for p in points if p.part == part]
+        levels = "; ".join(f"{k} {', '.join(map(level_text, v))}" for k, v in factors.items())
+        rows.append([part, design, levels, str(len(pts)), str(sum(p.n for p in pts))])
+    sec.tables.append(
+        Table(head, rows, ["l", "l", "l", "r", "r"], styles={(i, 2): "wrap" for i in range(len(rows))})
+    )
+    return sec
+
+
+def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = False) -> Report:
     from clusterbench.experiment.doe_report import design_sections
     from clusterbench.experiment.search_report import search_sections
 
-    return design_sections(store, run_id, plot) + search_sections(store, run_id, plot)
-
-
-def render_html(store: Store, run_id: int) -> str:
     run = store.get_run(run_id)
     info = experiment_info(store, run_id)
     settings = info.get("settings") or {}
     points = point_stats(store, run_id)
-    body: list[str] = []
-    first = True
-
-    def plot(fig: go.Figure) -> str:
-        nonlocal first
-        out = pio.to_html(fig, include_plotlyjs=first, full_html=False, config={"displaylogo": False})
-        first = False
-        return str(out)
-
-    parts = list(dict.fromkeys(p.part for p in points))
-    for part in parts:
-        pts = [p for p in points if p.part == part]
-        body.append(f"<h2>Part {html.escape(part)}</h2>")
-        for f in varying(pts):
-            body.append(plot(factor_figure(pts, f, f"{part}: tps and p95 against {f}")))
-        changes = baseline_changes(pts, settings.get("baseline") or {})
-        if len(pts) > 1:
-            fig = go.Figure(go.Bar(x=[c[0] for c in changes], y=[c[1] for c in changes]))
-            fig.update_layout(title=f"{part}: median tps change against the baseline (%)", height=380,
-                              yaxis_title="%", margin={"l": 60, "r": 20, "t": 60, "b": 120})  # fmt: skip
-            body.append(plot(fig))
-        body.append(_points_table(pts))
-    body.append(_extra_sections(store, run_id, plot))
-    if first:  # no plot yet (a single point): plotly.js is still needed by the series block
-        body.append(f"<div style='display:none'>{plot(go.Figure())}</div>")
-    wall = next((e["detail"] for e in reversed(store.events(run_id)) if e["kind"] == "wall_time"), None)
-    wall_html = ""
-    if wall:
-        share = wall.get("not_measuring_share", 0.0)
-        phases = ", ".join(f"{k} {v:.0f} s" for k, v in wall.get("phases", {}).items())
-        wall_html = (
-            f"<p>wall time of the last invocation {wall.get('wall', 0):.0f} s, "
-            f"{share:.0%} not measuring ({html.escape(phases)})</p>"
+    trials = store.trials(run_id)
+    done = sum(p.n for p in points)
+    source = f" ({info['source']})" if info.get("source") else ""
+    facts: list[tuple[str, str]] = [
+        ("run", f"{run.id} ({run.kind}{', ' + run.name if run.name else ''})"),
+        ("experiment", f"{info.get('name') or run.name}{source}"),
+        ("profile", str(info.get("profile") or "none")),
+        ("status", run.status),
+        ("started", run.started_at),
+        ("ended", run.ended_at or "—"),
+        ("repetitions", f"{settings.get('repetitions', '?')} per point"
+         + (f", {settings['repetition_order']}" if settings.get("repetition_order") else "")),
+        ("trials", f"{len(trials)} run, {done} with results"),
+    ]  # fmt: skip
+    wall, wall_summary = wall_section(store, run_id)
+    if wall_summary:
+        facts.append(("wall time", wall_summary + " (last invocation)"))
+    tags = store.provenance(run_id).get("tags")
+    if tags:
+        facts.append(("tags", ", ".join(tags)))
+    if run.notes:
+        facts.append(("notes", run.notes))
+    if run.command_line:
+        facts.append(("command", run.command_line))
+    warnings: list[str] = []
+    failed = [t for t in trials if t.status != "completed"]
+    if failed:
+        counts: dict[str, int] = {}
+        for t in failed:
+            counts[t.status] = counts.get(t.status, 0) + 1
+        kinds = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        warnings.append(
+            f"{len(failed)} trial(s) did not complete ({kinds}); the statistics use completed trials only."
         )
-    title = html.escape(f"Experiment {info.get('name', run.name)} (run {run.id})")
-    style = (
-        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}"
-    )
-    desc = html.escape(settings.get("description", ""))
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
-        f"<style>{style}</style></head>"
-        f"<body><h1>{title}</h1><p>{desc}</p><p>profile {html.escape(str(info.get('profile')))}, "
-        f"status {html.escape(run.status)}, started {html.escape(run.started_at)}, "
-        f"{settings.get('repetitions', '?')} repetition(s) per point. The CI is the order-statistic "
-        "interval of the median; its real coverage is shown (below 95 % with fewer than 6 repetitions). "
-        "p95 comes from the repetitions' histograms added together, never from averaged percentiles.</p>"
-        f"{wall_html}" + _clients_block(client_findings(store, run_id)) + "".join(body)
-        + _faults_block(fault_effects(store, run_id))
-        + "<h2>Per-second series</h2>" + _series_block(store, run_id)
-        + "</body></html>"
-    )  # fmt: skip
+    clients = client_findings(store, run_id)
+    if clients:
+        warnings.append(client_warning(clients))
+    sections: list[Section] = [_overview(info, points)]
+    sections += part_sections(store, run_id, info, points)
+    sections += design_sections(store, run_id)
+    sections += search_sections(store, run_id)
+    several = len({p.part for p in points}) > 1
+    for extra in (
+        fault_section(fault_effects(store, run_id), several),
+        client_section(clients, several),
+        series_section(store, run_id, points),
+        wall,
+        provenance_section(store, run_id),
+    ):
+        if extra is not None:
+            sections.append(extra)
+    title = f"Experiment {info.get('name') or run.name} (run {run.id})"
+    return Report(run.id, title, facts, {"command"}, warnings, sections, log_latency)
+
+
+def render_markdown(store: Store, run_id: int, **kw: Any) -> str:
+    return render_markdown_report(build_experiment_report(store, run_id, **kw))
+
+
+def render_html(store: Store, run_id: int, **kw: Any) -> str:
+    return render_html_report(build_experiment_report(store, run_id, **kw))
+
+
+# ---- CSV -------------------------------------------------------------------------------------------
 
 
 def points_csv(store: Store, run_id: int) -> str:
@@ -325,15 +585,22 @@ def trials_csv(store: Store, run_id: int) -> str:
     return out.getvalue()
 
 
-def write_experiment_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
+def write_experiment_report(
+    store: Store, run_id: int, out_dir: Path, *, log_latency: bool = False
+) -> list[Path]:
+    """experiment-RUN.html and .md (one description, two renderings), -points.csv, -trials.csv and,
+    with designed parts, -effects.csv; returns their paths, the HTML first."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    rep = build_experiment_report(store, run_id, log_latency=log_latency)
     page = out_dir / f"experiment-{run_id}.html"
+    md = out_dir / f"experiment-{run_id}.md"
     pts = out_dir / f"experiment-{run_id}-points.csv"
     trs = out_dir / f"experiment-{run_id}-trials.csv"
-    page.write_text(render_html(store, run_id))
+    page.write_text(render_html_report(rep))
+    md.write_text(render_markdown_report(rep))
     pts.write_text(points_csv(store, run_id))
     trs.write_text(trials_csv(store, run_id))
-    return [page, pts, trs, *_extra_files(store, run_id, out_dir)]
+    return [page, md, pts, trs, *_extra_files(store, run_id, out_dir)]
 
 
 def _extra_files(store: Store, run_id: int, out_dir: Path) -> list[Path]:

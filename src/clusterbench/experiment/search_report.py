@@ -1,23 +1,19 @@
 """Report sections of a [search] run: best so far against trial number, the explored points, and the
-winner against the nearest configurations of the knobs' grid. Kept apart from report.py (one call
-from there)."""
+winner against the nearest configurations of the knobs' grid, as sections of the experiment
+report's description (report.py renders them as Markdown and HTML). Kept apart from report.py (one
+call from there)."""
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Callable
 from typing import Any
 
-import plotly.graph_objects as go  # type: ignore[import-untyped, unused-ignore]
-
+from clusterbench.analysis import plots
+from clusterbench.analysis.document import Figure, Section, Table
 from clusterbench.analysis.stats import median_ci, welch_p
 from clusterbench.experiment.results import experiment_info
 from clusterbench.experiment.search_run import stored_steps
 from clusterbench.store import Store
-
-Plot = Callable[[go.Figure], str]
-COLOURS = {"explore": "#4a7", "recheck": "#e90", "confirm": "#c33"}
 
 
 def _label(config: dict[str, Any], names: list[str]) -> str:
@@ -60,63 +56,61 @@ def search_data(store: Store, run_id: int) -> dict[str, Any] | None:
     }
 
 
-def _progress_figure(d: dict[str, Any]) -> go.Figure:
+def progress_svg(d: dict[str, Any]) -> str:
     metric = d["metric"]
-    fig = go.Figure()
-    xs, ys, cols, text = [], [], [], []
-    for i, st in enumerate(d["steps"], start=1):
-        if st.values is None or metric not in st.values:
-            continue
-        xs.append(i)
-        ys.append(st.values[metric])
-        cols.append(COLOURS.get(st.phase, "#888"))
-        text.append(f"{st.phase}: {_label(st.config, d['names'])}")
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="each trial", text=text,
-                             marker={"color": cols, "size": 8}))  # fmt: skip
-    inc = [
-        (e["number"], e["incumbent_score"]) for e in d["incumbents"] if e.get("incumbent_score") is not None
-    ]
-    if inc:
-        fig.add_trace(go.Scatter(x=[x for x, _ in inc], y=[y for _, y in inc], mode="lines", line_shape="hv",
-                                 name="best so far (median of its trials)"))  # fmt: skip
-    fig.update_layout(
-        title=f"{metric} per trial (green explore, orange recheck, red confirm) and the best so far",
-        xaxis_title="trial", yaxis_title=metric, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 40},
-    )  # fmt: skip
-    return fig
+    trials = [(i, float(st.values[metric]), st.phase) for i, st in enumerate(d["steps"], start=1)
+              if st.values is not None and metric in st.values]  # fmt: skip
+    best = [(int(e["number"]), float(e["incumbent_score"])) for e in d["incumbents"]
+            if e.get("incumbent_score") is not None]  # fmt: skip
+    # the step line changes only where the best so far does
+    steps = [b for i, b in enumerate(best) if i == 0 or b[1] != best[i - 1][1]]
+    title = f"{metric} per trial, coloured by why it ran, and the best so far"
+    return plots.progress_svg(trials, steps, metric=metric, from_zero=True, title=title)
 
 
-def _explored_figure(d: dict[str, Any]) -> go.Figure | None:
+def _position(v: Any, levels: list[Any]) -> float:
+    if v in levels:
+        i = float(levels.index(v))
+    elif isinstance(v, int | float) and not isinstance(v, bool) and levels:
+        i = float(min(range(len(levels)), key=lambda j: abs(float(levels[j]) - float(v))))
+    else:
+        i = 0.0
+    return i / max(1, len(levels) - 1)
+
+
+def explored_svg(d: dict[str, Any]) -> str | None:
+    """Parallel coordinates of the explored configurations: each knob at its position on the
+    grid a full sweep would use (or among the values seen), then the metric's median."""
     names, metric = d["names"], d["metric"]
     pts = [p for p in d["points"].values() if p["values"]]
     if len(pts) < 2:
         return None
+    grid = (d["search"].get("knob_grid") or {}) if d["search"] else {}
     dims = []
     for n in names:
         vals = [p["config"].get(n) for p in pts]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
-            dims.append({"label": n, "values": vals})
-        else:
-            cats = sorted({json.dumps(v) for v in vals})
-            dims.append(
-                {
-                    "label": n,
-                    "values": [cats.index(json.dumps(v)) for v in vals],
-                    "tickvals": list(range(len(cats))),
-                    "ticktext": [json.loads(c) for c in cats],
-                }
-            )
+        levels = list(grid.get(n) or [])
+        if not levels or any(
+            v not in levels for v in vals if not isinstance(v, int | float) or isinstance(v, bool)
+        ):
+            levels = sorted({json.dumps(v) for v in vals})
+            levels = [json.loads(x) for x in levels]
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in levels):
+                levels.sort()
+        ticks = [(_position(v, levels), _fmt(v)) for v in levels]
+        if len(ticks) > 7:  # the ends and every other level between
+            ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or i == len(ticks) - 1]
+        dims.append(plots.Dimension(n, [_position(v, levels) for v in vals], ticks))
     med = [median_ci([v[metric] for v in p["values"]]).median for p in pts]
-    dims.append({"label": f"{metric} (median)", "values": med})
-    fig = go.Figure(
-        go.Parcoords(line={"color": med, "colorscale": "Viridis", "showscale": True}, dimensions=dims)
-    )
-    fig.update_layout(title="explored configurations (one line each, coloured by the median)", height=420,
-                      margin={"l": 80, "r": 60, "t": 80, "b": 40})  # fmt: skip
-    return fig
+    lo, hi = min(med), max(med)
+    span = (hi - lo) or 1.0
+    ticks = [(0.0, f"{lo:,.0f}"), (1.0, f"{hi:,.0f}")] if hi != lo else [(0.0, f"{lo:,.0f}")]
+    dims.append(plots.Dimension(f"{metric} median", [(m - lo) / span for m in med], ticks))
+    title = "explored configurations, one line each, coloured by the median"
+    return plots.parallel_svg(dims, med, color_label=f"{metric} (median)", title=title)
 
 
-def _points_table(d: dict[str, Any]) -> str:
+def _points_table(d: dict[str, Any]) -> Table:
     metric = d["metric"]
     rows = []
     pts = [p for p in d["points"].values() if p["values"]]
@@ -126,20 +120,28 @@ def _points_table(d: dict[str, Any]) -> str:
     for p in pts:
         ci = median_ci([v[metric] for v in p["values"]])
         p95 = [v["p95"] for v in p["values"] if "p95" in v]
-        rows.append([html.escape(_label(p["config"], d["names"])), str(len(p["values"])), f"{ci.median:,.1f}",
-                     f"{ci.low:,.1f} – {ci.high:,.1f} ({ci.coverage:.0%})",
+        rows.append([*_cells(p["config"], d["names"]), str(len(p["values"])), f"{ci.median:,.1f}",
+                     f"{ci.low:,.1f} – {ci.high:,.1f} ({ci.coverage:.0%})" if len(p["values"]) > 1 else "—",
                      f"{median_ci(p95).median:.1f}" if p95 else "—", f"#{p['first']}",
                      ", ".join(sorted(set(p["phases"])))])  # fmt: skip
-    head = ["configuration", "n", f"{metric} median", "CI (coverage)", "p95 ms median", "first", "why"]
-    return _table(head, rows)
+    head = [*d["names"], "n", f"{metric} median", "CI (coverage)", "p95 ms median", "first", "why"]
+    return Table(head, rows, [*_aligns(d), "r", "r", "r", "r", "r", "l"])
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    return (
-        "<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-        + "</tbody></table>"
-    )  # fmt: skip
+def _cells(config: dict[str, Any], names: list[str]) -> list[str]:
+    """A configuration as one cell per knob (a table column each)."""
+    return [_fmt(config.get(n)) for n in names]
+
+
+def _aligns(d: dict[str, Any]) -> list[str]:
+    """Knobs whose values are numbers right-aligned, the others left."""
+    configs = [p["config"] for p in d["points"].values()]
+    return [
+        "r"
+        if all(isinstance(c.get(n), int | float) and not isinstance(c.get(n), bool) for c in configs)
+        else "l"
+        for n in d["names"]
+    ]
 
 
 def nearest_grid(config: dict[str, Any], grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -190,31 +192,33 @@ def nearest_measured(
     return sorted(others, key=lambda p: dist(p["config"]))[:k]
 
 
-def _winner_block(d: dict[str, Any]) -> str:
+def winner_section(d: dict[str, Any]) -> Section:
     res = d["result"]
     metric, names = d["metric"], d["names"]
+    sec = Section("search-winner", "Winner", level=3)
     if res is None:
-        return "<p>The search has not finished (no result yet): run the same command again to resume.</p>"
+        sec.intro.append("The search has not finished (no result yet): run the same command again to resume.")
+        return sec
     w = res.get("winner")
     if w is None:
-        return f"<p><b>No configuration met the constraints</b> in {res['trials']} trial(s).</p>"
-    state = "confirmed" if w["confirmed"] else "<b style='color:#a60'>not confirmed</b> (the budget ran out)"
+        sec.intro.append(f"No configuration met the constraints in {res['trials']} trial(s).")
+        return sec
+    state = "confirmed" if w["confirmed"] else "NOT confirmed (the budget ran out)"
     vs = ""
     if w.get("runner_up"):
         p = w.get("p_vs_runner_up")
-        vs = f" Runner-up: {html.escape(w['runner_up'])}" + (
-            f" (Welch p = {p:.3g})." if p is not None else "."
-        )
-    out = [
-        f"<h3>Winner</h3><p><b>{html.escape(w['label'])}</b>: {metric} median {w['median']:,.1f}, CI "
-        f"{w['low']:,.1f} – {w['high']:,.1f} (coverage {w['coverage']:.0%}), n = {w['n']}; first measured "
-        f"at trial {w['found_at']} of {res['trials']}; {state}; exploring stopped by {res['stopped_by']}."
-        f"{vs}</p>"
-    ]
+        vs = f" Runner-up: {w['runner_up']}" + (f" (Welch p = {p:.3g})." if p is not None else ".")
+    sec.intro.append(
+        f"{w['label']}: {metric} median {w['median']:,.1f}, CI {w['low']:,.1f} – {w['high']:,.1f} (coverage "
+        f"{w['coverage']:.0%}), n = {w['n']}; first measured at trial {w['found_at']} of {res['trials']}; "
+        f"{state}; exploring stopped by {res['stopped_by']}.{vs}"
+    )
     grid = (d["search"].get("knob_grid") or {}) if d["search"] else {}
     if not grid:
-        return "".join(out)
-    win_vals = [v[metric] for v in d["points"].get(w["label"], {}).get("values", [])]
+        return sec
+    # the stored label may list the knobs in another order than this report: match by configuration
+    win_key = _label(w["config"], names)
+    win_vals = [v[metric] for v in d["points"].get(win_key, {}).get("values", [])]
     rows = []
     listed: set[str] = set()
     near = [(c, "nearest grid point" if i == 0 else "its grid neighbour")
@@ -227,50 +231,50 @@ def _winner_block(d: dict[str, Any]) -> str:
         listed.add(lab)
         p = d["points"].get(lab)
         vals = [v[metric] for v in p["values"]] if p else []
-        if lab == w["label"]:
+        if lab == win_key:
             kind += " (the winner)"
         if vals:
             ci = median_ci(vals)
             diff = 100.0 * (ci.median - w["median"]) / w["median"] if w["median"] else 0.0
-            pv = welch_p(vals, win_vals) if lab != w["label"] else None
-            rows.append(
-                [
-                    html.escape(lab), kind, str(len(vals)), f"{ci.median:,.1f}",
-                    f"{ci.low:,.1f} – {ci.high:,.1f}", f"{diff:+.1f} %", "—" if pv is None else f"{pv:.3g}",
-                ]
-            )  # fmt: skip
+            pv = welch_p(vals, win_vals) if lab != win_key else None
+            p_text = "—" if pv is None else f"{pv:.3g}"
+            interval = f"{ci.low:,.1f} – {ci.high:,.1f}" if len(vals) > 1 else "—"
+            rows.append([*_cells(c, names), kind, str(len(vals)), f"{ci.median:,.1f}", interval,
+                         f"{diff:+.1f}%", p_text])  # fmt: skip
         else:
-            rows.append([html.escape(lab), kind, "0", "not measured", "", "", ""])
-    out.append(
-        "<h4>The winner and the nearest grid configurations</h4><p>The grid a full sweep of these knobs "
-        "would use: " + html.escape("; ".join(f"{k} {', '.join(map(_fmt, v))}" for k, v in grid.items()))
-        + ". Below them, the 5 configurations the search measured nearest to the winner (grid steps, "
-        "each knob's range counting 1). Measured points are compared with the winner (Welch's t over "
-        "the trials).</p>"
-        + _table(["configuration", "", "n", f"{metric} median", "CI", "vs winner", "p"], rows)
+            rows.append([*_cells(c, names), kind, "0", "not measured", "—", "—", "—"])
+    sec.paragraphs.append(
+        "The winner and the nearest grid configurations: the grid a full sweep of these knobs would use is "
+        + "; ".join(f"{k} {', '.join(map(_fmt, v))}" for k, v in grid.items())
+        + ". Below them, the 5 configurations the search measured nearest to the winner (grid steps, each "
+        "knob's range counting 1). Measured points are compared with the winner (Welch's t over the trials)."
+    )
+    sec.tables.append(
+        Table([*names, "which", "n", f"{metric} median", "CI", "vs winner", "p"], rows,
+              [*_aligns(d), "l", "r", "r", "r", "r", "r"],
+              caption="The winner and the nearest grid configurations")
     )  # fmt: skip
-    return "".join(out)
+    return sec
 
 
-def search_sections(store: Store, run_id: int, plot: Plot) -> str:
+def search_sections(store: Store, run_id: int) -> list[Section]:
     d = search_data(store, run_id)
     if d is None:
-        return ""
+        return []
     s = d["search"]
     cons = s.get("constraints") or []
-    head = (
-        f"<h2>Search</h2><p>objective {html.escape(str(s.get('objective')))}"
-        + (f" subject to {html.escape(', '.join(cons))}" if cons else "")
+    sec = Section("search", "Search")
+    sec.intro.append(
+        f"objective {s.get('objective')}"
+        + (f" subject to {', '.join(cons)}" if cons else "")
         + f"; budget {s.get('budget')} trial(s); {len(d['steps'])} run; Optuna TPE (seed {s.get('seed')}). "
         "A configuration's value is the median of its trials; a new best is measured again before the "
-        "search explores on, and the winner and its close contenders are measured "
-        f"{s.get('confirm')} times.</p>"
+        f"search explores on, and the winner and its close contenders are measured {s.get('confirm')} times."
     )
-    return (
-        head
-        + _winner_block(d)
-        + plot(_progress_figure(d))
-        + (plot(fig) if (fig := _explored_figure(d)) is not None else "")
-        + "<h3>Explored configurations</h3>"
-        + _points_table(d)
-    )
+    sec.figures.append(Figure("best so far against trial number", progress_svg(d)))
+    explored = Section("search-explored", "Explored configurations", level=3)
+    fig = explored_svg(d)
+    if fig is not None:
+        explored.figures.append(Figure("explored configurations (parallel coordinates)", fig))
+    explored.tables.append(_points_table(d))
+    return [sec, winner_section(d), explored]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusterbench.experiment.report import (
-    _clients_block,
-    _faults_block,
     client_findings,
+    client_section,
     fault_effects,
+    fault_section,
 )
 from clusterbench.store import Store
 
@@ -39,13 +39,16 @@ def test_saturated_clients_and_fault_effects_are_reported_per_trial(tmp_path: Pa
         faults = fault_effects(st, run)
     assert clients == [{"index": 1, "part": "main", "point": "threads=64", "rep": 1, "client": 1,
                         "host": "cb-x-c2", "warnings": ["client CPU 97 % of 1 core"]}]  # fmt: skip
-    page = _clients_block(clients)
-    assert "the client's limit, not the cluster's (1 point(s))" in page
-    assert "<td>cb-x-c2</td><td style='text-align:left'>client CPU 97 % of 1 core</td>" in page
+    sec = client_section(clients, several_parts=False)
+    assert sec is not None and "a floor for the cluster's capacity" in sec.intro[0]
+    assert sec.tables[0].rows == [["#1", "threads=64", "1", "1", "cb-x-c2", "client CPU 97 % of 1 core"]]
     assert [f["point"] for f in faults] == ["threads=1"]
-    table = _faults_block(faults)
-    assert "<td>150.0</td><td>not recovered</td><td>12</td>" in table
-    assert _clients_block([]) == "" and _faults_block([]) == ""
+    table = fault_section(faults)
+    assert table is not None
+    assert table.tables[0].rows == [
+        ["#2", "main: threads=1", "1", "kill-node n2", "20.0", "30.0", "150.0", "not recovered", "12"]
+    ]
+    assert client_section([]) is None and fault_section([]) is None
 
 
 def test_points_are_listed_in_the_files_level_order_not_the_run_order(tmp_path: Path) -> None:

@@ -137,10 +137,11 @@ def test_report_has_progress_explored_points_and_the_winner_against_the_grid(tmp
     assert d is not None and d["metric"] == "tps" and len(d["steps"]) == opt.used
     w = opt.winner()
     assert w is not None
-    assert "<h2>Search</h2>" in page and f"<b>{w.label}</b>" in page
+    assert "<h2>Search</h2>" in page and "<h3>Winner</h3>" in page
+    assert f"{w.label}: tps median {w.score.median:,.1f}" in page
     assert "best so far" in page and "explored configurations" in page
     assert "The winner and the nearest grid configurations" in page
-    assert "measured nearby" in page
+    assert "measured nearby" in page and "<script" not in page
 
 
 def test_nearest_grid_snaps_and_lists_the_neighbours() -> None:
