@@ -6,6 +6,7 @@ builds a plan from the flags, shows samples live and prints tables from the stor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -262,7 +263,8 @@ def _execute(
     tags: list[str] | None = None,
     notes: str | None = None,
 ) -> None:
-    tags = tags or []
+    # the labels go into the run when it is created: a run killed at any moment has them
+    plan = dataclasses.replace(plan, tags=tuple(tags or []), notes=notes or "")
     bench = BenchRunner(sysbench_runner(target.cluster), target.probe)
     bench.check(plan)  # fail fast: unreachable, wrong password, no schema
     console.out.print(
@@ -280,16 +282,10 @@ def _execute(
         rid = view.run_id
         if rid is None:
             raise BenchInterrupted("interrupted before the run started; nothing was stored") from None
-        label_run(store, rid, tags, notes)  # an interrupted run keeps its labels too
         n = sum(len(store.samples(t.id)) for t in store.trials(rid))
         raise BenchInterrupted(
             f"interrupted: sysbench stopped; run {rid} is marked interrupted and keeps its {n} samples"
         ) from None
-    except Exception:
-        if view.run_id is not None:
-            label_run(store, view.run_id, tags, notes)
-        raise
-    label_run(store, outcome.run_id, tags, notes)
     _print_outcome(store, outcome, title)
     if outcome.status != "completed":
         raise TrialsFailed(f"run {outcome.run_id} finished with failed trials: {'; '.join(outcome.failures)}")

@@ -19,10 +19,8 @@ from clusterbench.cli.common import (
     check_tags,
     command_line,
     global_name,
-    label_run,
     open_store,
     results_path,
-    store_at,
     sysbench_runner,
 )
 from clusterbench.cli.live import LiveView
@@ -218,11 +216,10 @@ def _run_one(
             sysbench_runner(cluster.topology.name),
             companions=companions,
             listener=view,
+            tags=tags or [],
+            notes=notes or "",
         )
         out = engine.run(command_line(), checkers=run_checkers)
-    if tags or notes is not None:
-        with store_at(results) as st:
-            label_run(st, out.run_id, tags or [], notes)
     return out
 
 

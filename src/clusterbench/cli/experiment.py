@@ -20,7 +20,6 @@ from clusterbench.cli.common import (
     TagOpt,
     check_tags,
     command_line,
-    label_run,
     print_json,
     results_path,
     store_at,
@@ -412,13 +411,9 @@ def run_cmd(
         guard.claim(name)
     with store_at(results) as store:
         view = ExperimentView()
-        runner = _runner(plan, store, view, clusters[0] if len(clusters) == 1 else None)
-        try:
-            with view:
-                out = runner.run(fresh=fresh)
-        finally:
-            if view.run_id is not None:  # also when interrupted: the run is stored
-                label_run(store, view.run_id, tags, notes)
+        runner = _runner(plan, store, view, clusters[0] if len(clusters) == 1 else None, tags, notes)
+        with view:
+            out = runner.run(fresh=fresh)
         led = out.ledger
         if out.ran == 0:
             console.out.print(f"run [bold]{out.run_id}[/]: all {out.skipped} trial(s) were already done")
@@ -445,9 +440,18 @@ def run_cmd(
         )
 
 
-def _runner(plan: Plan, store: Any, view: ExperimentView, cluster: str | None = None) -> ExperimentRunner:
-    """`cluster`: the one cluster the experiment builds, whose load clients are recorded."""
-    kw: dict[str, Any] = {"home": home_dir(), "listener": view, "command_line": command_line()}
+def _runner(
+    plan: Plan,
+    store: Any,
+    view: ExperimentView,
+    cluster: str | None = None,
+    tags: list[str] | None = None,
+    notes: str | None = None,
+) -> ExperimentRunner:
+    """`cluster`: the one cluster the experiment builds, whose load clients are recorded. The tags
+    and notes go into the run when it is created or resumed."""
+    kw: dict[str, Any] = {"home": home_dir(), "listener": view, "command_line": command_line(),
+                          "tags": tags or [], "notes": notes}  # fmt: skip
     if plan.experiment.search is None:
         return ExperimentRunner(plan, store, sysbench_runner(cluster), **kw)
     from clusterbench.experiment.search_run import SearchRunner

@@ -15,7 +15,7 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +160,8 @@ class ExperimentRunner:
         home: Path,
         listener: ExperimentListener | None = None,
         command_line: str = "",
+        tags: Sequence[str] = (),
+        notes: str | None = None,
         facts: Callable[[], dict[str, Any]] = host_facts,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -170,6 +172,8 @@ class ExperimentRunner:
         self.home = home
         self.lis = listener or ExperimentListener()
         self.command_line = command_line
+        self.tags = list(tags)  # stored with the run as soon as it exists (created or resumed)
+        self.notes = notes
         self.facts = facts
         self.sleep = sleep
         self.ledger = Ledger(monotonic=monotonic)
@@ -191,6 +195,8 @@ class ExperimentRunner:
                 KIND,
                 name=f"{exp.name}" + (f" ({exp.profile})" if exp.profile else ""),
                 command_line=self.command_line,
+                tags=self.tags,
+                notes=self.notes or "",
             )
             self.store.set_provenance(run_id, "experiment", self._experiment_provenance())
             self.store.set_provenance(run_id, "topology", exp.topology.model_dump(mode="json"))
@@ -198,6 +204,10 @@ class ExperimentRunner:
                 self.store.set_provenance(run_id, k, v)
         else:
             reopen_run(self.store, run_id, self.command_line)
+            if self.tags:
+                self.store.add_tags(run_id, self.tags)
+            if self.notes is not None:
+                self.store.set_notes(run_id, self.notes)
         out = ExperimentOutcome(run_id=run_id, status="running", ledger=self.ledger)
         done = done_trials(self.store, run_id)
         out.skipped = sum(1 for t in self.plan.trials if t.key in done)

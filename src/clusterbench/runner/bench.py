@@ -85,6 +85,9 @@ class BenchPlan:
     # what each client loads, round-robin (e.g. one node each); empty: `endpoint` for all.
     # `endpoint` still serves the schema checks, prepare and cleanup.
     client_endpoints: tuple[Endpoint, ...] = ()
+    # --tag and --notes: stored with the run when it is created, so an interrupted run has them
+    tags: tuple[str, ...] = ()
+    notes: str = ""
 
     def __post_init__(self) -> None:
         if not self.tests:
@@ -255,7 +258,9 @@ class BenchRunner:
         goes on to the caller.
         """
         lis = listener or BenchListener()
-        run_id = store.create_run(plan.kind, name=plan.name, command_line=plan.command_line)
+        run_id = store.create_run(
+            plan.kind, name=plan.name, command_line=plan.command_line, tags=plan.tags, notes=plan.notes
+        )
         outcome = BenchOutcome(run_id=run_id, status="running")
         lis.run_created(run_id)
         try:

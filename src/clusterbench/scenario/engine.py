@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,8 +149,12 @@ class ScenarioEngine:
         sysbench: SysbenchRunner,
         companions: CompanionFactory | None = None,
         listener: ScenarioListener | None = None,
+        tags: Sequence[str] = (),
+        notes: str = "",
     ) -> None:
         self.cluster = cluster
+        self.tags = tuple(tags)  # stored with the run when it is created
+        self.notes = notes
         self.spec = spec
         self.faults = faults
         self.stores = ThreadStores(store_path)
@@ -206,6 +210,8 @@ class ScenarioEngine:
             # The sysbench load comes from the topology's client hosts when it has some; the
             # verification workloads (ledger, bank, prober) stay on this machine.
             client_hosts=tuple(self.cluster.client_hosts()),
+            tags=self.tags,
+            notes=self.notes,
         )
 
     def settle(self, timeout: float = SETTLE_TIMEOUT) -> list[str]:

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -149,8 +149,10 @@ class Store:
         name: str = "",
         command_line: str = "",
         notes: str = "",
+        tags: Sequence[str] = (),
         pid: int | None = None,
     ) -> int:
+        """A new run, with its tags and notes from the start: a run killed at any moment keeps them."""
         owner = os.getpid() if pid is None else pid
         cur = self.conn.execute(
             "INSERT INTO runs (kind, name, command_line, notes, status, started_at, owner_pid, owner_start) "
@@ -158,6 +160,8 @@ class Store:
             (kind, name, command_line, notes, self._now(), owner, process_start_ticks(owner)),
         )
         assert cur.lastrowid is not None
+        if tags:
+            self.add_tags(cur.lastrowid, list(tags))
         return cur.lastrowid
 
     def set_notes(self, run_id: int, notes: str) -> None:

@@ -429,3 +429,44 @@ def test_each_node_targets_reach_the_runner_and_the_record(store: Store) -> None
     [t] = store.trials(out.run_id)
     assert t.params["client_targets"] == ["node:1", "node:2"]
     assert store.provenance(out.run_id)["workload"]["client_targets"] == ["node:1", "node:2"]
+
+
+def test_tags_and_notes_are_stored_when_the_run_is_created(store: Store) -> None:
+    """A drill or run killed at any moment keeps its --tag and --notes: they go in with the run."""
+    seen: list[tuple[list[str], str]] = []
+
+    class Watch(BenchListener):
+        def run_created(self, run_id: int) -> None:
+            seen.append((store.tags(run_id), store.get_run(run_id).notes))
+
+    fake = FakeSysbench()
+    fake.interrupt_after = 1
+    with pytest.raises(KeyboardInterrupt):
+        labelled = plan("oltp_point_select", tags=("drill", "v1"), notes="n3 by hand")
+        bench(fake, []).execute(labelled, store, Watch())
+    [run] = store.list_runs()
+    assert seen == [(["drill", "v1"], "n3 by hand")]
+    assert run.status == "interrupted" and store.tags(run.id) == ["drill", "v1"] and run.notes == "n3 by hand"
+    # without labels: none stored
+    out = bench(FakeSysbench(), []).execute(plan("oltp_point_select"), store)
+    assert store.tags(out.run_id) == [] and store.get_run(out.run_id).notes == ""
+
+
+def test_a_drill_gives_its_labels_to_the_run_it_creates(tmp_path: Path) -> None:
+    from clusterbench.scenario.engine import ScenarioEngine
+    from clusterbench.scenario.spec import ScenarioSpec
+    from clusterbench.spec.topology import Topology
+
+    class OneEndpoint:
+        topology = Topology()
+
+        def endpoint(self, target: str) -> Endpoint:
+            return EP
+
+        def client_hosts(self) -> list[Any]:
+            return []
+
+    e = ScenarioEngine(OneEndpoint(), ScenarioSpec(), [], tmp_path / "r.db", sysbench=None,  # type: ignore[arg-type]
+                       tags=["drill", "soak"], notes="after the upgrade")  # fmt: skip
+    p = e.bench_plan("clusterbench scenario x.toml")
+    assert p.tags == ("drill", "soak") and p.notes == "after the upgrade" and p.kind == "scenario"
