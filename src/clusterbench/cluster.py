@@ -33,6 +33,7 @@ from clusterbench.providers.datadirfs import DiskSpace, disk_space
 from clusterbench.providers.naming import Names
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology
+from clusterbench.telemetry.sites import ProbeSite, Watch
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +175,20 @@ class Cluster:
     def close(self) -> None:
         """Close SSH connections (nothing to do locally)."""
         self.provider.close()
+
+    def probe_sites(self) -> list[ProbeSite]:
+        """Where telemetry probes run and what they watch (the provider decides): every node's
+        server and every HAProxy, by PID, followed through their pid files across restarts."""
+        watches = []
+        for n in self.nodes():
+            p = n.proc
+            watches.append(Watch(n.name, p.pid if p else None, p.start_ticks if p else None,
+                                 pidfile=n.pid_file, datadir=n.datadir))  # fmt: skip
+        for k, h in zip(self.topology.balancer_indexes(), self.haproxies(), strict=True):
+            p = h.proc
+            watches.append(Watch(balancer_role(k), p.pid if p else None, p.start_ticks if p else None,
+                                 pidfile=h.cfg.pid_path, stats_socket=h.cfg.stats_socket))  # fmt: skip
+        return self.provider.probe_sites(watches)
 
     # ------------------------------------------------------------------ state
 

@@ -227,7 +227,14 @@ def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) 
     assert "<table>" in dom.stdout and "select_random_points" in dom.stdout
     # inline SVG, no script: the overview, and per trial tps plus latency on a linear and a log scale
     html = page.read_text()
-    assert "<script" not in html and html.count("<svg") == 1 + 3 * len(KNOWN_TESTS)
+    # and under each trial's, its servers' telemetry on the same axis: CPU and the links for every
+    # test, flow control and the disk where they show something
+    svgs = re.findall(r"<svg.*?</svg>", html, re.S)
+    panels = [s for s in svgs if any(t in s for t in ("CPU, % of each", "link, Mbit/s", "replication paused",
+                                                      "disk busy"))]  # fmt: skip
+    cpu, link = (sum(t in s for s in panels) for t in ("CPU, % of each", "link, Mbit/s"))
+    assert cpu == link == len(KNOWN_TESTS)
+    assert "<script" not in html and len(svgs) == 1 + 3 * len(KNOWN_TESTS) + len(panels)
     assert page.stat().st_size < 1_500_000
     # the same sections in both formats, real numbers from the store in both
     assert re.findall(r"(?m)^## (.+)$", text) == [

@@ -26,6 +26,7 @@ from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget
 from clusterbench.scenario.engine import ScenarioEngine
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.scenario.verification import companions, run_checkers
+from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
 from tests.integration.conftest import galera
 from tests.integration.sshlab import SshLab, lab_available
@@ -199,6 +200,73 @@ def test_up_status_load_and_logs_over_ssh(ssh_cluster: Cluster, cb_home: Path) -
     assert ssh_cluster.node(2).dir == base_dir(cb_home) / NAME / "n2"
     assert (cb_home / "clusters" / NAME / "state.json").exists()
     assert ssh_cluster.client_hosts()[0].name == "h4"
+
+
+def remote_probes(home: Path, name: str) -> list[str]:
+    return [p for p in remote_processes(home, name) if "telemetry probe" in p or "python3 -c" in p]
+
+
+def test_telemetry_over_ssh_one_probe_per_machine_that_dies_with_its_connection(
+    ssh_cluster: Cluster, lab: SshLab, cb_home: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results.db"
+    small = ["--tables", "2", "--table-size", "1000", "--results", str(results)]
+    r = cli(cb_home, "run", "-n", NAME, "-w", "oltp_read_write", "--threads", "2", "--time", "5", *small)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "bottleneck: " in r.stdout and "| cpu " in r.stdout, r.stdout
+    with Store.open(results) as st:
+        run = st.list_runs()[-1]
+        trial = st.trials(run.id)[-1]
+        tel = st.provenance(run.id, trial.id)["telemetry"]
+        # one probe per machine, streaming over the connection clusterbench already holds
+        assert sorted(tel["sites"]) == ["host:h1", "host:h2", "host:h3", "host:h4"] and tel["problems"] == []
+        have = {(x["source"], x["metric"]) for x in st.telemetry(trial.id)}
+        for want in (("n1", "cpu_util"), ("n3", "net_tx_mbit"), ("n2", "recv_queue"), ("lb1", "cpu_cores"),
+                     ("lb1/n2", "sessions"), ("host:h1", "host_cpu_busy")):  # fmt: skip
+            assert want in have, want
+        assert st.bottleneck(trial.id) is not None
+    assert remote_probes(cb_home, NAME) == []
+    # Killed outright: nothing stops the probes but their channels closing under them.
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clusterbench", "run", "-n", NAME, "-w", "oltp_read_only", "--threads", "1",
+         "--time", "10", "--no-prepare", *small],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(remote_probes(cb_home, NAME)) < 4:
+            time.sleep(0.1)
+        assert len(remote_probes(cb_home, NAME)) == 4, remote_processes(cb_home, NAME)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline and remote_probes(cb_home, NAME):
+            time.sleep(0.1)
+        assert remote_probes(cb_home, NAME) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the killed run's remote sysbench ends with its --time; let the next test start on a quiet cluster
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and sysbench_to(lab.address(4)):
+        time.sleep(0.2)
+
+
+def sysbench_to(address: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or process.state(int(pid)) in (None, "Z", "X"):
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cmd.startswith("sysbench") and f"--mysql-host={address}" in cmd:
+            found.append(pid)
+    return found
 
 
 def test_kill_node_under_load_over_ssh_loses_no_acknowledged_write(ssh_cluster: Cluster) -> None:

@@ -43,6 +43,7 @@ from clusterbench.analysis.report import (
 from clusterbench.analysis.variables import cell as variable_cell
 from clusterbench.analysis.variables import variable_report
 from clusterbench.store import Store
+from clusterbench.telemetry.report import bottleneck_section, telemetry_figures, telemetry_section
 
 # What sysbench's --mysql-ignore-errors codes mean (MariaDB server codes, client library codes).
 ERROR_CODES: dict[int, str] = {
@@ -255,6 +256,7 @@ def _series_section(
         lin, lg = plots.latency_svgs(s, windows=windows, baseline=base, baseline_label=label)
         sec.figures.append(Figure(title, tps))
         sec.figures.append(Figure("", lin, lg, "latency"))
+        sec.figures += telemetry_figures(store, tr.id, s.t, windows)
     sec.tables.append(Table(head, rows, _align(head, [1])))
     return sec
 
@@ -382,11 +384,17 @@ def build_report(
     if len(rows) > 1 or baseline is not None:
         sections.append(_overview_section(rows, base_rows, baseline))
     sections.append(_summary_section(store, run_id, rows, trials, warnings))
+    neck = bottleneck_section(store, run_id)
+    if neck is not None:
+        sections.append(neck)
     if baseline is not None:
         sections.append(_comparison_section(store, run_id, baseline))
     if trials:
         base = (baseline, base_trials) if baseline is not None else None
         sections.append(_series_section(store, run_id, trials, base))
+        tele = telemetry_section(store, run_id, trials)
+        if tele is not None:
+            sections.append(tele)
     for tr in trials:
         if multi_client(store, tr.id):
             sec = Section(f"clients-{tr.seq}", f"Clients of trial {tr.seq} ({tr.workload})")

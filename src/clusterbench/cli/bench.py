@@ -38,6 +38,7 @@ from clusterbench.cli.common import (
     NotesOpt,
     ResultsOpt,
     TagOpt,
+    TelemetryOpt,
     check_tags,
     command_line,
     label_run,
@@ -50,7 +51,7 @@ from clusterbench.cli.common import (
     typer_app,
 )
 from clusterbench.cli.live import LiveView
-from clusterbench.cluster import home_dir
+from clusterbench.cluster import Cluster, home_dir
 from clusterbench.errors import InputError
 from clusterbench.runner import (
     BenchInterrupted,
@@ -141,6 +142,7 @@ class Target:
     client_hosts: tuple[ClientHost, ...] = ()
     client_endpoints: tuple[Endpoint, ...] = ()
     cluster: str | None = None  # the clusterbench cluster it loads (None: --host)
+    servers: Cluster | None = None  # that cluster: its servers are sampled beside the load
 
 
 def _resolve_target(
@@ -189,7 +191,7 @@ def _resolve_target(
     addrs = ",".join(f"{a.host}:{a.port}" for e in (per_client or (ep,)) for a in e.addresses)
     return Target(ep, ClusterProbe(cluster), cluster.topology.model_dump(mode="json"),
                   f"cluster {cluster.topology.name} {tgt} ({addrs})", hosts, per_client,
-                  cluster.topology.name)  # fmt: skip
+                  cluster.topology.name, cluster)  # fmt: skip
 
 
 EACH_NODE = "each-node"
@@ -243,9 +245,28 @@ def print_clients(store: Store, run_id: int) -> None:
             console.out.print(f"  trial {where}: {line}", markup=False, soft_wrap=True)
 
 
+def bottlenecks_table(store: Store, run_id: int) -> Table | None:
+    """Per trial the bottleneck verdict (None when no trial has one)."""
+    from clusterbench.telemetry.report import BOTTLENECK_HEADER, bottleneck_rows
+
+    rows = bottleneck_rows(store, run_id)
+    if not rows:
+        return None
+    table = Table(title="bottlenecks (docs/telemetry.md)", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)  # fmt: skip
+    for i, h in enumerate(BOTTLENECK_HEADER):
+        table.add_column(h, justify="right" if i == 0 else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*(console.escape(c) for c in row))
+    return table
+
+
 def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
     console.out.print(summary_table(store, outcome.run_id, title))
     print_clients(store, outcome.run_id)
+    necks = bottlenecks_table(store, outcome.run_id) if len(outcome.trials) > 1 else None
+    if necks is not None:
+        console.out.print(necks)
     colour = "green" if outcome.status == "completed" else "red"
     console.out.print(
         f"run [bold]{outcome.run_id}[/] [{colour}]{outcome.status}[/] "
@@ -262,10 +283,12 @@ def _execute(
     title: str,
     tags: list[str] | None = None,
     notes: str | None = None,
+    telemetry: bool = True,
 ) -> None:
     # the labels go into the run when it is created: a run killed at any moment has them
     plan = dataclasses.replace(plan, tags=tuple(tags or []), notes=notes or "")
-    bench = BenchRunner(sysbench_runner(target.cluster), target.probe)
+    bench = BenchRunner(sysbench_runner(target.cluster), target.probe, telemetry=target.servers,
+                        telemetry_on=telemetry)  # fmt: skip
     bench.check(plan)  # fail fast: unreachable, wrong password, no schema
     console.out.print(
         f"{plan.kind} {', '.join(plan.tests) if len(plan.tests) <= 3 else f'{len(plan.tests)} tests'} on "
@@ -324,6 +347,7 @@ def run(
     cleanup: Annotated[bool, typer.Option(help="Drop the tables at the end.")] = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
+    telemetry: TelemetryOpt = True,
 ) -> None:
     """Run one sysbench test against the cluster (or --host) and store every sample."""
     tags = check_tags(tag)
@@ -343,7 +367,7 @@ def run(
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
         _execute(plan, tgt, store, per_sample_lines=True, title=f"{workload} on {tgt.label}", tags=tags,
-                 notes=notes)  # fmt: skip
+                 notes=notes, telemetry=telemetry)  # fmt: skip
 
 
 def suite(
@@ -378,6 +402,7 @@ def suite(
     cleanup: Annotated[bool, typer.Option(help="Drop the tables after each prepare group.")] = True,
     tag: TagOpt = None,
     notes: NotesOpt = None,
+    telemetry: TelemetryOpt = True,
 ) -> None:
     """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
     chosen = parse_tests(tests, KNOWN_TESTS)
@@ -398,7 +423,7 @@ def suite(
             topology=tgt.topology, client_hosts=tgt.client_hosts,
         )  # fmt: skip
         _execute(plan, tgt, store, per_sample_lines=False, title=f"sysbench suite on {tgt.label}", tags=tags,
-                 notes=notes)  # fmt: skip
+                 notes=notes, telemetry=telemetry)  # fmt: skip
 
 
 def report(
@@ -540,6 +565,7 @@ def show_record(store: Store, run_id: int) -> dict[str, Any]:
             ],  # fmt: skip
             "unanswered": rep.unanswered,
         },
+        "bottlenecks": {str(t.seq): store.bottleneck(t.id) for t in store.trials(run_id)},
         "provenance": store.provenance(run_id),
         "events": store.events(run_id),
     }
@@ -587,6 +613,9 @@ def results_show(
             console.out.print(f"  command: {shown_command(r.command_line)}", markup=False)
         console.out.print(summary_table(store, run_id, "summary"))
         print_clients(store, run_id)
+        necks = bottlenecks_table(store, run_id)
+        if necks is not None:
+            console.out.print(necks)
         vt = variables_table(store, run_id)
         if vt is not None:
             console.out.print(vt)
@@ -600,7 +629,7 @@ def results_show(
                               markup=False, soft_wrap=True)  # fmt: skip
 
 
-EXPORT_FORMATS = ("csv", "summary", "json", "edn")
+EXPORT_FORMATS = ("csv", "summary", "json", "edn", "telemetry")
 
 
 def results_export(
@@ -612,7 +641,8 @@ def results_export(
         typer.Option(
             "--format",
             help="csv: a row per second and client (and per second for all clients); summary: a row per "
-            "trial and test, as CSV; json: the whole run; edn: the run's list-append history for Elle.",
+            "trial and test, as CSV; json: the whole run; edn: the run's list-append history for Elle; "
+            "telemetry: a row per server figure per second, as CSV (docs/telemetry.md).",
         ),
     ],
     out: Annotated[
@@ -638,6 +668,10 @@ def results_export(
             from clusterbench.verify.edn import run_list_append_edn
 
             text = run_list_append_edn(store, run_ids[0])
+        elif fmt == "telemetry":
+            from clusterbench.telemetry.export import telemetry_csv
+
+            text = telemetry_csv(store, run_ids[0])
         else:
             text = json.dumps(store.export_json(run_ids[0]), indent=1) + "\n"
     if out is None:

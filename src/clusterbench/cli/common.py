@@ -47,6 +47,13 @@ TagOpt = Annotated[
     typer.Option("--tag", help="A label for the run, shown by `results list` (repeat for several)."),
 ]
 NotesOpt = Annotated[str | None, typer.Option(help="A note kept with the run, shown by `results list`.")]
+TelemetryOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Sample every server's CPU, memory, disk, link, engine and balancer figures each second "
+        "beside the load, and name each trial's bottleneck (docs/telemetry.md)."
+    ),
+]
 
 
 def print_json(data: object) -> None:

@@ -16,6 +16,7 @@ from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     NotesOpt,
     TagOpt,
+    TelemetryOpt,
     check_tags,
     command_line,
     global_name,
@@ -185,6 +186,7 @@ def _run_one(
     tags: list[str] | None,
     notes: str | None,
     prefix: str = "",
+    telemetry: bool = True,
 ) -> ScenarioOutcome:
     """One scenario trial on a cluster that is up: plan, run, check, label. Ctrl-C goes through
     (the engine has healed and stopped everything by then)."""
@@ -218,6 +220,7 @@ def _run_one(
             listener=view,
             tags=tags or [],
             notes=notes or "",
+            telemetry=telemetry,
         )
         out = engine.run(command_line(), checkers=run_checkers)
     return out
@@ -231,13 +234,14 @@ def _execute(
     keep_up: bool,
     tags: list[str] | None = None,
     notes: str | None = None,
+    telemetry: bool = True,
 ) -> int:
     store = open_store(results)  # fails early on a bad path
     store.close()
     cluster, brought_up = _cluster_for(spec, topo_path, name)
     try:
         _check_leftovers(cluster)
-        out = _run_one(cluster, spec, results, tags, notes)
+        out = _run_one(cluster, spec, results, tags, notes, telemetry=telemetry)
         _print_outcome(out)
         return exit_code(out.result)
     finally:
@@ -339,12 +343,13 @@ def register(app: typer.Typer) -> None:
         keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
         tag: TagOpt = None,
         notes: NotesOpt = None,
+        telemetry: TelemetryOpt = True,
     ) -> None:
         """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
         Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
         tags = check_tags(tag)
         spec, topo = load_scenario(file)
-        raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes))
+        raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes, telemetry))
 
     @app.command()
     def soak(
@@ -436,6 +441,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         tag: TagOpt = None,
         notes: NotesOpt = None,
+        telemetry: TelemetryOpt = True,
     ) -> None:
         """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`."""
         tags = check_tags(tag)
@@ -475,4 +481,4 @@ def register(app: typer.Typer) -> None:
             if isinstance(exc, ValidationError):
                 raise InputError("\n".join(validation_messages(exc, ScenarioSpec, "fault"))) from None
             raise
-        raise typer.Exit(_execute(spec, None, name, results, False, tags, notes))
+        raise typer.Exit(_execute(spec, None, name, results, False, tags, notes, telemetry))

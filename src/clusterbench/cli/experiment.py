@@ -18,6 +18,7 @@ from clusterbench.cli.common import (
     NotesOpt,
     ResultsOpt,
     TagOpt,
+    TelemetryOpt,
     check_tags,
     command_line,
     print_json,
@@ -35,6 +36,7 @@ from clusterbench.experiment.results import point_stats
 from clusterbench.experiment.runner import KIND, ExperimentListener, ExperimentRunner, done_trials, find_run
 from clusterbench.experiment.spec import load_experiment
 from clusterbench.runner import resolve_run
+from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions
 from clusterbench.workloads.parse import combine_samples
 
@@ -296,6 +298,8 @@ class ExperimentView(ExperimentListener):
         self.clients = 1
         self.pending: dict[int, list[Sample]] = {}
         self.run_id: int | None = None
+        self.servers = ""
+        self.neck: Bottleneck | None = None
 
     def __enter__(self) -> ExperimentView:
         if self.tty:
@@ -354,6 +358,8 @@ class ExperimentView(ExperimentListener):
     def trial_started(self, t: TrialSpec, opts: SysbenchOptions) -> None:
         self.clients = t.clients
         self.pending = {}
+        self.servers = ""
+        self.neck = None
         self.current = f"#{t.index} {t.part}: {t.point_label} rep {t.rep} ({opts.rate or 'max'} tps target)"
         if self.progress is not None:
             self.progress.update(self.task, live=self.current)
@@ -367,7 +373,14 @@ class ExperimentView(ExperimentListener):
         del self.pending[k]
         s = combine_samples(group)[0] if self.clients > 1 else sample
         if self.progress is not None:
-            self.progress.update(self.task, live=f"#{t.index} [{k:>3} s] {sample_line(s)}")
+            servers = f"  | {self.servers}" if self.servers else ""
+            self.progress.update(self.task, live=f"#{t.index} [{k:>3} s] {sample_line(s)}{servers}")
+
+    def telemetry(self, t: TrialSpec, line: str) -> None:
+        self.servers = line
+
+    def bottleneck(self, t: TrialSpec, verdict: Bottleneck) -> None:
+        self.neck = verdict
 
     def trial_finished(self, t: TrialSpec, result: RunResult, status: str, wall: float) -> None:
         self.finished.add(t.key)
@@ -376,6 +389,8 @@ class ExperimentView(ExperimentListener):
         if status != "completed":
             stats = f"{status}: {result.failure() or ''}"
         line = f"#{t.index:>3} {t.part}: {t.point_label} rep {t.rep}: {stats} ({wall:.0f} s)"
+        if self.neck is not None:
+            line += f"; bottleneck: {self.neck.short}"
         saturated = [
             f"client {c.client} on {c.host}: {'; '.join(c.warnings())}" for c in result.clients if c.flags
         ]
@@ -402,6 +417,7 @@ def run_cmd(
     ] = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
+    telemetry: TelemetryOpt = True,
 ) -> None:
     """Run an experiment (resumable: the same command again skips the finished trials)."""
     tags = check_tags(tag)
@@ -411,7 +427,8 @@ def run_cmd(
         guard.claim(name)
     with store_at(results) as store:
         view = ExperimentView()
-        runner = _runner(plan, store, view, clusters[0] if len(clusters) == 1 else None, tags, notes)
+        one = clusters[0] if len(clusters) == 1 else None
+        runner = _runner(plan, store, view, one, tags, notes, telemetry)
         with view:
             out = runner.run(fresh=fresh)
         led = out.ledger
@@ -447,11 +464,13 @@ def _runner(
     cluster: str | None = None,
     tags: list[str] | None = None,
     notes: str | None = None,
+    telemetry: bool = True,
 ) -> ExperimentRunner:
     """`cluster`: the one cluster the experiment builds, whose load clients are recorded. The tags
-    and notes go into the run when it is created or resumed."""
+    and notes go into the run when it is created or resumed. `telemetry`: sample its servers beside
+    the load."""
     kw: dict[str, Any] = {"home": home_dir(), "listener": view, "command_line": command_line(),
-                          "tags": tags or [], "notes": notes}  # fmt: skip
+                          "tags": tags or [], "notes": notes, "telemetry": telemetry}  # fmt: skip
     if plan.experiment.search is None:
         return ExperimentRunner(plan, store, sysbench_runner(cluster), **kw)
     from clusterbench.experiment.search_run import SearchRunner

@@ -12,6 +12,7 @@ from rich.text import Text
 from clusterbench.analysis.report import SATURATION_WARNING
 from clusterbench.cli import console
 from clusterbench.runner import BenchListener
+from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions
 from clusterbench.workloads.parse import combine_samples
 
@@ -57,6 +58,9 @@ class LiveView(BenchListener):
         self.task: Any = None
         self.pending: dict[int, list[Sample]] = {}
         self.run_id: int | None = None
+        self.servers = ""  # the latest telemetry line
+        self.last = ""  # the latest sample's line
+        self.neck: Bottleneck | None = None
 
     def run_created(self, run_id: int) -> None:
         self.run_id = run_id
@@ -86,6 +90,8 @@ class LiveView(BenchListener):
 
     def trial_started(self, seq: int, test: str, options: SysbenchOptions) -> None:
         self.pending = {}
+        self.servers = self.last = ""
+        self.neck = None
         label = f"{seq:>2} {test:<22}"
         if self.progress is not None:
             self.task = self.progress.add_task(label, total=options.total_time, stats="")
@@ -103,10 +109,24 @@ class LiveView(BenchListener):
             return
         del self.pending[t]
         s = combine_samples(group)[0] if self.clients > 1 else sample
+        self.last = sample_line(s)
         if self.progress is not None:
-            self.progress.update(self.task, stats=sample_line(s))
+            self._show()
         elif self.per_sample_lines:
-            console.out.print(f"  [{t:>4} s] {sample_line(s)}", markup=False)
+            servers = f"  | {self.servers}" if self.servers else ""
+            console.out.print(f"  [{t:>4} s] {self.last}{servers}", markup=False)
+
+    def _show(self) -> None:
+        if self.progress is not None:
+            servers = f"\n[dim]servers:[/] {console.escape(self.servers)}" if self.servers else ""
+            self.progress.update(self.task, stats=self.last + servers)
+
+    def telemetry(self, seq: int, line: str) -> None:
+        """The servers' latest figures: a second line under the bar (or after the sample's line)."""
+        self.servers = line
+
+    def bottleneck(self, seq: int, verdict: Bottleneck) -> None:
+        self.neck = verdict
 
     def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
         s = result.summary
@@ -121,6 +141,12 @@ class LiveView(BenchListener):
             self.progress.update(self.task, completed=task.total)
         elif not self.per_sample_lines:
             console.step(f"{seq:>2} {test:<22} {stats}")
+        if self.neck is not None:
+            msg = f"    bottleneck: {console.escape(self.neck.summary)}"
+            if self.progress is not None:
+                self.progress.console.print(msg, soft_wrap=True)
+            else:
+                console.out.print(msg, soft_wrap=True)
         for line in result.saturation_warnings():
             msg = f"  [yellow]{line}[/]" if line == SATURATION_WARNING else f"    {line}"
             if self.progress is not None:

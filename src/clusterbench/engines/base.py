@@ -96,6 +96,70 @@ class NodeHealth:
 
 
 @dataclass(frozen=True)
+class MetricInfo:
+    """One engine figure of `DbNode.metrics()`. A counter only grows (telemetry turns it into a
+    rate per second, stored as `stored`); a gauge is stored as it is read."""
+
+    kind: str  # "counter" or "gauge"
+    stored: str  # the name it is stored and plotted under (a counter's rate, a gauge itself)
+    unit: str  # of the stored value
+    meaning: str
+    scale: float = 1.0  # stored = rate (or value) x scale (bytes/s → KiB/s)
+
+
+# The engine figures telemetry samples every second, in engine-neutral names. `DbNode.metrics()`
+# returns those its engine has (a name an engine lacks is left out, never faked as 0):
+#
+# | name | Galera (wsrep_*) | Group Replication (performance_schema, Gr_* status) |
+# |---|---|---|
+# | flow_control_paused_s | flow_control_paused_ns / 1e9 | Gr_flow_control_throttle_time_sum / 1e6 |
+# | flow_control_sent | flow_control_sent | (none) |
+# | recv_queue | local_recv_queue | COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE |
+# | send_queue | local_send_queue | (none) |
+# | cert_queue | (none) | COUNT_TRANSACTIONS_IN_QUEUE |
+# | cert_failures | local_cert_failures | COUNT_CONFLICTS_DETECTED |
+# | replicated_bytes | replicated_bytes | Gr_data_messages_sent_bytes_sum |
+# | received_bytes | received_bytes | Gr_consensus_bytes_received_sum |
+# | replicated_trx | replicated | COUNT_TRANSACTIONS_LOCAL_PROPOSED |
+#
+# (GR's from performance_schema.replication_group_member_stats of its own member; its history
+# length from information_schema.INNODB_METRICS trx_rseg_history_len: MySQL has no
+# Innodb_history_list_length.)
+#
+# and from InnoDB, the same for both (ServerNode): innodb_buffer_pool_reads, row_lock_waits,
+# history_length, fsyncs, data_reads, data_writes.
+METRICS: dict[str, MetricInfo] = {
+    "flow_control_paused_s": MetricInfo(
+        "counter", "flow_control_paused", "fraction",
+        "share of the time replication was paused by flow control (Galera: this node waited for a "
+        "slow member; GR: writers were throttled)"),
+    "flow_control_sent": MetricInfo(
+        "counter", "flow_control_sent_s", "1/s",
+        "flow-control pause requests this node sent (its applier lags)"),
+    "recv_queue": MetricInfo(
+        "gauge", "recv_queue", "transactions", "received from the group, waiting to be applied here"),
+    "send_queue": MetricInfo("gauge", "send_queue", "transactions", "waiting to be sent to the group"),
+    "cert_queue": MetricInfo("gauge", "cert_queue", "transactions", "waiting for certification"),
+    "cert_failures": MetricInfo(
+        "counter", "cert_failures_s", "1/s", "local transactions that failed certification (rolled back)"),
+    "replicated_bytes": MetricInfo(
+        "counter", "replicated_kib_s", "KiB/s", "write-sets this node sent to the group", 1 / 1024),
+    "received_bytes": MetricInfo(
+        "counter", "received_kib_s", "KiB/s", "write-sets this node received", 1 / 1024),
+    "replicated_trx": MetricInfo("counter", "replicated_trx_s", "1/s", "transactions this node replicated"),
+    "innodb_buffer_pool_reads": MetricInfo(
+        "counter", "buffer_pool_reads_s", "1/s",
+        "InnoDB page reads the buffer pool could not serve (from disk)"),
+    "row_lock_waits": MetricInfo("counter", "row_lock_waits_s", "1/s", "InnoDB row lock waits"),
+    "history_length": MetricInfo(
+        "gauge", "history_length", "undo logs", "InnoDB history list length (purge lag)"),
+    "fsyncs": MetricInfo("counter", "fsyncs_s", "1/s", "fsync() calls InnoDB made"),
+    "data_reads": MetricInfo("counter", "data_reads_s", "1/s", "InnoDB data file reads"),
+    "data_writes": MetricInfo("counter", "data_writes_s", "1/s", "InnoDB data file writes"),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class SessionSql:
     """Statements that set up a session's consistency, per engine.
 
@@ -182,6 +246,19 @@ class DbNode(Protocol):
     def wait_ready(self, timeout: float, expect_size: int | None = None) -> NodeHealth: ...
 
     def stop_strays(self) -> list[str]: ...
+
+    @property
+    def pid_file(self) -> Path:
+        """Where the server writes its PID (on its host): telemetry follows a restarted server there."""
+
+    def metrics(self) -> dict[str, float] | None:
+        """The engine's figures for telemetry, in the neutral names of `METRICS` (counters as
+        they stand, gauges now); only the names this engine has. None when the node does not
+        answer. Called once a second from one telemetry thread: it keeps one monitoring
+        connection open between calls (`close_metrics` closes it) and must never block on a
+        node without quorum (use the `monitor` session)."""
+
+    def close_metrics(self) -> None: ...
 
 
 @runtime_checkable

@@ -5,6 +5,7 @@ own files, start arguments and status."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -21,6 +22,21 @@ from clusterbench.hosts import procs
 from clusterbench.hosts.base import Machine, ProcessRef, terminate, wait_dead
 
 HEALTH_PORT = 9200
+
+# InnoDB's figures for telemetry, the same status variables in MariaDB and MySQL: status variable →
+# neutral name (engines/base.py METRICS). MySQL has no Innodb_history_list_length: its engines read
+# information_schema.INNODB_METRICS' trx_rseg_history_len in `extra_metrics` instead.
+INNODB_METRIC_STATUS: dict[str, str] = {
+    "innodb_buffer_pool_reads": "innodb_buffer_pool_reads",
+    "innodb_row_lock_waits": "row_lock_waits",
+    "innodb_history_list_length": "history_length",
+    "innodb_data_fsyncs": "fsyncs",
+    "innodb_data_reads": "data_reads",
+    "innodb_data_writes": "data_writes",
+}
+# After a node did not answer, telemetry asks it again only this many seconds later (a connect
+# attempt to a dead or partitioned node takes up to its timeout).
+METRICS_RETRY_S = 2.0
 
 
 def sql_quote(s: str) -> str:
@@ -69,6 +85,9 @@ class ServerNode(ABC):
         # Where this process's part of the error log begins: failures quote only lines written
         # since this start, never an earlier attempt's (issue 15, item 9).
         self.log_offset: int | None = None
+        # telemetry's monitoring connection, kept open between metrics() calls
+        self._metrics_conn: pymysql.connections.Connection | None = None
+        self._metrics_failed_at: float | None = None
 
     # --- identity and paths (subclasses provide dir, address, socket, error_log, health script) ---
 
@@ -96,6 +115,11 @@ class ServerNode(ABC):
     def socket(self) -> Path:
         """The server's unix socket as this machine sees it (local hosts only)."""
         return self.dir / "mysqld.sock"
+
+    @property
+    def pid_file(self) -> Path:
+        """Where the server writes its PID (pid-file in its option file)."""
+        return self.dir / "mysqld.pid"
 
     @property
     def health_script(self) -> Path:
@@ -195,15 +219,15 @@ class ServerNode(ABC):
 
     # --- SQL ---
 
-    @contextmanager
-    def connect(self, timeout: float = 2.0, **kw: Any) -> Iterator[pymysql.connections.Connection]:
+    def _where(self) -> dict[str, Any]:
         # The unix socket is on this machine's filesystem only for local hosts; a remote node is
         # reached over TCP, as the admin account exists for '%' too.
-        where: dict[str, Any] = (
-            {"host": self.address, "port": 3306} if self.host.remote else {"unix_socket": str(self.socket)}
-        )
+        return {"host": self.address, "port": 3306} if self.host.remote else {"unix_socket": str(self.socket)}
+
+    @contextmanager
+    def connect(self, timeout: float = 2.0, **kw: Any) -> Iterator[pymysql.connections.Connection]:
         conn = pymysql.connect(
-            **where,
+            **self._where(),
             user=self.creds.admin_user,
             password=self.creds.admin_password,
             connect_timeout=timeout,
@@ -244,6 +268,62 @@ class ServerNode(ABC):
         except pymysql.MySQLError:
             return None
 
+    # --- telemetry ---
+
+    # The engine's own status variables for telemetry: lower-case status name → (neutral name of
+    # engines/base.py METRICS, factor). Engines set it; figures that are not status variables come
+    # from `extra_metrics`.
+    metric_status: dict[str, tuple[str, float]] = {}
+
+    def extra_metrics(self, cur: Any) -> dict[str, float]:
+        """Figures read with other statements than SHOW GLOBAL STATUS (GR: performance_schema's
+        replication_group_member_stats, MySQL's history length). {} here."""
+        return {}
+
+    def metrics(self) -> dict[str, float] | None:
+        """InnoDB's figures and the engine's (`metric_status`, `extra_metrics`) in the neutral
+        names of METRICS, through one monitoring connection kept open between calls; None when the
+        node does not answer (asked again after METRICS_RETRY_S)."""
+        now = self.clock.now()
+        if self._metrics_conn is None:
+            if self._metrics_failed_at is not None and now - self._metrics_failed_at < METRICS_RETRY_S:
+                return None
+            try:
+                conn = pymysql.connect(**self._where(), user=self.creds.admin_user,
+                                       password=self.creds.admin_password, connect_timeout=1,
+                                       read_timeout=2, write_timeout=2, autocommit=True)  # fmt: skip
+                with conn.cursor() as cur:
+                    for stmt in self.session.monitor:
+                        cur.execute(stmt)
+            except pymysql.MySQLError:
+                self._metrics_failed_at = now
+                return None
+            self._metrics_conn = conn
+        wanted = {**{k: (v, 1.0) for k, v in INNODB_METRIC_STATUS.items()}, **self.metric_status}
+        names = ",".join(sql_quote(k) for k in sorted(wanted))
+        try:
+            with self._metrics_conn.cursor() as cur:
+                cur.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
+                out: dict[str, float] = {}
+                for name, value in cur.fetchall():
+                    key, factor = wanted.get(str(name).lower(), ("", 1.0))
+                    number = _number(value)
+                    if key and number is not None:
+                        out[key] = number * factor
+                out.update(self.extra_metrics(cur))
+            return out
+        except pymysql.MySQLError:
+            self.close_metrics()
+            self._metrics_failed_at = now
+            return None
+
+    def close_metrics(self) -> None:
+        conn, self._metrics_conn = self._metrics_conn, None
+        if conn is not None:
+            # closing a broken connection may fail; it is gone either way
+            with contextlib.suppress(Exception):
+                conn.close()
+
     @abstractmethod
     def health(self) -> NodeHealth | None:
         """How the node sees itself and its group; None when it does not answer."""
@@ -268,3 +348,16 @@ class ServerNode(ABC):
             f"node {self.name} not ready after {timeout:g} s ({where}); see {self.error_log}: "
             f"{self.error_log_tail(3)}"
         )
+
+
+def _number(value: Any) -> float | None:
+    """A status value as a number: ON/OFF and true/false as 1/0, None when it is no number."""
+    text = str(value).strip().lower()
+    if text in ("on", "true"):
+        return 1.0
+    if text in ("off", "false"):
+        return 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return None

@@ -45,6 +45,7 @@ from clusterbench.experiment.results import (
 )
 from clusterbench.experiment.runner import trial_rows
 from clusterbench.store import Store
+from clusterbench.telemetry.report import busiest_per_second, point_bottleneck
 
 CI_NOTE = (
     "tps: the median over a point's repetitions with its order-statistic confidence interval (95 %; "
@@ -193,7 +194,9 @@ def _factor_figures(info: dict[str, Any], part: str, pts: Sequence[PointStats], 
     return [Figure(f"{part}: tps and p95 against {factor}", tps), Figure("", lin, log, "latency")]
 
 
-def _points_table(pts: Sequence[PointStats], changes: Sequence[float | None], cv_warn: float) -> Table:
+def _points_table(
+    pts: Sequence[PointStats], changes: Sequence[float | None], cv_warn: float, store: Store | None = None
+) -> Table:
     vary = varying(pts)
     by_factor = 0 < len(vary) <= MAX_FACTOR_COLUMNS
     changed = any(c not in (None, 0.0) for c in changes)
@@ -205,6 +208,11 @@ def _points_table(pts: Sequence[PointStats], changes: Sequence[float | None], cv
     ci_head = f"tps CI ({one_cover} coverage)" if one_cover else "tps CI (coverage)"
     head = [*keys, "n", "tps median", ci_head, "tps CV", "p95 ms (pooled)", "p95 ms range", "errors/s"]
     head += (["--rate per client"] if rates else []) + (["tps vs baseline"] if changed else [])
+    # each point's bottleneck: the most common verdict of its repetitions (telemetry)
+    necks = [point_bottleneck(store, p.trial_ids) for p in pts] if store is not None else []
+    if not any(n != "—" for n in necks):
+        necks = []
+    head += ["bottleneck"] if necks else []
     rows: list[list[str]] = []
     marks: set[tuple[int, int]] = set()
     cv_col = len(keys) + 3
@@ -224,10 +232,12 @@ def _points_table(pts: Sequence[PointStats], changes: Sequence[float | None], cv
             [*cells, f"{err:.2f}"]
             + ([rate_text(p.rate)] if rates else [])
             + (["—" if ch is None else f"{ch:+.1f}%"] if changed else [])
+            + ([necks[i]] if necks else [])
         )
     # levels that are numbers are right-aligned like every other number
     numeric = [by_factor and all(_is_number(p.point.get(k)) for p in pts) for k in keys]
-    align = ["r" if x else "l" for x in numeric] + ["r"] * (len(head) - len(keys))
+    align = ["r" if x else "l" for x in numeric] + ["r"] * (len(head) - len(keys) - (1 if necks else 0))
+    align += ["l"] if necks else []
     return Table(head, rows, align, marks, caption=f"Points (CV flagged (!) above {cv_warn:.0%})")
 
 
@@ -260,7 +270,7 @@ def part_sections(
                        plots.change_svg([p.label for p in pts], changes,
                                         title="median tps, % change against the baseline point"))
             )  # fmt: skip
-        sec.tables.append(_points_table(pts, changes, cv_warn))
+        sec.tables.append(_points_table(pts, changes, cv_warn, store))
         if base and any(c not in (None, 0.0) for c in changes):
             sec.paragraphs.append(
                 f"tps vs baseline: the change of the median tps against the point with {label(base.items())} "
@@ -389,15 +399,18 @@ def series_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     for part in parts:
         pts = [p for p in points if p.part == part]
         names = varying(pts)
-        tps_panels, p95_panels = [], []
+        tps_panels, p95_panels, busy_panels = [], [], []
         for p in pts:
-            tps_traces, p95_traces = [], []
+            tps_traces, p95_traces, busy_traces = [], [], []
             windows: list[plots.Window] = []
             for tid, rep in sorted(zip(p.trial_ids, p.reps, strict=True), key=lambda x: x[1]):
                 s = [x for x in trial_series(store, tid) if x.complete]
                 t = [x.t for x in s]
                 tps_traces.append(plots.Trace(f"rep {rep}", t, [x.tps for x in s]))
                 p95_traces.append(plots.Trace(f"rep {rep}", t, [x.p95 for x in s]))
+                bt, bv = busiest_per_second(store, tid)
+                if bt:
+                    busy_traces.append(plots.Trace(f"rep {rep}", bt, list(bv)))
                 windows += [plots.Window(lb, a, b) for lb, a, b in fault_windows(store, run_id, tid)]
                 p95 = [(x.p95, x.t) for x in s if x.p95 is not None]
                 worst = max(p95) if p95 else None
@@ -413,6 +426,7 @@ def series_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
             title = _short(p.point, names)
             tps_panels.append(plots.Multiple(title, tps_traces, windows))
             p95_panels.append(plots.Multiple(title, p95_traces, windows))
+            busy_panels.append(plots.Multiple(title, busy_traces, windows))
         what = f"panels: {' / '.join(names)}" if names else "one panel"
         tps_svg = plots.multiples_svg(tps_panels, title="tps per second", ylabel="tps")
         sec.figures.append(Figure(f"{part}: tps per second ({what})", tps_svg))
@@ -420,6 +434,11 @@ def series_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
             p95_panels, title="p95 latency per second, ms", ylabel="p95 ms"
         )
         sec.figures.append(Figure(f"{part}: p95 latency per second ({what})", lin, log, "latency"))
+        if any(m.traces for m in busy_panels):
+            busy = plots.multiples_svg(
+                busy_panels, title="servers: the busiest CPU or link per second, % of its limit", ylabel="%"
+            )
+            sec.figures.append(Figure(f"{part}: the servers' busiest resource per second ({what})", busy))
     table.sort(key=lambda r: int(r[0][1:]) if r[0][1:].isdigit() else 0)
     sec.tables.append(Table(head, table, ["r", "l", "r", "r", "r", "r", "r", "r", "r", "r"]))
     return sec
@@ -570,7 +589,8 @@ def points_csv(store: Store, run_id: int) -> str:
 
 
 TRIAL_CSV = ("trial_id", "index", "part", "point", "rep", "nodes", "test", "threads", "clients", "rate",
-             "tps", "p95_ms", "errors", "duration")  # fmt: skip
+             "tps", "p95_ms", "errors", "duration", "bottleneck", "bottleneck_source",
+             "bottleneck_utilization")  # fmt: skip
 
 
 def trials_csv(store: Store, run_id: int) -> str:
@@ -579,9 +599,12 @@ def trials_csv(store: Store, run_id: int) -> str:
     w.writerow(TRIAL_CSV)
     for r in trial_rows(store, run_id):
         s = r.get("summary") or {}
+        b = store.bottleneck(r["trial_id"]) or {}
+        util = b.get("utilization")
         w.writerow([r["trial_id"], r["index"], r["part"], r["point_label"], r["rep"], r["nodes"], r["test"],
                     r["threads"], r["clients"], r.get("effective_rate", 0), s.get("tps", ""),
-                    s.get("p95", ""), s.get("errors", ""), s.get("duration", "")])  # fmt: skip
+                    s.get("p95", ""), s.get("errors", ""), s.get("duration", ""), b.get("resource", ""),
+                    b.get("source", ""), "" if util is None else round(float(util), 4)])  # fmt: skip
     return out.getvalue()
 
 

@@ -31,6 +31,8 @@ from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store, record_run_result
 from clusterbench.store.store import process_start_ticks
+from clusterbench.telemetry.recorder import TrialTelemetry
+from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
 from clusterbench.workloads.sysbench import BULK_GROUP
 
@@ -55,6 +57,12 @@ class ExperimentListener:
     def sample(self, t: TrialSpec, sample: Sample) -> None: ...
 
     def trial_finished(self, t: TrialSpec, result: RunResult, status: str, wall: float) -> None: ...
+
+    def telemetry(self, t: TrialSpec, line: str) -> None:
+        """The servers' latest figures in one line (after a sample, while telemetry runs)."""
+
+    def bottleneck(self, t: TrialSpec, verdict: Bottleneck) -> None:
+        """The trial's bottleneck verdict (before trial_finished)."""
 
 
 @dataclass
@@ -165,7 +173,9 @@ class ExperimentRunner:
         facts: Callable[[], dict[str, Any]] = host_facts,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        telemetry: bool = True,
     ) -> None:
+        self.telemetry = telemetry
         self.plan = plan
         self.store = store
         self.sysbench = sysbench
@@ -515,9 +525,15 @@ class ExperimentRunner:
         self.lis.trial_started(t, opts)
         endpoint = self._endpoint(t)
 
+        rec = TrialTelemetry(self.cluster, self.store, run_id, trial_id, warmup=t.warmup,
+                             total_time=opts.total_time, enabled=self.telemetry)  # fmt: skip
+
         def on_sample(s: Sample) -> None:
             self.store.add_sample(trial_id, s)
             self.lis.sample(t, s)
+            line = rec.live_line()
+            if line:
+                self.lis.telemetry(t, line)
 
         nemesis = self._nemesis(run_id, trial_id, t)
         fault_time = 0.0  # healing and settling: its own phase, not trial overhead
@@ -525,17 +541,19 @@ class ExperimentRunner:
         if nemesis is not None:
             nemesis.start(time.monotonic())
         try:
-            result = self.sysbench.run(
-                opts,
-                endpoint,
-                clients=t.clients,
-                separate_schemas=t.separate_schemas,
-                on_sample=on_sample,
-                preflight=False,
-                # Client machines of the topology ([clients] hosts locally, role client over ssh):
-                # the trial's client processes are spread over them round-robin.
-                hosts=(self.client_hosts[: t.client_hosts] if t.client_hosts else self.client_hosts) or None,
-            )
+            with rec:
+                result = self.sysbench.run(
+                    opts,
+                    endpoint,
+                    clients=t.clients,
+                    separate_schemas=t.separate_schemas,
+                    on_sample=on_sample,
+                    preflight=False,
+                    # Client machines of the topology ([clients] hosts locally, role client over
+                    # ssh): the trial's client processes are spread over them round-robin.
+                    hosts=(self.client_hosts[: t.client_hosts] if t.client_hosts else self.client_hosts)
+                    or None,
+                )
         finally:
             load = self.ledger.monotonic() - t_load
             measured = min(float(t.duration), max(0.0, load - t.warmup))
@@ -547,6 +565,7 @@ class ExperimentRunner:
                     nemesis.heal_all()
                 fault_time += self.ledger.monotonic() - f0
         record_run_result(self.store, trial_id, result)
+        self.lis.bottleneck(t, rec.conclude(result, duration=float(t.duration)))
         if nemesis is not None:
             f0 = self.ledger.monotonic()
             with self.ledger.phase("faults"):

@@ -19,13 +19,14 @@ from typing import Any
 
 from clusterbench.clock import Clock
 from clusterbench.hosts import process
-from clusterbench.hosts.base import Machine
+from clusterbench.hosts.base import Machine, ProcessRef, terminate
 from clusterbench.hosts.local import LocalHost, NetnsHost
 from clusterbench.providers import datadirfs, preflight
 from clusterbench.providers.cgroups import CFS_PERIOD_US, CgroupV1
 from clusterbench.providers.naming import Names
 from clusterbench.providers.network import HostPlan, down_plan, shape_plan, up_plan
 from clusterbench.spec.topology import Resources, Topology
+from clusterbench.telemetry.sites import PROBE_MARKER, ProbeSite, RoleProbe, Watch, rate_bps
 
 Report = Callable[[str], None]
 
@@ -63,6 +64,17 @@ class LocalProvider:
 
     def close(self) -> None:
         pass
+
+    def probe_sites(self, watches: Sequence[Watch]) -> list[ProbeSite]:
+        """One telemetry probe for the whole machine, in the root namespace: every process, the
+        host side of every role's veth (what it receives, the role sent) with the topology's
+        bandwidth as the link's limit, and this machine's CPU, which the roles and the load
+        clients share."""
+        roles = [
+            RoleProbe(w, self.names.veth(w.role), flip=True, link_limit_bps=rate_bps(self._bandwidth(w.role)))
+            for w in watches
+        ]
+        return [ProbeSite("host", self.local, roles, shared=True)]
 
     # ------------------------------------------------------------------ up
 
@@ -219,8 +231,9 @@ class LocalProvider:
     # ------------------------------------------------------------------ down
 
     def teardown(self, keep_files: bool, keep_remote: bool) -> list[str]:
-        """Stop what still runs in our namespaces, remove cgroups, veths, namespaces, bridge."""
-        done = self._kill_namespace_leftovers()
+        """Stop what still runs in our namespaces (and a telemetry probe a killed run left, which
+        runs in the root namespace), remove cgroups, veths, namespaces, bridge."""
+        done = self._kill_namespace_leftovers() + self._kill_probes()
         done += self.release_datadir_fs()  # after the processes that had files open there
         for cg in self.cgroups.existing(f"{self.topology.name}-"):
             self.cgroups.remove(cg)
@@ -232,6 +245,26 @@ class LocalProvider:
         if netns or links:
             done.append(f"removed {len(netns)} namespaces and {len(links)} links")
         return done
+
+    def _kill_probes(self) -> list[str]:
+        """Telemetry probes watching this cluster (they exit by themselves within a second of
+        their run's end; this is for one that has not yet): found in /proc directly, which is
+        much faster here than a shell listing."""
+        mine = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                raw = Path(f"/proc/{entry}/cmdline").read_bytes()
+                cmd = raw.replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            ticks = process.start_ticks(int(entry))
+            if PROBE_MARKER in cmd and f"{self.dir}/" in cmd and ticks is not None:
+                mine.append(ProcessRef(int(entry), ticks))
+        for ref in mine:
+            terminate(self.local, ref, self.clock, 5.0)
+        return [f"stopped {len(mine)} telemetry probe(s) left by a killed run"] if mine else []
 
     def _kill_namespace_leftovers(self) -> list[str]:
         """Processes still inside our namespaces (SST helpers, a lost daemon) are ours: stop them."""

@@ -22,6 +22,7 @@ from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget, copy_tree, on
 from clusterbench.providers.iptables import isolate_rules, unpartition_rules
 from clusterbench.providers.network import tbf_args
 from clusterbench.spec.topology import InventoryHost, Resources, Topology
+from clusterbench.telemetry.sites import ProbeSite, RoleProbe, Watch
 
 Report = Callable[[str], None]
 
@@ -111,6 +112,17 @@ class SshProvider:
     def vip_prefixlen(self) -> int:
         # No subnet plan over ssh: the VIP is a host address of its own.
         return 32
+
+    def probe_sites(self, watches: Sequence[Watch]) -> list[ProbeSite]:
+        """One telemetry probe per machine, over that machine's ssh connection: its roles'
+        processes, the interface each role reaches its peers on (its speed, where the kernel
+        knows it, is the link's limit) and the machine's own CPU and disks."""
+        sites: dict[str, ProbeSite] = {}
+        for w in watches:
+            h = self.inventory(w.role)
+            site = sites.setdefault(h.name, ProbeSite(f"host:{h.name}", self.host_of(h)))
+            site.roles.append(RoleProbe(w, netdev=self.interface(w.role), speed_is_limit=True))
+        return list(sites.values())
 
     # ------------------------------------------------------------------ up
 

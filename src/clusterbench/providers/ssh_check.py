@@ -15,10 +15,13 @@ from clusterbench.hosts.ssh import SshHost, on_hosts
 from clusterbench.spec.topology import InventoryHost, Topology
 
 # Debian packages each role needs. db: the server, Galera, the SST tools (rsync, socat for
-# mariabackup, ss from iproute2 which the SST scripts call) and iptables for partition faults.
+# mariabackup, ss from iproute2 which the SST scripts call) and iptables for partition faults;
+# python3 runs the telemetry probe (telemetry/probe.py) on db and balancer hosts.
 PACKAGES: dict[str, tuple[str, ...]] = {
-    "db": ("mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables"),
-    "balancer": ("haproxy", "socat", "iproute2"),
+    "db": (
+        "mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables", "python3"
+    ),  # fmt: skip
+    "balancer": ("haproxy", "socat", "iproute2", "python3"),
     # gcc and the client headers build sysbench's reconnect shim on the client (workloads.placement)
     "client": ("sysbench", "gcc", "libc6-dev", "libmariadb-dev"),
 }

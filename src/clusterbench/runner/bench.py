@@ -21,6 +21,9 @@ from clusterbench.errors import ClusterbenchError, InputError, WorkloadError
 from clusterbench.runner.provenance import ServerProbe, ServerSnapshot, host_facts
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.store import Store, record_run_result
+from clusterbench.telemetry.recorder import TrialTelemetry
+from clusterbench.telemetry.sampler import TelemetrySource
+from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import (
     RunResult,
     Sample,
@@ -143,6 +146,12 @@ class BenchListener:
     def sample(self, seq: int, sample: Sample) -> None:
         """One measured sample of one client, as it arrives (already stored)."""
 
+    def telemetry(self, seq: int, line: str) -> None:
+        """The servers' latest figures in one line (after a sample, while telemetry runs)."""
+
+    def bottleneck(self, seq: int, verdict: Bottleneck) -> None:
+        """The trial's bottleneck verdict (before trial_finished)."""
+
     def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
         """A trial ended (status 'completed' or 'failed')."""
 
@@ -182,9 +191,14 @@ class BenchRunner:
         facts: Callable[[], dict[str, Any]] = host_facts,
         connect: Connect = pymysql.connect,
         monotonic: Callable[[], float] = time.monotonic,
+        telemetry: TelemetrySource | None = None,
+        telemetry_on: bool = True,
     ) -> None:
         self.sysbench = sysbench
         self.probe = probe
+        # the cluster whose servers are sampled every second beside the load (None: an endpoint)
+        self.telemetry = telemetry
+        self.telemetry_on = telemetry_on
         self.facts = facts
         self.connect = connect
         self.monotonic = monotonic
@@ -379,22 +393,30 @@ class BenchRunner:
         self._snapshot(store, run_id, trial_id, "start")
         lis.trial_started(seq, test, opts)
 
+        rec = TrialTelemetry(self.telemetry, store, run_id, trial_id, warmup=opts.warmup,
+                             total_time=opts.total_time, enabled=self.telemetry_on)  # fmt: skip
+
         def on_sample(s: Sample) -> None:
             store.add_sample(trial_id, s)
             out.samples += 1
             lis.sample(seq, s)
+            line = rec.live_line()
+            if line:
+                lis.telemetry(seq, line)
 
-        result = self.sysbench.run(
-            opts,
-            plan.endpoint,
-            clients=plan.clients,
-            separate_schemas=plan.separate_schemas,
-            on_sample=on_sample,
-            preflight=False,
-            hosts=plan.client_hosts or None,
-            endpoints=plan.client_endpoints or None,
-        )
+        with rec:
+            result = self.sysbench.run(
+                opts,
+                plan.endpoint,
+                clients=plan.clients,
+                separate_schemas=plan.separate_schemas,
+                on_sample=on_sample,
+                preflight=False,
+                hosts=plan.client_hosts or None,
+                endpoints=plan.client_endpoints or None,
+            )
         record_run_result(store, trial_id, result)
+        lis.bottleneck(seq, rec.conclude(result))
         self._snapshot(store, run_id, trial_id, "end")
         out.failure = result.failure()
         out.status = "completed" if result.ok else "failed"

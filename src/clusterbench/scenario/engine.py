@@ -20,6 +20,7 @@ from clusterbench.runner.bench import BenchListener, BenchPlan, BenchRunner, mak
 from clusterbench.runner.provenance import ClusterProbe
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.store import Store
+from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
 from clusterbench.workloads.parse import combine_samples
 
@@ -134,6 +135,12 @@ class _Hooks(BenchListener):
         self.e.samples.append(sample)
         self.outer.sample(seq, sample)
 
+    def telemetry(self, seq: int, line: str) -> None:
+        self.outer.telemetry(seq, line)
+
+    def bottleneck(self, seq: int, verdict: Bottleneck) -> None:
+        self.outer.bottleneck(seq, verdict)
+
     def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
         self.e.stop_all()
         self.outer.trial_finished(seq, test, result, status)
@@ -151,10 +158,12 @@ class ScenarioEngine:
         listener: ScenarioListener | None = None,
         tags: Sequence[str] = (),
         notes: str = "",
+        telemetry: bool = True,
     ) -> None:
         self.cluster = cluster
         self.tags = tuple(tags)  # stored with the run when it is created
         self.notes = notes
+        self.telemetry = telemetry
         self.spec = spec
         self.faults = faults
         self.stores = ThreadStores(store_path)
@@ -243,7 +252,8 @@ class ScenarioEngine:
         plan = self.bench_plan(command_line)
         # Start from a healthy cluster, or the first fault's effects mix with an earlier one's.
         self.settle(timeout=120)
-        bench = BenchRunner(self.sysbench, ClusterProbe(self.cluster))
+        bench = BenchRunner(self.sysbench, ClusterProbe(self.cluster), telemetry=self.cluster,
+                            telemetry_on=self.telemetry)  # fmt: skip
         bench.check(plan)
         store = self.stores.get()
         try:

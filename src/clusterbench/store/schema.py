@@ -173,6 +173,27 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (trial_id, client)
     );
     """,
+    # 4: server telemetry, one row per figure per second (docs/telemetry.md), and each trial's
+    #    bottleneck verdict with every candidate resource and its utilization
+    """
+    CREATE TABLE telemetry (
+        trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        t        REAL NOT NULL,
+        wall     REAL NOT NULL,
+        source   TEXT NOT NULL,
+        metric   TEXT NOT NULL,
+        value    REAL NOT NULL
+    );
+    CREATE INDEX telemetry_trial ON telemetry (trial_id, source, metric, t);
+    CREATE TABLE bottlenecks (
+        trial_id    INTEGER PRIMARY KEY REFERENCES trials(id) ON DELETE CASCADE,
+        resource    TEXT NOT NULL,
+        source      TEXT NOT NULL DEFAULT '',
+        utilization REAL,
+        summary     TEXT NOT NULL,
+        detail      TEXT NOT NULL DEFAULT '{}'
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

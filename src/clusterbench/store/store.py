@@ -324,6 +324,43 @@ class Store:
         ).fetchall()
         return [{**dict(r), "cpu": json.loads(r["cpu"]), "flags": json.loads(r["flags"])} for r in rows]
 
+    # ---- server telemetry and bottleneck verdicts (docs/telemetry.md) ----------------------
+
+    def add_telemetry(self, trial_id: int, rows: list[tuple[float, float, str, str, float]]) -> None:
+        """Append (t, wall, source, metric, value) rows in one transaction."""
+        with self._tx():
+            self.conn.execute("BEGIN")
+            self.conn.executemany(
+                "INSERT INTO telemetry (trial_id, t, wall, source, metric, value) VALUES (?, ?, ?, ?, ?, ?)",
+                [(trial_id, *r) for r in rows],
+            )
+
+    def shift_telemetry(self, trial_id: int, origin: float) -> None:
+        """Put a trial's telemetry on its samples' time axis: t = wall - origin (the wall clock
+        when its clients started measuring)."""
+        self.conn.execute("UPDATE telemetry SET t = wall - ? WHERE trial_id = ?", (origin, trial_id))
+
+    def telemetry(self, trial_id: int, metric: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT t, wall, source, metric, value FROM telemetry WHERE trial_id = ?"
+        args: tuple[Any, ...] = (trial_id,)
+        if metric is not None:
+            sql += " AND metric = ?"
+            args += (metric,)
+        rows = self.conn.execute(sql + " ORDER BY t, source, metric", args).fetchall()
+        return [dict(r) for r in rows]
+
+    def set_bottleneck(self, trial_id: int, verdict: dict[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO bottlenecks (trial_id, resource, source, utilization, summary, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (trial_id, verdict["resource"], verdict.get("source") or "", verdict.get("utilization"),
+             verdict["summary"], json.dumps(verdict)),  # fmt: skip
+        )
+
+    def bottleneck(self, trial_id: int) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT detail FROM bottlenecks WHERE trial_id = ?", (trial_id,)).fetchone()
+        return json.loads(row["detail"]) if row is not None else None
+
     # ---- verification: operation histories, monitor samples, verdicts ----------------------
 
     OP_COLUMNS: tuple[str, ...] = (
@@ -501,6 +538,8 @@ class Store:
                     ],
                     "clients": self.trial_clients(tr.id),
                     "provenance": self.provenance(run_id, tr.id),
+                    "bottleneck": self.bottleneck(tr.id),
+                    "telemetry": self.telemetry(tr.id),
                 }
             )
         return {

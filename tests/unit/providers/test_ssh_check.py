@@ -81,9 +81,9 @@ def test_packages_and_ports_by_role() -> None:
     db3 = t.hosts[2]
     assert packages_for(t, db3) == sorted(
         {"mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables", "sysbench",
-         "gcc", "libc6-dev", "libmariadb-dev"}  # fmt: skip
+         "gcc", "libc6-dev", "libmariadb-dev", "python3"}  # fmt: skip
     )
-    assert packages_for(t, t.hosts[3]) == ["haproxy", "iproute2", "socat"]
+    assert packages_for(t, t.hosts[3]) == ["haproxy", "iproute2", "python3", "socat"]
     assert ports_for(t, db3) == [3306, 4444, 4567, 4568, 9200] and ports_for(t, t.hosts[3]) == [6033]
     t2 = topo(mariadb={"sst_method": "mariabackup"})
     assert "mariadb-backup" in packages_for(t2, t2.hosts[0])

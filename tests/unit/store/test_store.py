@@ -34,10 +34,10 @@ def parsed(name: str, warmup: float = 0) -> object:
 
 
 def test_schema_version_and_wal(store: Store) -> None:
-    assert store.version == SCHEMA_VERSION == 3
+    assert store.version == SCHEMA_VERSION == 4
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.migrate()  # idempotent
-    assert store.version == 3
+    assert store.version == 4
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_trial_clients_round_trip_and_an_old_store_gains_the_table(tmp_path: Pat
     conn.executescript(MIGRATIONS[0] + MIGRATIONS[1] + ";PRAGMA user_version=2;")
     conn.close()
     with Store.open(path) as s:
-        assert s.version == 3
+        assert s.version == SCHEMA_VERSION
         run = s.create_run("run")
         trial = s.add_trial(run, 1, "oltp_read_only", {})
         s.add_trial_client(trial, {"client": 1, "host": "cb-x-c2", "database": "sbtest2", "pid": 42,

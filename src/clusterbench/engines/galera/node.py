@@ -77,8 +77,24 @@ def health_of(st: WsrepStatus) -> NodeHealth:
     )
 
 
+# Galera's figures for telemetry (engines/base.py METRICS): wsrep status → (neutral name, factor).
+GALERA_METRIC_STATUS: dict[str, tuple[str, float]] = {
+    # a counter of nanoseconds (wsrep_flow_control_paused is a fraction since the last FLUSH STATUS,
+    # which another session's FLUSH would reset)
+    "wsrep_flow_control_paused_ns": ("flow_control_paused_s", 1e-9),
+    "wsrep_flow_control_sent": ("flow_control_sent", 1.0),
+    "wsrep_local_recv_queue": ("recv_queue", 1.0),
+    "wsrep_local_send_queue": ("send_queue", 1.0),
+    "wsrep_local_cert_failures": ("cert_failures", 1.0),
+    "wsrep_replicated_bytes": ("replicated_bytes", 1.0),
+    "wsrep_received_bytes": ("received_bytes", 1.0),
+    "wsrep_replicated": ("replicated_trx", 1.0),
+}
+
+
 class GaleraNode(ServerNode):
     session = GALERA_SESSION
+    metric_status = GALERA_METRIC_STATUS
 
     def __init__(
         self,

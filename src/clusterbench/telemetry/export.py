@@ -1,0 +1,23 @@
+"""`results export RUN --format telemetry`: every stored figure of every trial, one row each."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from clusterbench.store import Store
+from clusterbench.telemetry.rates import METRIC_UNITS
+
+TELEMETRY_COLUMNS = ("run_id", "trial_seq", "workload", "t", "wall", "source", "metric", "unit", "value")
+
+
+def telemetry_csv(store: Store, run_id: int) -> str:
+    store.get_run(run_id)
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(TELEMETRY_COLUMNS)
+    for tr in store.trials(run_id):
+        for r in store.telemetry(tr.id):
+            w.writerow([run_id, tr.seq, tr.workload, round(r["t"], 3), round(r["wall"], 3), r["source"],
+                        r["metric"], METRIC_UNITS.get(r["metric"], ""), r["value"]])  # fmt: skip
+    return out.getvalue()

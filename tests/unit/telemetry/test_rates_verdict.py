@@ -1,0 +1,198 @@
+"""Counters to per-second figures, the utilization math and the bottleneck verdict (pure)."""
+
+from __future__ import annotations
+
+from clusterbench.telemetry.live import live_line
+from clusterbench.telemetry.rates import Hello, engine_points, probe_points
+from clusterbench.telemetry.sites import rate_bps
+from clusterbench.telemetry.verdict import Candidate, ClientFacts, candidates, decide
+
+HELLO = Hello(tck=100, ncpu=2, roles={"n1": {"disk": "vda", "mbit": None}, "lb1": {}})
+
+
+def line(
+    m: float, cpu: int, net: list[int], *, busy: int = 0, quota: float | None = 0.5, pid: int = 7
+) -> dict:
+    return {
+        "w": 1000 + m, "m": m, "self": int(m * 2), "cpu": [busy, int(m * 200)],
+        "disks": {"vda": [int(m * 10), int(m * 2048), int(m * 20), int(m * 4096), int(m * 250)]},
+        "r": {
+            "n1": {"pid": pid, "cpu": cpu, "rss": 204800, "io": [0, int(m * 1048576)], "quota": quota,
+                   "aff": 2, "thr": [int(m * 10), int(m * 4), 0], "net": net},
+            "lb1": {"pid": 9, "cpu": 0, "hap": [["n1", 3, 0, int(m), 0, 1], ["n2", 0, 1, 0, 0, 0]]},
+        },
+    }  # fmt: skip
+
+
+def as_dict(points: list[tuple[str, str, float]]) -> dict[tuple[str, str], float]:
+    return {(s, m): v for s, m, v in points}
+
+
+def test_probe_points_cpu_link_disk_and_balancer() -> None:
+    a = line(10.0, 1000, [0, 0, 0, 0], busy=1000)
+    # 2 s later: 98 ticks of CPU = 0.49 CPUs; 2.5 MB received and sent 1.25 MB = 10 / 5 Mbit/s
+    b = line(12.0, 1098, [2_500_000, 2000, 1_250_000, 1000], busy=1300)
+    p = as_dict(probe_points("host", HELLO, a, b, {"n1": 10e6}))
+    assert p[("n1", "cpu_cores")] == 0.49
+    assert p[("n1", "cpu_limit_cores")] == 0.5 and p[("n1", "cpu_quota_cores")] == 0.5
+    assert abs(p[("n1", "cpu_util")] - 0.98) < 1e-9
+    assert p[("n1", "cpu_throttled")] == 0.4
+    assert p[("n1", "rss_mib")] == 200
+    assert p[("n1", "io_write_mib_s")] == 1.0
+    assert p[("n1", "net_rx_mbit")] == 10.0 and p[("n1", "net_tx_mbit")] == 5.0
+    assert p[("n1", "net_rx_pps")] == 1000 and p[("n1", "net_limit_mbit")] == 10.0
+    assert p[("n1", "net_util")] == 1.0  # the busier direction against the limit
+    assert p[("host", "host_cpu_busy")] == 300 / 400
+    assert p[("host", "probe_cpu_cores")] == 4 / 100 / 2
+    assert p[("host/vda", "disk_util")] == 0.25 and p[("host/vda", "disk_write_iops")] == 20
+    assert p[("host/vda", "disk_read_mib_s")] == 1.0
+    assert p[("lb1/n1", "sessions")] == 3 and p[("lb1/n1", "conn_errors_s")] == 1.0
+    assert p[("lb1/n2", "up")] == 0 and p[("lb1/n2", "queue")] == 1
+
+
+def test_no_quota_means_the_cpus_it_may_use_and_no_limit_means_no_link_utilization() -> None:
+    a = line(0.0, 0, [0, 0, 0, 0], quota=None)
+    b = line(1.0, 150, [1000, 1, 1000, 1], quota=None)
+    p = as_dict(probe_points("host", HELLO, a, b, {}))
+    assert p[("n1", "cpu_limit_cores")] == 2 and p[("n1", "cpu_util")] == 0.75
+    assert ("n1", "cpu_quota_cores") not in p and ("n1", "net_util") not in p
+    # a NIC speed the kernel reports is the limit where none is configured
+    fast = Hello(100, 2, {"n1": {"mbit": 1000}})
+    assert as_dict(probe_points("host:db1", fast, a, b, {}))[("n1", "net_util")] == 8e3 / 1e9
+
+
+def test_a_restart_between_lines_gives_no_rate() -> None:
+    a = line(0.0, 5000, [10, 1, 10, 1])
+    b = line(1.0, 10, [0, 0, 0, 0], pid=8)  # a new process: its counters start again
+    p = as_dict(probe_points("host", HELLO, a, b, {}))
+    assert ("n1", "cpu_cores") not in p and ("n1", "net_rx_mbit") not in p
+    assert p[("n1", "cpu_limit_cores")] == 0.5
+
+
+def test_engine_points_rates_for_counters_gauges_as_read() -> None:
+    a = {"flow_control_paused_s": 1.0, "recv_queue": 4, "replicated_bytes": 0, "cert_failures": 3}
+    b = {
+        "flow_control_paused_s": 1.5,
+        "recv_queue": 9,
+        "replicated_bytes": 2048,
+        "cert_failures": 5,
+        "bogus": 1,
+    }
+    p = as_dict(engine_points("n2", a, b, 2.0))
+    assert p == {
+        ("n2", "flow_control_paused"): 0.25,
+        ("n2", "recv_queue"): 9,
+        ("n2", "replicated_kib_s"): 1.0,
+        ("n2", "cert_failures_s"): 1.0,
+    }
+    assert as_dict(engine_points("n2", None, b, 1.0)) == {("n2", "recv_queue"): 9}
+
+
+def test_rates() -> None:
+    assert rate_bps("10mbit") == 10e6 and rate_bps("512kbit") == 512e3 and rate_bps("1gbit") == 1e9
+    assert rate_bps(None) is None and rate_bps("fast") is None
+
+
+def series(**per: list[float]) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    out = {}
+    for key, vals in per.items():
+        src, metric = key.split("__")
+        out[(src, metric)] = [(float(i + 1), v) for i, v in enumerate(vals)]
+    return out
+
+
+def test_link_bound_case() -> None:
+    s = series(
+        n1__net_util=[0.97, 0.95, 0.96],
+        n1__net_limit_mbit=[10, 10, 10],
+        n1__net_rx_mbit=[9.7, 9.5, 9.6],
+        n2__net_util=[0.5, 0.5, 0.5],
+        n1__cpu_util=[0.2, 0.2, 0.2],
+        host__host_cpu_busy=[0.5, 0.5, 0.5],
+    )
+    v = decide(candidates(s, 0, 3, []))
+    assert (v.resource, v.source) == ("link", "n1") and abs((v.utilization or 0) - 0.96) < 1e-9
+    assert v.short == "link n1 96%"
+    assert "link of n1 was nearest its limit: 96 %" in v.summary.replace("96%", "96 %")
+
+
+def test_cpu_bound_beats_a_client_and_the_shared_machine() -> None:
+    s = series(
+        n2__cpu_util=[0.99, 0.97],
+        n2__cpu_cores=[0.49, 0.48],
+        n2__cpu_quota_cores=[0.5, 0.5],
+        n2__cpu_limit_cores=[0.5, 0.5],
+        host__host_cpu_busy=[0.95, 0.96],
+        n2__flow_control_paused=[0.3, 0.4],
+    )
+    clients = [ClientFacts(0, "local", ("cpu_saturated",), 0.93)]
+    v = decide(candidates(s, 0, 2, clients, ["host"]))
+    assert (v.resource, v.source) == ("cpu", "n2")
+    assert "0.48 of its 0.5-CPU quota" in v.summary
+    assert (
+        "also near their limit" in v.summary and "load client 0" in v.summary and "flow control" in v.summary
+    )
+
+
+def test_neither_limit_the_client_is_named() -> None:
+    s = series(n1__cpu_util=[0.3, 0.35], host__host_cpu_busy=[0.97, 0.99])
+    v = decide(
+        candidates(
+            s, 0, 2, [ClientFacts(0, "local", ("cpu_saturated",), 0.95, ("client 0: busy",))], ["host"]
+        )
+    )
+    assert v.resource == "client" and "its tps is a floor" in v.summary
+    # the same without a saturated client: the shared machine, never a node's CPU or link
+    v = decide(candidates(s, 0, 2, [ClientFacts(0, "local", (), 0.6)], ["host"]))
+    assert v.resource == "host_cpu" and "shared by the nodes" in v.summary
+
+
+def test_nothing_near_its_limit() -> None:
+    s = series(n1__cpu_util=[0.4, 0.5], n1__net_util=[0.1, 0.1], n1__flow_control_paused=[0.1, 0.1])
+    v = decide(candidates(s, 0, 2, [ClientFacts(0, "local", (), 0.3)]))
+    assert v.resource == "none" and v.utilization is None
+    assert v.summary.startswith("no resource near its limit; the highest was")
+    assert v.short.startswith("none (")
+
+
+def test_flow_control_only_when_nothing_else_explains_it() -> None:
+    s = series(n3__flow_control_paused=[0.5, 0.4], n3__cpu_util=[0.3, 0.3])
+    v = decide(candidates(s, 0, 2, []))
+    assert (v.resource, v.source) == ("flow_control", "n3")
+
+
+def test_the_window_is_the_measured_seconds() -> None:
+    s = {("n1", "cpu_util"): [(-2.0, 1.0), (-1.0, 1.0), (1.0, 0.1), (2.0, 0.1), (9.0, 1.0)]}
+    (c,) = candidates(s, 0, 2, [])
+    assert abs(c.utilization - 0.1) < 1e-9
+
+
+def test_without_servers_the_verdict_is_unknown_unless_the_client_was_saturated() -> None:
+    v = decide(candidates({}, 0, 2, [ClientFacts(0, "local", (), 0.2)]), have_servers=False)
+    assert v.resource == "unknown" and "not saturated" in v.summary
+    v = decide(
+        candidates({}, 0, 2, [ClientFacts(0, "local", ("rate_not_achieved",), None)]), have_servers=False
+    )
+    assert v.resource == "client"
+
+
+def test_candidate_line() -> None:
+    c = Candidate("cpu", "n1", 0.5, 0.9, "CPU of n1", "1 of 2 CPUs")
+    assert c.line() == "CPU of n1 at 50% (1 of 2 CPUs)" and not c.near
+
+
+def test_live_line() -> None:
+    latest = {("n1", "cpu_util"): 0.4, ("n2", "cpu_util"): 0.98, ("n3", "net_util"): 0.5,
+              ("n1", "flow_control_paused"): 0.0, ("host", "host_cpu_busy"): 1.0}  # fmt: skip
+    assert live_line(latest) == "cpu n2 98% · link n3 50% · fc n1 0% · host cpu 100%"
+    assert live_line({}) == ""
+
+
+def test_a_shared_machine_says_who_kept_its_cpus_busy() -> None:
+    s = series(n1__cpu_cores=[0.5, 0.5], n2__cpu_cores=[0.3, 0.3], lb1__cpu_cores=[0.4, 0.4],
+               host__host_cpu_busy=[0.95, 0.95], host__host_cpus=[2, 2])  # fmt: skip
+    clients = [ClientFacts(0, "local", (), 0.3, cores=0.2)]
+    (c,) = [c for c in candidates(s, 0, 2, clients, ["host"]) if c.resource == "host_cpu"]
+    assert c.detail == (
+        "2 CPU(s) busy 95%: nodes 0.80, balancers 0.40, load clients 0.20, everything else 0.50 CPUs"
+    )
