@@ -318,7 +318,12 @@ def _execute(
 
 
 def run(
-    workload: Annotated[str, typer.Option("--workload", "-w", help="sysbench test, e.g. oltp_read_write.")],
+    workload: Annotated[
+        str,
+        typer.Option(
+            "--workload", "-w", "--tests", help="sysbench test, e.g. oltp_read_write (alias: --tests)."
+        ),
+    ],
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
     duration: Annotated[
         int, typer.Option("--duration", "--time", "-t", min=1, help="Measured seconds (alias: --time).")
@@ -371,8 +376,12 @@ def run(
 
 
 def suite(
-    tests: Annotated[
-        str | None, typer.Option(help="Comma-separated sysbench tests (default: all eleven).")
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            "--workload", "-w", "--tests",
+            help="Comma-separated sysbench tests (default: all eleven; alias: --tests).",
+        ),  # fmt: skip
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
     duration: Annotated[
@@ -405,7 +414,7 @@ def suite(
     telemetry: TelemetryOpt = True,
 ) -> None:
     """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
-    chosen = parse_tests(tests, KNOWN_TESTS)
+    chosen = parse_tests(workload, KNOWN_TESTS)
     tags = check_tags(tag)
     opts = make_options(
         test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,

@@ -424,11 +424,12 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
         ] = None,
         workload: Annotated[
-            str, typer.Option("--workload", "-w", help="sysbench test for the load.")
+            str,
+            typer.Option("--workload", "-w", "--tests", help="sysbench test for the load (alias: --tests)."),
         ] = "oltp_read_write",
         threads: Annotated[int, typer.Option(help="sysbench threads.", min=1)] = 4,
         duration: Annotated[
-            int, typer.Option("--duration", "--time", help="Seconds of load (alias: --time).", min=1)
+            int, typer.Option("--duration", "--time", "-t", help="Seconds of load (alias: --time).", min=1)
         ] = 40,
         load_target: Annotated[
             str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")

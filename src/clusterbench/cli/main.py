@@ -22,6 +22,7 @@ from clusterbench.cli.common import JsonOpt, NameOpt, load_cluster, print_json, 
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
 from clusterbench.providers import preflight
+from clusterbench.spec.aliases import option_conflicts
 from clusterbench.spec.topology import Topology, load_topology
 
 app = typer_app(
@@ -477,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
     _setup_logging()
     guard.COMMAND = list(argv) if argv is not None else None
+    conflict = option_conflicts(argv if argv is not None else sys.argv[1:])
+    if conflict is not None:  # one setting under two names: which value was meant cannot be told
+        console.fail(conflict)
+        return 2
     try:
         # With standalone_mode=False, typer returns the exit code of typer.Exit and 130 for Ctrl-C.
         rc = app(args=argv, prog_name="clusterbench", standalone_mode=False)

@@ -287,7 +287,8 @@ def check_search(spec: SearchSpec, wl: Workload, topo: Topology, where: str) -> 
         raise InputError(f"{where}: workload.rate_of_max: not available in a search; give workload.rate")
     if "workload" in names and len(wl.tests) > 1:
         raise InputError(
-            f"{where}: search.knobs.workload: give the tests either as workload.tests or as a knob"
+            f"{where}: search.knobs.workload: several tests in workload.workload and the knob workload; "
+            "give them one way"
         )
     for k in s.knobs:
         if k.name == "client_hosts":

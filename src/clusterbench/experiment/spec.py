@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from clusterbench.errors import InputError
 from clusterbench.experiment.design import DesignSpec, FactorKind, expand_design, kind_of
 from clusterbench.faults.spec import FaultSpec
-from clusterbench.spec.aliases import canonical_keys
+from clusterbench.spec.aliases import ALIASES, canonical_keys
 from clusterbench.spec.topology import (
     MAX_NODES,
     RATE_RE,
@@ -174,9 +174,13 @@ class Factors(_Strict):
 
 
 class Workload(_Strict):
-    """Everything a trial runs with, unless a factor sets it."""
+    """Everything a trial runs with, unless a factor sets it. The tests are `workload` in the file
+    (`test`, `tests` accepted; one name or a list: several become the factor `workload`); in code
+    they are `tests`."""
 
-    tests: list[str] = Field(default_factory=lambda: ["oltp_read_write"], min_length=1)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    tests: list[str] = Field(default_factory=lambda: ["oltp_read_write"], min_length=1, alias="workload")
     tables: int = Field(4, ge=1)
     table_size: int = Field(10000, ge=1)
     threads: int = Field(4, ge=1)
@@ -200,7 +204,10 @@ class Workload(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _aliases(cls, data: Any) -> Any:
-        return canonical_keys(data)
+        data = canonical_keys(data)
+        if isinstance(data, dict) and isinstance(data.get("workload"), str):
+            data = {**data, "workload": [data["workload"]]}  # one test, as in scenario files
+        return data
 
     @field_validator("tests")
     @classmethod
@@ -346,7 +353,40 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 PROFILE_KEYS = ("experiment", "topology", "workload", "factors", "parts", "search")
 
 
+def _canonical_names(data: dict[str, Any], where: str, prefix: str = "") -> dict[str, Any]:
+    """The file's tables with every setting under its one name (spec/aliases.py), before a profile
+    or a part is merged over them: `time` in the file and `duration` in a profile are one setting.
+    A table that gives a setting under two names is refused, named."""
+    out = copy.deepcopy(data)
+    factor_names = ("workload",)  # the factors with aliases (`test`, `tests`)
+
+    def fix(table: dict[str, Any], path: str, names: tuple[str, ...] = tuple(ALIASES)) -> dict[str, Any]:
+        try:
+            return dict(canonical_keys(table, names))
+        except ValueError as exc:
+            raise InputError(f"{where}: {prefix}{path}: {exc}") from None
+
+    tables: list[tuple[dict[str, Any], str, str, tuple[str, ...]]] = [
+        (out, "workload", "workload", tuple(ALIASES)),
+        (out, "factors", "factors", factor_names),
+    ]
+    if isinstance(out.get("experiment"), dict):
+        tables.append((out["experiment"], "baseline", "experiment.baseline", factor_names))
+    if isinstance(out.get("search"), dict):
+        tables.append((out["search"], "knobs", "search.knobs", factor_names))
+    parts = out.get("parts")
+    for name, part in parts.items() if isinstance(parts, dict) else ():
+        if isinstance(part, dict):
+            tables.append((part, "workload", f"parts.{name}.workload", tuple(ALIASES)))
+            tables.append((part, "factors", f"parts.{name}.factors", factor_names))
+    for parent, key, path, names in tables:
+        if isinstance(parent.get(key), dict):
+            parent[key] = fix(parent[key], path, names)
+    return out
+
+
 def experiment_from_data(data: dict[str, Any], source: str, profile: str | None = None) -> Experiment:
+    data = _canonical_names(data, source)
     profiles = data.get("profiles", {})
     where = source
     if profile is not None:
@@ -361,7 +401,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
             raise InputError(
                 f"{source}: unknown key 'profiles.{profile}.{bad[0]}' (known keys: {', '.join(PROFILE_KEYS)})"
             )
-        data = _merge(data, over)
+        data = _merge(data, _canonical_names(over, source, f"profiles.{profile}."))
         where = f"{source} (profile {profile})"
     try:
         f = ExperimentFile.model_validate(data)
@@ -374,7 +414,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
         raise InputError(
             "\n".join(ln.replace(f"{where}: ", f"{where}: topology.", 1) for ln in lines)
         ) from None
-    base = f.workload.model_dump()
+    base = f.workload.model_dump(by_alias=True)  # the file's names: parts merge over them
     parts: dict[str, tuple[Workload, dict[str, list[Level]]]] = {}
     raw_parts: dict[str, Part] = {}
     designs: dict[str, DesignSpec] = {}
@@ -393,7 +433,10 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
         if not levels:
             raise InputError(f"{where}: parts.{name}.factors: no factor has levels")
         if "workload" in levels and len(wl.tests) > 1:
-            raise InputError(f"{where}: parts.{name}: give the tests either as workload.tests or as a factor")
+            raise InputError(
+                f"{where}: parts.{name}: several tests in workload.workload and the factor workload; "
+                "give them one way"
+            )
         for t in levels.get("target", []):
             if str(t).startswith("node:") and int(str(t)[5:]) > min(
                 int(x) for x in levels.get("nodes", [topo.cluster.nodes])

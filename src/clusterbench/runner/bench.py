@@ -495,6 +495,6 @@ def parse_tests(text: str | None, default: Sequence[str]) -> tuple[str, ...]:
         return tuple(default)
     tests = tuple(t.strip() for t in text.split(",") if t.strip())
     if not tests:
-        raise InputError("--tests is empty; give a comma-separated list of sysbench tests")
+        raise InputError("--workload is empty; give a comma-separated list of sysbench tests")
     check_known_tests(tests)
     return tests

@@ -212,7 +212,7 @@ def test_plan_validation() -> None:
 def test_parse_tests() -> None:
     assert parse_tests(None, KNOWN_TESTS) == KNOWN_TESTS
     assert parse_tests(" oltp_insert, bulk_insert ,", KNOWN_TESTS) == ("oltp_insert", "bulk_insert")
-    with pytest.raises(InputError, match="--tests is empty"):
+    with pytest.raises(InputError, match="--workload is empty"):
         parse_tests(" , ", KNOWN_TESTS)
     with pytest.raises(InputError, match="unknown sysbench test 'oltp'"):
         parse_tests("oltp", KNOWN_TESTS)
