@@ -34,6 +34,9 @@ class MonitorSample:
     ready: bool = False
     last_committed: int = -1
     members: str = ""  # wsrep_incoming_addresses: comma-separated client addresses of the view
+    # For failover figures (checkers/failover.py); not stored with the samples.
+    writable: bool = False
+    role: str = ""
 
     @property
     def primary(self) -> bool:

@@ -55,7 +55,9 @@ def check_file(path: Path) -> list[str]:
         spec, topo_path = load_scenario(path)
         topo = load_topology(topo_path) if topo_path is not None else Topology()
         balancers = 1 if topo.balancer.kind == "haproxy" else 0
-        faults = spec.planned(topo.cluster.nodes, balancers, str(path))
+        # target primary: member 1 is the primary after `up` (checked against the real one at run time)
+        primary = 1 if topo_path is None or topo.engine.has_primary else None
+        faults = spec.planned(topo.cluster.nodes, balancers, str(path), primary=primary)
         where = f"on {topo_path} ({_topology_line(topo)})" if topo_path else "on the cluster that is up"
         sched = "; ".join(
             f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "") for f in faults

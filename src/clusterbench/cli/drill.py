@@ -56,7 +56,8 @@ def _precheck(spec: ScenarioSpec, topo_path: Path | None) -> None:
     if topo_path is None:
         return
     topo = load_topology(topo_path)
-    spec.planned(topo.cluster.nodes, 1 if topo.balancer.kind == "haproxy" else 0, "scenario")
+    primary = 1 if topo.engine.has_primary else None  # member 1 is the primary after `up`
+    spec.planned(topo.cluster.nodes, 1 if topo.balancer.kind == "haproxy" else 0, "scenario", primary=primary)
 
 
 def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -> tuple[Cluster, bool]:
@@ -128,6 +129,25 @@ def _print_outcome(out: ScenarioOutcome) -> None:
                     _s(f.get("tps_recovered_after")),
                 )
         console.out.print(t)
+    if out.failover:
+        t = Table(
+            title="failover (from the monitor's samples every 0.5 s and the prober's writes)",
+            title_justify="left",
+        )
+        for col in ("fault", "victim was primary", "suspected after s", "view without it after s",
+                    "new primary after s", "writes ok again after s"):  # fmt: skip
+            t.add_column(col)
+        for f in out.failover:
+            elected = _s(f["new_primary_after"]) + (f" ({f['primary']})" if f.get("primary") else "")
+            t.add_row(
+                f["fault"],
+                "yes" if f["victim_was_primary"] else "no",
+                _s(f["suspected_after"]),
+                _s(f["view_shrunk_after"]),
+                elected if f["victim_was_primary"] else "-",
+                _s(f["writes_ok_after"]) + (f" ({f['writes_path']})" if f.get("writes_path") else ""),
+            )
+        console.out.print(t)
     t = Table(title="verdicts", title_justify="left")
     for col in ("checker", "result", "summary"):
         t.add_column(col)
@@ -190,10 +210,17 @@ def _run_one(
 ) -> ScenarioOutcome:
     """One scenario trial on a cluster that is up: plan, run, check, label. Ctrl-C goes through
     (the engine has healed and stopped everything by then)."""
+    primary = cluster.primary() if spec.targets_primary() else None
+    if primary is None and spec.targets_primary() and not cluster.engine.every_node_writes:
+        raise ClusterStateError(
+            f"target primary: no member of '{cluster.topology.name}' is a writable primary now; "
+            "see `clusterbench status`, heal it (`clusterbench start`) and run again"
+        )
     faults = spec.planned(
         cluster.topology.cluster.nodes,
         1 if cluster.topology.balancer.kind == "haproxy" else 0,
         "scenario",
+        primary=primary,
     )
     console.out.print(
         f"{prefix}scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "

@@ -337,6 +337,23 @@ class Engine(Protocol):
         """The balancer's listeners for this engine, the first being the one `balancer` means
         (Galera: one over every ready node; Group Replication: write to the primary, then read)."""
 
+    @property
+    def every_node_writes(self) -> bool:
+        """Every ready node takes writes (Galera; Group Replication in multi-primary mode). False
+        when one node does (single-primary): writers then go through the write endpoint."""
+
+    def recover(self, site: Site, indexes: Sequence[int], timeout: float) -> list[str]:
+        """After a network, pause or throttle fault on these (running) nodes was healed: wait for
+        them to come back as ready members by themselves, and bring back those that will not
+        (Galera rejoins by itself: nothing to do; a Group Replication member that was expelled
+        stays out of the group, in ERROR, and rejoins here; with no majority left anywhere the
+        group is rebooted, never leaving two primaries). Returns what happened."""
+
+    def stop_for_teardown(self, nodes: Sequence[DbNode], keep_data: bool) -> list[str]:
+        """Stop every node for `down`: the fastest way that loses nothing still wanted. Without
+        `keep_data` the datadirs are deleted right after, so an engine whose graceful stop is
+        slow may SIGKILL; with it, nodes stop gracefully. Returns one line per node stopped."""
+
 
 def nodes_by_index(nodes: Sequence[DbNode]) -> dict[int, DbNode]:
     return {n.index: n for n in nodes}

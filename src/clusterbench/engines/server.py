@@ -175,13 +175,19 @@ class ServerNode(ABC):
         would not act on SIGTERM until continued."""
         return terminate(self.host, self.proc, self.clock, timeout, cont=True)
 
-    def kill(self) -> str:
+    def kill(self, wait: bool = True) -> str:
+        """SIGKILL; with `wait`, until the process is gone (≤ 10 s). Several nodes killed at once:
+        kill(wait=False) each, then wait_dead()."""
         if not self.alive():
             return "not running"
         assert self.proc is not None
         self.host.signal(self.proc, signal.SIGKILL)
-        self._wait_dead(10)
+        if wait:
+            self._wait_dead(10)
         return "killed"
+
+    def wait_dead(self, timeout: float = 10.0) -> bool:
+        return self._wait_dead(timeout)
 
     def pause(self) -> None:
         if self.proc is not None:

@@ -110,12 +110,16 @@ class TrialSpec:
         """(tables, rows) of the shared oltp tables; None for bulk_insert (prepared per trial)."""
         return None if self.test == BULK_GROUP else (self.tables, self.table_size)
 
-    def planned_faults(self) -> list[Any]:
+    def planned_faults(self, primary: int | None = None) -> list[Any]:
         """The trial's fault schedule with targets resolved (seeded by the trial's key, so a rerun
-        or a resumed run hits the same nodes). Raises InputError naming the part."""
+        or a resumed run hits the same nodes). `primary` is the node taking the writes when the
+        trial starts (target primary); by default member 1, the primary after `up`, where the
+        engine has one. Raises InputError naming the part."""
         if not self.faults:
             return []
         seed = int(hashlib.sha256(self.key.encode()).hexdigest()[:8], 16)
+        if primary is None and self.topology.engine.has_primary:
+            primary = 1
         try:
             return plan_faults(
                 list(self.faults),
@@ -123,6 +127,7 @@ class TrialSpec:
                 self.topology.balancer.count if self.topology.balancer.kind == "haproxy" else 0,
                 float(self.warmup + self.duration),
                 seed=seed,
+                primary=primary,
             )
         except ValueError as exc:
             lines = str(exc).splitlines()

@@ -339,7 +339,8 @@ class ExperimentRunner:
             if want < self.running:
                 for i in range(self.running, want, -1):
                     if h is not None:
-                        _haproxy_cmd(h, f"set server galera/n{i} state maint")
+                        for route in c.engine.routes():
+                            _haproxy_cmd(h, f"set server {route.name}/n{i} state maint")
                     c.node_stop(i)
                     # One leave at a time: a node that leaves while the previous view change is
                     # still in progress can hang in shutdown and the survivors lose quorum
@@ -350,7 +351,8 @@ class ExperimentRunner:
                 for i in range(self.running + 1, want + 1):
                     msg = c.node_start(i)
                     if h is not None:
-                        _haproxy_cmd(h, f"set server galera/n{i} state ready")
+                        for route in c.engine.routes():
+                            _haproxy_cmd(h, f"set server {route.name}/n{i} state ready")
                     self.lis.phase(msg)
                 if h is not None:
                     h.wait_all_up([f"n{i}" for i in range(1, want + 1)], timeout=NODE_SETTLE_TIMEOUT)
@@ -602,11 +604,11 @@ class ExperimentRunner:
     # ---- faults inside a trial -------------------------------------------------------------------
 
     def _nemesis(self, run_id: int, trial_id: int, t: TrialSpec) -> Nemesis | None:
-        planned = t.planned_faults()
-        if not planned:
+        if not t.faults:
             return None
         c = self.cluster
         assert c is not None
+        planned = t.planned_faults(primary=c.primary())
         # The nemesis thread writes its events through its own connection (sqlite3 connections
         # are not shared across threads); a few events per fault, so one connection per event.
         path = Path(self.store.conn.execute("PRAGMA database_list").fetchone()[2])
@@ -665,6 +667,9 @@ class ExperimentRunner:
         for i in range(1, t.nodes + 1):
             if not c.node(i).alive():
                 self.lis.phase(c.node_start(i))
+        unready = [i for i in range(1, t.nodes + 1) if not _ready(c.node(i))]
+        for line in c.recover(unready) if unready else []:
+            self.lis.phase(line)
         for i in range(1, t.nodes + 1):
             c.node(i).wait_ready(SETTLE_TIMEOUT, expect_size=t.nodes)
         names = [f"n{i}" for i in range(1, t.nodes + 1)]
@@ -693,6 +698,11 @@ def _wait_size(c: Cluster, size: int, timeout: float) -> None:
     raise ComponentError(
         f"node n1 is not ready in a Primary component of {size} after {timeout:g} s ({seen})"
     )
+
+
+def _ready(n: Any) -> bool:
+    h = n.health()
+    return h is not None and h.ready
 
 
 def _haproxy_cmd(h: Any, cmd: str) -> None:

@@ -67,6 +67,14 @@ def restore_link(cluster: Cluster, i: int) -> str:
     return cluster.provider.restore_link(cluster.names.node_role(i))
 
 
+def recovered(cluster: Cluster, nodes: tuple[int, ...]) -> dict[str, Any]:
+    """The engine's end of a heal that left the nodes running (network, pause, throttle): those
+    that do not come back as ready members by themselves are brought back (a Group Replication
+    member expelled meanwhile rejoins; Galera's rejoin by themselves). {} when nothing was done."""
+    out = cluster.recover([i for i in nodes if cluster.node(i).alive()])
+    return {"recovered": out} if out else {}
+
+
 class Action(Protocol):
     active: bool
 
@@ -156,7 +164,7 @@ class PauseNodes(_Base):
         self.active = False
         for i in self.fault.nodes:
             self.cluster.node(i).resume()
-        return {"resumed": [f"n{i}" for i in self.fault.nodes]}
+        return {"resumed": [f"n{i}" for i in self.fault.nodes], **recovered(self.cluster, self.fault.nodes)}
 
 
 class IsolateNodes(_Base):
@@ -175,7 +183,8 @@ class IsolateNodes(_Base):
         self.active = False
         for i in self.fault.nodes:
             self.cluster.provider.reconnect(self.cluster.names.node_role(i))
-        return {"reconnected": [f"n{i}" for i in self.fault.nodes]}
+        back = recovered(self.cluster, self.fault.nodes)
+        return {"reconnected": [f"n{i}" for i in self.fault.nodes], **back}
 
 
 class Partition(_Base):
@@ -195,7 +204,7 @@ class Partition(_Base):
         self.active = False
         for i, argv in unpartition_rules(list(self.fault.nodes)):
             node_host(self.cluster, i).run(argv, check=False)
-        return {"healed": [f"n{i}" for i in self.fault.nodes]}
+        return {"healed": [f"n{i}" for i in self.fault.nodes], **recovered(self.cluster, self.fault.nodes)}
 
 
 class ThrottleLink(_Base):
@@ -213,7 +222,7 @@ class ThrottleLink(_Base):
             return {}
         self.active = False
         restored = {f"n{i}": restore_link(self.cluster, i) for i in self.fault.nodes}
-        return {"restored": restored}
+        return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}
 
 
 class NetemLink(_Base):
@@ -241,7 +250,8 @@ class NetemLink(_Base):
         if not self.active:
             return {}
         self.active = False
-        return {"restored": {f"n{i}": restore_link(self.cluster, i) for i in self.fault.nodes}}
+        restored = {f"n{i}": restore_link(self.cluster, i) for i in self.fault.nodes}
+        return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}
 
 
 class ThrottleCpu(_Base):
@@ -269,7 +279,7 @@ class ThrottleCpu(_Base):
         for i in self.fault.nodes:
             q = self.cluster.provider.restore_cpu(self.cluster.names.node_role(i))
             restored[f"n{i}"] = q if q is not None else "unlimited"
-        return {"restored": restored}
+        return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}
 
 
 class DesyncNodes(_Base):
@@ -280,7 +290,8 @@ class DesyncNodes(_Base):
         super().__init__(cluster, fault)
         if not issubclass(type(cluster.node(fault.nodes[0])), Desyncable):
             raise PreflightError(
-                f"desync-node needs an engine whose nodes can desync; {cluster.engine.label} cannot"
+                f"desync-node is Galera's wsrep_desync, which {cluster.engine.label} has no equivalent of; "
+                "to slow one member use throttle-cpu or throttle-link, to take it out pause-node or stop-node"
             )
 
     def _node(self, i: int) -> Desyncable:

@@ -52,7 +52,7 @@ NODE_KINDS = {
     "disk-full",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
-TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|balancer|lb:[12])$")
+TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|primary|balancer|lb:[12])$")
 
 
 class FaultSpec(BaseModel):
@@ -91,7 +91,7 @@ class FaultSpec(BaseModel):
         if not TARGET_RE.match(v):
             raise ValueError(
                 f"'{v}' is not a target; use node:N (or node:1,2), random, one, majority, minority, all, "
-                "balancer or lb:N"
+                "primary, balancer or lb:N"
             )
         return v
 
@@ -153,8 +153,22 @@ def _pairs_from(spec: FaultSpec, n: int) -> tuple[list[tuple[int, int]], list[st
     return sorted(pairs), errors
 
 
-def resolve_nodes(target: str, n: int, rng: random.Random) -> tuple[tuple[int, ...], str | None]:
+NO_PRIMARY = (
+    "target primary: this cluster's engine has no single primary (every node takes writes); "
+    "use node:N, or a Group Replication topology in single-primary mode"
+)
+
+
+def resolve_nodes(
+    target: str, n: int, rng: random.Random, primary: int | None = None
+) -> tuple[tuple[int, ...], str | None]:
+    """Node numbers for a target. `primary` is the node that takes the writes when the schedule
+    is planned (a Group Replication single primary), None where every node does."""
     nodes = list(range(1, n + 1))
+    if target == "primary":
+        if primary is None:
+            return (), NO_PRIMARY
+        return (primary,), None
     if target.startswith("node:"):
         chosen = tuple(int(x) for x in target[5:].split(","))
         bad = [i for i in chosen if i > n]
@@ -176,9 +190,15 @@ def resolve_nodes(target: str, n: int, rng: random.Random) -> tuple[tuple[int, .
 
 
 def plan(
-    specs: list[FaultSpec], nodes: int, balancers: int, trial_time: float, seed: int = 0
+    specs: list[FaultSpec],
+    nodes: int,
+    balancers: int,
+    trial_time: float,
+    seed: int = 0,
+    primary: int | None = None,
 ) -> list[PlannedFault]:
-    """Resolve targets and check the schedule. Raises ValueError listing every problem."""
+    """Resolve targets and check the schedule (`primary`: the node taking the writes now, for
+    target primary). Raises ValueError listing every problem."""
     rng = random.Random(seed)
     out: list[PlannedFault] = []
     errors: list[str] = []
@@ -247,7 +267,7 @@ def plan(
             params["order"] = order
             params["offsets"] = [round(x, 3) for x in offsets]
         else:
-            node_ids, err = resolve_nodes(s.target, nodes, rng)
+            node_ids, err = resolve_nodes(s.target, nodes, rng, primary)
             if err:
                 errors.append(f"{where}: {err}")
         if s.kind == "throttle-link":

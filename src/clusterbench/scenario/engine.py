@@ -14,6 +14,7 @@ from typing import Any
 from clusterbench.checkers.trial import FaultRun, TrialRun, VerifierRun, check_trial
 from clusterbench.checkers.verdict import Result, Verdict, combine
 from clusterbench.cluster import Cluster
+from clusterbench.engines.base import DbNode
 from clusterbench.faults.nemesis import Nemesis
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.runner.bench import BenchListener, BenchPlan, BenchRunner, make_options
@@ -27,6 +28,11 @@ from clusterbench.workloads.parse import combine_samples
 log = logging.getLogger(__name__)
 
 SETTLE_TIMEOUT = 240.0
+
+
+def _ready(n: DbNode) -> bool:
+    h = n.health()
+    return h is not None and h.ready
 
 
 class ThreadStores:
@@ -65,6 +71,7 @@ class ScenarioOutcome:
     windows: list[tuple[str, float, float]] = field(default_factory=list)
     heal_details: list[dict[str, Any]] = field(default_factory=list)
     availability: list[dict[str, Any]] = field(default_factory=list)
+    failover: list[dict[str, Any]] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -174,6 +181,7 @@ class ScenarioEngine:
         self.t0 = 0.0
         self.samples: list[Sample] = []
         self.availability: list[dict[str, Any]] = []
+        self.failover: list[dict[str, Any]] = []
         self.nemesis = Nemesis(cluster, faults, self._fault_sink)
         self.companions: list[Companion] = companions(cluster, spec, self.stores) if companions else []
         self._stopped = False
@@ -224,7 +232,8 @@ class ScenarioEngine:
         )
 
     def settle(self, timeout: float = SETTLE_TIMEOUT) -> list[str]:
-        """After heal: every node Synced and Primary in one component of full size."""
+        """After heal: every node a ready member of the quorum (Galera: Synced in the Primary
+        component; Group Replication: ONLINE in the majority) in one view of full size."""
         size = self.cluster.topology.cluster.nodes
         notes = []
         t0 = time.monotonic()
@@ -232,9 +241,14 @@ class ScenarioEngine:
             if not n.alive():
                 notes.append(f"n{n.index} was not running after heal; starting it")
                 notes.append(self.cluster.node_start(n.index))
+        # Running but not ready members the engine may have to bring back (a Group Replication
+        # member expelled by a fault stays out of the group); Galera's come back by themselves.
+        unready = [n.index for n in self.cluster.nodes() if not _ready(n)]
+        if unready:
+            notes += self.cluster.recover(unready)
         for n in self.cluster.nodes():
             n.wait_ready(max(1.0, timeout - (time.monotonic() - t0)), expect_size=size)
-        notes.append(f"all {size} nodes Synced and Primary {time.monotonic() - t0:.1f} s after heal")
+        notes.append(f"all {size} nodes ready in one view {time.monotonic() - t0:.1f} s after heal")
         # Clients come through the balancers: settled means they see every node UP again too
         # (HAProxy needs `rise` good checks after a node returns).
         backends = [f"n{i}" for i in self.cluster.topology.node_indexes()]
@@ -278,6 +292,7 @@ class ScenarioEngine:
         if checkers is not None:
             out.verdicts = checkers(self)
             out.availability = self.availability
+            out.failover = self.failover
         own = [check_trial(self.trial_run(bench_out.status, bench_out.failures))]
         if self.nemesis.errors():
             own.append(

@@ -88,9 +88,23 @@ class ScenarioSpec(_Strict):
         )
         return [*self.fault, *extra]
 
-    def planned(self, nodes: int, balancers: int, source: str) -> list[PlannedFault]:
+    def targets_primary(self) -> bool:
+        return any(f.target == "primary" for f in self.fault)
+
+    def planned(
+        self, nodes: int, balancers: int, source: str, primary: int | None = None
+    ) -> list[PlannedFault]:
+        """The fault schedule with targets resolved; `primary` is the node taking the writes
+        (target primary), None where every node does."""
         try:
-            return plan(self.fault_specs(nodes), nodes, balancers, float(self.load.duration), seed=self.seed)
+            return plan(
+                self.fault_specs(nodes),
+                nodes,
+                balancers,
+                float(self.load.duration),
+                seed=self.seed,
+                primary=primary,
+            )
         except ValueError as exc:
             raise InputError("\n".join(f"{source}: {line}" for line in str(exc).splitlines())) from None
 

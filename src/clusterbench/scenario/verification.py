@@ -10,6 +10,7 @@ from typing import Any
 from clusterbench.checkers.availability import FaultWindow, availability, availability_verdict
 from clusterbench.checkers.bank import check_bank
 from clusterbench.checkers.convergence import check_convergence
+from clusterbench.checkers.failover import FailoverFault, failover_figures
 from clusterbench.checkers.ledger import check_ledger
 from clusterbench.checkers.split_brain import check_split_brain
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
@@ -186,6 +187,39 @@ def _guard(name: str, fn: Any) -> Verdict:
         return Verdict(name, Result.UNKNOWN, f"checker crashed: {type(exc).__name__}: {exc}")
 
 
+def _failover(engine: ScenarioEngine, ver: Verification) -> list[dict[str, Any]]:
+    """Failover figures of the faults that took nodes away (checkers/failover.py), stored as
+    `failover` events of the trial."""
+    assert ver.monitor is not None
+    t = engine.cluster.topology
+    faults = [
+        FailoverFault(
+            r.fault.label(),
+            r.fault.kind,
+            r.started,
+            r.ended if r.ended is not None else r.started,
+            tuple(f"n{i}" for i in r.fault.nodes),
+            tuple(t.node_address(i) for i in r.fault.nodes),
+        )
+        for r in engine.nemesis.records
+        if r.started is not None
+    ]
+    path = (
+        engine.spec.verify.prober_targets[0]
+        if ver.prober is not None and engine.spec.verify.prober_targets
+        else None
+    )
+    figures = failover_figures(ver.monitor.samples(), faults, ver.prober.ops() if ver.prober else [], path)
+    out = [f.to_json() for f in figures]
+    store = engine.stores.get()
+    assert engine.run_id is not None
+    for f in figures:
+        store.add_event(
+            engine.run_id, "failover", {**f.to_json(), "summary": f.line()}, trial_id=engine.trial_id
+        )
+    return out
+
+
 def run_checkers(engine: ScenarioEngine) -> list[Verdict]:
     ver = next((c for c in engine.companions if isinstance(c, Verification)), None)
     if ver is None:
@@ -231,6 +265,11 @@ def run_checkers(engine: ScenarioEngine) -> list[Verdict]:
         figures = availability(prober.ops(), windows, tps)
         engine.availability = [f.to_json() for f in figures]
         verdicts.append(_guard("availability", lambda: availability_verdict(figures)))
+    if ver.monitor is not None:
+        try:
+            engine.failover = _failover(engine, ver)
+        except Exception:  # noqa: BLE001 - figures for people; the verdicts stand without them
+            log.exception("failover figures")
     ver.drop_tables()
     for an in (c for c in engine.companions if isinstance(c, AnomalyVerification)):
         verdicts += an.check()

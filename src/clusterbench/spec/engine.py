@@ -46,6 +46,12 @@ class EngineSettings(_Strict):
     def single_primary(self) -> bool:
         return self.mode != "multi-primary"
 
+    @property
+    def has_primary(self) -> bool:
+        """One node takes the writes (Group Replication in single-primary mode); member 1 is
+        the primary right after `up`."""
+        return self.kind == "group_replication" and self.single_primary
+
 
 class MySQLSettings(_Strict):
     """`[mysql]`: server settings of Group Replication members. Defaults are small so that 9

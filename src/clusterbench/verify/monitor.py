@@ -35,6 +35,8 @@ def poll_node(node: DbNode, tb: Timebase) -> MonitorSample:
         ready=h.ready,
         last_committed=h.progress,
         members=h.members,
+        writable=h.writable,
+        role=h.role,
     )
 
 

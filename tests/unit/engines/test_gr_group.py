@@ -37,6 +37,7 @@ class World:
         self.groups: list[Group] = []
         self.executed: dict[int, int] = dict.fromkeys(range(1, n + 1), 0)
         self.log: list[str] = []
+        self.error: set[int] = set()  # expelled members that heard of it: ERROR, in no group
 
     def group_of(self, i: int) -> Group | None:
         return next((g for g in self.groups if i in g.alive_in_view), None)
@@ -92,6 +93,9 @@ class FakeMember:
     def status(self) -> GRStatus | None:
         if not self.alive():
             return None
+        if self.index in self.w.error:
+            me = GroupMember(f"uuid-{self.index}", self.cfg.address, 3306, "ERROR", "")
+            return GRStatus(f"uuid-{self.index}", (me,), None, GtidSet(), True)
         g = self.w.group_of(self.index)
         members: tuple[GroupMember, ...] = ()
         if g is not None:
@@ -114,6 +118,7 @@ class FakeMember:
 
     def leave_group(self, timeout: float = 60.0) -> None:
         self.w.log.append(f"leave n{self.index}")
+        self.w.error.discard(self.index)
         g = self.w.group_of(self.index)
         if g is not None:
             g.alive_in_view.discard(self.index)
@@ -126,6 +131,7 @@ class FakeMember:
             assert self.w.group_of(self.index) is None
             self.w.groups.append(Group([self.index], self.index, {self.index}))
             return
+        assert self.index not in self.w.error and self.w.group_of(self.index) is None
         target = next(g for g in self.w.groups if 2 * len(g.alive_in_view) > len(g.view))
         assert self.cfg.address not in {f"198.18.50.{10 + i}" for i in target.view}, "same uuid still in view"
         target.view.append(self.index)
@@ -247,3 +253,62 @@ def test_join_kind_from_the_error_log() -> None:
         == "clone"
     )
     assert join_kind("nothing to see") == "none"
+
+
+# ---------------------------------------------------------------- recover: the end of network faults
+
+
+def test_recover_waits_for_a_member_that_merges_back_by_itself() -> None:
+    """n3 cut off before its suspicion timed out: when the link is back it is the same
+    incarnation again, ONLINE in the group, without a rejoin."""
+    w, g = make()
+    w.groups = [Group([1, 2, 3], 1, {1, 2}), Group([1, 2, 3], 1, {3})]
+    clock = g.clock
+    assert isinstance(clock, FakeClock)
+    clock.at(clock.now() + 2, lambda: setattr(w, "groups", [Group([1, 2, 3], 1, {1, 2, 3})]))
+    assert g.recover([3]) == []
+    assert w.log == [] and one_group_of_all(w)
+    assert 2 <= clock.elapsed < 3
+
+
+def test_recover_rejoins_an_expelled_member_in_error_at_once() -> None:
+    w, g = make()
+    w.groups = [Group([1, 2], 1, {1, 2})]
+    w.error = {3}
+    assert g.recover([3]) == ["n3 rejoined by incremental recovery in 0.0 s (ERROR after the fault)"]
+    assert w.log == ["leave n3", "join n3"]
+    assert one_group_of_all(w) and w.primaries_with_quorum() == [1]
+
+
+def test_recover_rejoins_an_old_primary_left_in_a_minority_view_and_never_two_primaries() -> None:
+    """The primary n1 was cut off long enough to be expelled; the majority elected n2. n1 still
+    calls itself an ONLINE PRIMARY in its minority view (no quorum): after the merge window it
+    leaves that view and joins as a secondary."""
+    w, g = make()
+    w.groups = [Group([2, 3], 2, {2, 3}), Group([1, 2, 3], 1, {1})]
+    assert w.primaries_with_quorum() == [2]
+    out = g.recover([1])
+    assert out == [
+        "n1 rejoined by incremental recovery in 0.0 s (ONLINE outside the group 15 s after the fault)"
+    ]
+    assert w.log == ["leave n1", "join n1"]
+    assert one_group_of_all(w) and w.primaries_with_quorum() == [2]
+
+
+def test_recover_without_a_majority_anywhere_reboots_the_group() -> None:
+    w, g = make()
+    w.groups = [Group([1, 2, 3], 1, {1}), Group([1, 2, 3], 2, {2}), Group([1, 2, 3], 3, {3})]
+    out = g.recover([2, 3])
+    assert out[0] == "no member is in a group with a majority: rebooting the group"
+    assert one_group_of_all(w) and len(w.primaries_with_quorum()) == 1
+
+
+def test_heal_of_named_members_leaves_a_member_stopped_on_purpose_stopped() -> None:
+    """An experiment runs 4 of 5 members (n5 stopped): the heal of a kill of n2 brings n2 back
+    and leaves n5 alone."""
+    w, g = make(5)
+    g.member(5).stop()
+    g.member(2).kill()
+    w.log.clear()
+    assert [x.split(" in ")[0] for x in g.heal(indexes=[2])] == ["n2 rejoined by incremental recovery"]
+    assert 5 not in w.running and sorted(w.groups[0].alive_in_view) == [1, 2, 3, 4]

@@ -112,3 +112,14 @@ def test_netem_faults_need_their_value_and_nothing_else() -> None:
     ]
     with pytest.raises(ValueError, match="is not a delay like"):
         FaultSpec.model_validate({"kind": "delay-link", "at": 1, "for": 2, "delay": "fast"})
+
+
+def test_target_primary_resolves_to_the_writer_and_is_refused_without_one() -> None:
+    import random
+
+    assert resolve_nodes("primary", 3, random.Random(0), primary=2) == ((2,), None)
+    nodes, err = resolve_nodes("primary", 3, random.Random(0))
+    assert nodes == () and err is not None and err.startswith("target primary: this cluster's engine has no")
+    spec = FaultSpec.model_validate({"kind": "kill-node", "target": "primary", "at": 5, "for": 5})
+    (f,) = plan([spec], 3, 1, 30.0, primary=3)
+    assert f.nodes == (3,) and f.label() == "kill-node n3"

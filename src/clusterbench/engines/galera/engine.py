@@ -84,6 +84,26 @@ class GaleraEngine:
         # so a later cold start begins there.
         return list(reversed(nodes))
 
+    @property
+    def every_node_writes(self) -> bool:
+        return True
+
+    def recover(self, site: Site, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
+        # A Galera node cut off, paused or throttled rejoins the Primary component by itself once
+        # it hears the others again (evicted ones too); settling waits for it to be Synced.
+        return []
+
+    def stop_for_teardown(self, nodes: Sequence[DbNode], keep_data: bool) -> list[str]:
+        # One at a time, in stop order: a node that leaves alone is gone in ~0.1 s, while nodes
+        # leaving together wait out evs.suspect_timeout for each other (5 s by default). The
+        # graceful stop is already fast, so it is kept even when the data is thrown away.
+        out = []
+        for n in self.stop_order(nodes):
+            what = n.stop(timeout=30)
+            if what != "not running":
+                out.append(f"n{n.index} {what}")
+        return out
+
     # ------------------------------------------------------------------ bring-up
 
     def bring_up(self, site: Site, report: Report) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
@@ -190,9 +191,38 @@ class GroupReplicationEngine:
         return g.rejoin(g.member(index), timeout)
 
     def restart_nodes(self, site: Site, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
-        """The heal of kill, stop and network faults: every member back in one group with a
-        majority (group.py: members outside it rejoin; with no majority the group is rebooted)."""
-        return self.group(site).heal()
+        """The heal of kill and stop faults: these members (and any running member outside the
+        group) back in one group with a majority (group.py: members outside it rejoin; with no
+        majority the group is rebooted)."""
+        return self.group(site).heal(indexes=indexes)
+
+    def recover(self, site: Site, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
+        """The end of a network, pause or throttle fault: a member whose suspicion had not timed
+        out merges back by itself; one that was expelled (ERROR: its automatic rejoin attempts
+        are minutes apart) rejoins now; with no majority anywhere the group is rebooted."""
+        return self.group(site).recover(indexes, timeout=timeout)
+
+    @property
+    def every_node_writes(self) -> bool:
+        return not self.single_primary
+
+    def stop_for_teardown(self, nodes: Sequence[DbNode], keep_data: bool) -> list[str]:
+        """A member's graceful stop takes ~6 s (~3 s leaving the group, ~3 s mysqld's shutdown),
+        one after another ~19 s for three. When the datadirs are deleted next, nothing is left to
+        preserve: every mysqld is SIGKILLed at once. When they are kept (`down --keep-files`, a
+        failed `up`), the members stop gracefully, all at the same time."""
+        running = [n for n in nodes if n.alive()]
+        if not running:
+            return []
+        if not keep_data:
+            members = [_gr(n) for n in running]
+            what = [m.kill(wait=False) for m in members]
+            for m in members:
+                m.wait_dead()
+            return [f"n{m.index} {w}" for m, w in zip(members, what, strict=True)]
+        with ThreadPoolExecutor(max_workers=len(running)) as pool:
+            done = list(pool.map(lambda n: f"n{n.index} {n.stop(timeout=30)}", running))
+        return done
 
     def start_all(self, site: Site, report: Report) -> list[str]:
         return self.group(site).cold_start(report)

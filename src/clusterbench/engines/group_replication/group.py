@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +25,10 @@ import pymysql
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.engines.group_replication.status import (
+    ERROR,
+    OFFLINE,
     ONLINE,
+    RECOVERING,
     GRStatus,
     GtidSet,
     most_advanced,
@@ -45,6 +48,10 @@ LEAVE_TIMEOUT = 20.0
 # mysqld's shutdown in a group without a majority waits for a view that never comes (seen: still
 # running after 20 s): SIGTERM, then SIGKILL after this. Its commits are durable either way.
 BLOCKED_STOP_TIMEOUT = 5.0
+# After a network fault heals, how long a member may take to merge back into the group by
+# itself before it is rejoined (one whose suspicion had not timed out is back within ~2 s; one
+# that was expelled turns ERROR as soon as it hears the group).
+MERGE_SECONDS = 15.0
 
 
 def _quiet(_: str) -> None:
@@ -252,11 +259,12 @@ class GRGroup:
                 report(out[-1])
         return out
 
-    def heal(self, report: Report = _quiet) -> list[str]:
-        """Bring every member back into one group with a majority (the heal of kill, stop and
-        network faults): rejoin members outside the majority; with no majority, reboot the group
-        from the member with the most transactions (never two primaries: every member of the
-        blocked group is restarted first)."""
+    def heal(self, report: Report = _quiet, indexes: Sequence[int] | None = None) -> list[str]:
+        """Bring members back into one group with a majority (the heal of kill and stop faults):
+        the given ones (default: all) and every running member outside the majority rejoin; with
+        no majority, reboot the group from the member with the most transactions (never two
+        primaries: every member of the blocked group is restarted first). A member stopped on
+        purpose and not named stays stopped."""
         out: list[str] = []
         if not any(m.alive() for m in self.members):
             return self.cold_start(report)
@@ -266,10 +274,60 @@ class GRGroup:
             report(out[-1])
             return out + self.cold_start(report)
         _, view = majority
+        wanted = set(indexes) if indexes is not None else {m.index for m in self.members}
         for m in self.members:
-            if not self._in_view(m, view):
+            if (m.index in wanted or m.alive()) and not self._in_view(m, view):
                 out.append(self.rejoin(m))
                 report(out[-1])
+        return out
+
+    def recover(
+        self, indexes: Sequence[int], report: Report = _quiet, timeout: float = JOIN_TIMEOUT
+    ) -> list[str]:
+        """The end of a network, pause or throttle fault on these members. One whose suspicion
+        had not timed out when its link came back merges back by itself, as the same incarnation
+        (within a second or two). One the majority expelled meanwhile learns it when it hears
+        the group again and goes to ERROR (super_read_only); its automatic rejoin attempts are
+        minutes apart, so it rejoins now. One still ONLINE in a minority view after MERGE_SECONDS
+        (it never heard of its expel) rejoins too. A member RECOVERING (catching up after a
+        rejoin) is waited for. With no majority anywhere after MERGE_SECONDS, the group is
+        rebooted (heal(): never two primaries)."""
+        out: list[str] = []
+        t0 = self.clock.now()
+        pending = sorted(set(indexes))
+        while pending:
+            now = self.clock.now()
+            merged = now - t0 >= MERGE_SECONDS
+            ms = self.membership()
+            majority = ms.majority_view()
+            if majority is None:
+                if merged:
+                    return out + self.heal(report, indexes=pending)
+                self.clock.sleep(0.2)
+                continue
+            view = majority[1]
+            still = []
+            for i in pending:
+                m = self.member(i)
+                st = ms.statuses.get(i)
+                if st is not None and st.online and st.has_quorum and self._in_view(m, view):
+                    continue
+                recovering = st is not None and st.state == RECOVERING and now - t0 < timeout
+                if not m.alive():
+                    why = "not running"
+                elif st is not None and st.state in (ERROR, OFFLINE):
+                    why = f"{st.state} after the fault"
+                elif merged and not recovering:
+                    where = "not answering" if st is None else f"{st.state} outside the group"
+                    why = f"{where} {MERGE_SECONDS:g} s after the fault"
+                else:
+                    still.append(i)
+                    continue
+                out.append(f"{self.rejoin(m, timeout)} ({why})")
+                report(out[-1])
+            pending = still
+            if pending:
+                self.clock.sleep(0.2)
         return out
 
     def _settle_seconds(self) -> float:
