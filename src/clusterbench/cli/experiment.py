@@ -103,7 +103,9 @@ def plan_cmd(
         )
     for t in plan.trials:
         r = t.topology.resources
-        cl = f"{t.topology.cluster.nodes}n" + "".join(
+        # GR for a Group Replication cluster (Galera's stays as it was: "3n")
+        gr = " GR" if t.topology.engine.kind == "group_replication" else ""
+        cl = f"{t.topology.cluster.nodes}n{gr}" + "".join(
             f" {k}={v}" for k, v in (("cpu", r.cpu_quota), ("cpuset", r.cpuset), ("bw", r.bandwidth)) if v
         )
         mark = " (done)" if t.key in done else ""

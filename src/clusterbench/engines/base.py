@@ -180,6 +180,10 @@ class SessionSql:
     default: tuple[str, ...]
     documented_default: tuple[str, ...] = ("lost-update", "internal", "stale-read")
     documented_causal: tuple[str, ...] = ("lost-update", "internal")
+    # After these, the session's writes stay on its node (not replicated): how the negative
+    # controls of the convergence and ledger checkers make one node diverge on purpose
+    # (Galera: wsrep_on=OFF; Group Replication: sql_log_bin=0, on a node that takes writes).
+    unreplicated: tuple[str, ...] = ()
 
 
 class DbNode(Protocol):

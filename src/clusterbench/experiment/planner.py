@@ -41,6 +41,7 @@ from clusterbench.experiment.spec import (
     Level,
     Workload,
     factor_kinds,
+    server_default,
     server_value,
 )
 from clusterbench.faults.spec import FaultSpec
@@ -186,6 +187,16 @@ class CostModel:
     prepare_rows_per_s: float = 40000.0
     trial_overhead: float = 1.5  # sysbench start/stop, provenance, SET GLOBAL
 
+    def for_engine(self, kind: str) -> CostModel:
+        """Group Replication's own costs where they differ (measured here, 3-5 members): up ~10 s
+        for 3, down under 1 s (SIGKILL), a member's graceful leave ~6 s, a rejoin ~5-10 s."""
+        if kind != "group_replication":
+            return self
+        from dataclasses import replace
+
+        gr = {"up_base": 3.0, "up_per_node": 2.3, "down_base": 1.0, "down_per_node": 0.05}
+        return replace(self, **gr, node_start=10.0, node_stop=6.0)
+
 
 @dataclass
 class Estimate:
@@ -271,6 +282,8 @@ def design_points(
 
 
 def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str, Any] | None) -> Topology:
+    """The cluster a point runs on: `base` (the experiment's base topology for the point's engine:
+    Experiment.base_topology) with the point's resource limits."""
     data = base.model_dump(mode="json")
     res = dict(data.get("resources") or {})
     for k in ("cpu_quota", "cpuset", "bandwidth"):
@@ -278,8 +291,34 @@ def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str,
             res[k] = point[k]
     data["resources"] = res
     if tls_server:
+        if base.engine.kind == "group_replication":
+            raise InputError(
+                "tls: the certificates are made for MariaDB; with engine = group_replication (a chrooted "
+                "mysqld) TLS is not supported yet: remove tls, or run that engine without it"
+            )
         data["mariadb"]["extra"] = {**data["mariadb"].get("extra", {}), **tls_server}
     return Topology.model_validate(data)
+
+
+def point_server(
+    topo: Topology, point: dict[str, Level], server_used: list[str], where: str, strict: bool = True
+) -> tuple[tuple[str, int], ...]:
+    """SET GLOBAL values of a point: its server factors, else the engine's base value. A factor
+    the point's engine does not have (wsrep_slave_threads under Group Replication) is refused
+    when the point sets it (`strict`; a search's knob is left out instead) and left out when it
+    only comes from another point."""
+    out = []
+    for k in server_used:
+        base = server_default(topo, k)
+        if base is None:
+            if k in point and strict:
+                raise InputError(
+                    f"{where}: factor {k} is not a setting of engine {topo.engine.kind} (Galera's applier "
+                    "threads); give it only to points with engine = galera"
+                )
+            continue
+        out.append((k, server_value(k, point.get(k, base))))
+    return tuple(out)
 
 
 def _group_key(t: Topology) -> str:
@@ -331,11 +370,10 @@ def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
             designs[part] = result
         for point, copies in points:
             p = dict(point)
-            topo = _topology_for(exp.topology, p, tls_server if any_tls else None)
-            nodes = int(p.get("nodes", exp.topology.cluster.nodes))
-            server = tuple(
-                (k, server_value(k, p.get(k, getattr(exp.topology.mariadb, k)))) for k in server_used
-            )
+            base = exp.base_topology(p.get("engine"))
+            topo = _topology_for(base, p, tls_server if any_tls else None)
+            nodes = int(p.get("nodes", base.cluster.nodes))
+            server = point_server(topo, p, server_used, f"parts.{part} ({label(point)})")
             for rep in range(1, copies * exp.settings.repetitions + 1):
                 raw.append(_trial(part, point, rep, topo, nodes, server, wl, p))
     ordered = tuple(order(raw, interleaved=exp.settings.repetition_order == "interleaved"))
@@ -420,7 +458,7 @@ def _replace(t: TrialSpec, **kw: Any) -> TrialSpec:
 # ---- estimate -----------------------------------------------------------------------------------
 
 
-def estimate(plan: Plan, cost: CostModel, skip: set[str]) -> Estimate:
+def estimate(plan: Plan, base_cost: CostModel, skip: set[str]) -> Estimate:
     """What the runner will do, step by step, in seconds. Trials in `skip` (keys) are done."""
     est = Estimate()
     for members in plan.groups():
@@ -428,6 +466,7 @@ def estimate(plan: Plan, cost: CostModel, skip: set[str]) -> Estimate:
         if not todo:
             continue
         cap = members[0].topology.cluster.nodes
+        cost = base_cost.for_engine(members[0].topology.engine.kind)
         est.add("bring-up", cost.up_base + cost.up_per_node * cap)
         running = cap
         prepared: set[tuple[str, tuple[int, int]]] = set()

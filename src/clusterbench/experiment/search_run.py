@@ -24,6 +24,7 @@ from clusterbench.experiment.planner import (
     _build_key,
     _topology_for,
     _trial,
+    point_server,
     sized,
 )
 from clusterbench.experiment.runner import ExperimentOutcome, ExperimentRunner
@@ -36,7 +37,7 @@ from clusterbench.experiment.search import (
     metrics_of,
     setup,
 )
-from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level, server_value
+from clusterbench.experiment.spec import SERVER_FACTORS, Experiment, Level
 
 PART = "search"
 
@@ -60,13 +61,11 @@ def make_trial(
     names = [k.name for k in s.knobs]
     point = tuple((n, config[n]) for n in names)
     any_tls = wl.tls or any(k.name == "tls" and True in k.values for k in s.knobs)
-    topo = _topology_for(exp.topology, config, tls_server if any_tls else None)
-    nodes = int(config.get("nodes", exp.topology.cluster.nodes))
-    server = tuple(
-        (k, server_value(k, config.get(k, getattr(exp.topology.mariadb, k))))
-        for k in SERVER_FACTORS
-        if k in names
-    )
+    base = exp.base_topology(config.get("engine"))
+    topo = _topology_for(base, config, tls_server if any_tls else None)
+    nodes = int(config.get("nodes", base.cluster.nodes))
+    used = [k for k in SERVER_FACTORS if k in names]
+    server = point_server(topo, config, used, "search", strict=False)
     t = _trial(PART, point, rep, topo, nodes, server, wl, dict(config))
     from dataclasses import replace
 

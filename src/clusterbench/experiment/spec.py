@@ -65,7 +65,10 @@ CLIENT_FACTORS = (
     "tls",
     "compression",
 )
-ALL_FACTORS = ("nodes", *TOPOLOGY_FACTORS, *SERVER_FACTORS, *CLIENT_FACTORS)
+# `engine` builds another cluster (galera or group_replication) from the same base topology: one
+# file compares the two engines on the same hardware and load.
+ALL_FACTORS = ("engine", "nodes", *TOPOLOGY_FACTORS, *SERVER_FACTORS, *CLIENT_FACTORS)
+ENGINES = ("galera", "group_replication")
 
 
 class _Strict(BaseModel):
@@ -75,6 +78,7 @@ class _Strict(BaseModel):
 class Factors(_Strict):
     """Each factor is a list of levels; the design crosses them (full grid)."""
 
+    engine: list[Literal["galera", "group_replication"]] | None = None
     nodes: list[int] | None = None
     cpu_quota: list[float] | None = None
     cpuset: list[str] | None = None
@@ -332,8 +336,18 @@ class Experiment(BaseModel):
     search: SearchSpec | None = None
     search_workload: Workload | None = None  # the workload of every search trial
 
+    # The base topology per engine, when `engine` is a factor (or a knob): each with the other
+    # engine's server section left out.
+    engine_topologies: dict[str, Topology] = Field(default_factory=dict)
+
     def design(self, part: str) -> DesignSpec:
         return self.designs.get(part, self.settings.design)
+
+    def base_topology(self, engine: Any = None) -> Topology:
+        """The base topology of a point (its `engine` level, if it has one)."""
+        if engine is None:
+            return self.topology
+        return self.engine_topologies[str(engine)]
 
     @property
     def name(self) -> str:
@@ -407,13 +421,9 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
         f = ExperimentFile.model_validate(data)
     except ValidationError as exc:
         raise InputError("\n".join(validation_messages(exc, ExperimentFile, where))) from None
-    try:
-        topo = Topology.model_validate(f.topology)
-    except ValidationError as exc:
-        lines = validation_messages(exc, Topology, where)
-        raise InputError(
-            "\n".join(ln.replace(f"{where}: ", f"{where}: topology.", 1) for ln in lines)
-        ) from None
+    engines = _engine_levels(f)
+    topo = _validate_topology(for_engine(f.topology, engines[0]) if engines else f.topology, where)
+    engine_topologies = {e: _validate_topology(for_engine(f.topology, e), where, e) for e in engines}
     base = f.workload.model_dump(by_alias=True)  # the file's names: parts merge over them
     parts: dict[str, tuple[Workload, dict[str, list[Level]]]] = {}
     raw_parts: dict[str, Part] = {}
@@ -474,7 +484,55 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
     return Experiment(
         settings=f.experiment, topology=topo, parts=parts, profile=profile, source=source, designs=designs,
         search=f.search, search_workload=f.workload if f.search is not None else None,
+        engine_topologies=engine_topologies,
     )
+
+
+def _engine_levels(f: ExperimentFile) -> list[str]:
+    """The engines the experiment's points run (factor levels or knob values), base first."""
+    found: list[str] = []
+    for part in ([f.factors] if f.factors is not None else []) + [p.factors for p in f.parts.values()]:
+        found += [str(e) for e in part.engine or []]
+    if f.search is not None and "engine" in f.search.knobs:
+        knob = f.search.knobs["engine"]
+        values = knob.get("choices") or knob.get("levels") if isinstance(knob, dict) else knob
+        found += [str(e) for e in values or [] if str(e) in ENGINES]
+    return list(dict.fromkeys(found))
+
+
+def for_engine(topology: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The base topology as the given engine runs it: engine.kind set, and the other engine's
+    server section ([mariadb] for Galera, [mysql] for Group Replication) and Group Replication's
+    engine.mode left out, so one file can hold the settings of both."""
+    data = copy.deepcopy(topology)
+    engine = dict(data.get("engine") or {})
+    engine["kind"] = kind
+    if kind != "group_replication":
+        engine.pop("mode", None)
+        data.pop("mysql", None)
+    else:
+        data.pop("mariadb", None)
+    data["engine"] = engine
+    return data
+
+
+def _validate_topology(data: dict[str, Any], where: str, engine: str | None = None) -> Topology:
+    try:
+        return Topology.model_validate(data)
+    except ValidationError as exc:
+        lines = validation_messages(exc, Topology, where)
+        suffix = f" (with engine = {engine})" if engine else ""
+        raise InputError(
+            "\n".join(ln.replace(f"{where}: ", f"{where}: topology.", 1) + suffix for ln in lines)
+        ) from None
+
+
+def server_default(topo: Topology, name: str) -> Level | None:
+    """A server factor's value in the topology's own engine section; None when that engine has no
+    such setting (wsrep_slave_threads under Group Replication)."""
+    section = topo.mysql if topo.engine.kind == "group_replication" else topo.mariadb
+    value = getattr(section, name, None)
+    return value if isinstance(value, int | float | str | bool) else None
 
 
 def load_experiment(path: Path, profile: str | None = None) -> Experiment:

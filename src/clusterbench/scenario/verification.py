@@ -20,6 +20,7 @@ from clusterbench.cluster import Cluster
 from clusterbench.scenario.anomalies import AnomalyVerification
 from clusterbench.scenario.engine import Companion, ScenarioEngine, ThreadStores
 from clusterbench.scenario.spec import ScenarioSpec
+from clusterbench.spec.endpoint import Endpoint
 from clusterbench.verify import bank as bankmod
 from clusterbench.verify import ledger as ledgermod
 from clusterbench.verify import probe as probemod
@@ -46,6 +47,16 @@ def run_tables(trial_id: int, token: str | None = None) -> dict[str, str]:
         "bank": f"{bankmod.TABLE}_{tag}",
         "probe": f"{probemod.TABLE}_{tag}",
     }
+
+
+def writer_endpoints(cluster: Cluster) -> list[Endpoint]:
+    """One entry point per node for clients that write from every node (bank transfers): each
+    node where every node takes writes (Galera, multi-primary); where one node does (a single
+    primary), the write endpoint once per node, so the clients are as many and all reach it."""
+    indexes = cluster.topology.node_indexes()
+    if cluster.engine.every_node_writes or cluster.topology.client_address() is None:
+        return [cluster.endpoint(f"node:{i}") for i in indexes]
+    return [cluster.endpoint("balancer") for _ in indexes]
 
 
 class Verification(Companion):
@@ -88,7 +99,7 @@ class Verification(Companion):
             self.ledger.setup(admin)
         if v.bank:
             self.bank = BankWorkload(
-                [self.cluster.endpoint(f"node:{i}") for i in self.cluster.topology.node_indexes()],
+                writer_endpoints(self.cluster),
                 self.history,
                 self.tb,
                 for_update=v.bank_for_update,

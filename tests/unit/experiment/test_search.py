@@ -181,7 +181,7 @@ def test_a_search_plan_is_identified_by_what_it_searches_and_its_trials_are_ordi
 @pytest.mark.parametrize(
     ("knobs", "extra", "msg"),
     [
-        ("{ nodez = [1, 3] }", "", "s.toml: search.knobs.nodez: not a factor; knobs are factors: nodes,"),
+        ("{ nodez = [1, 3] }", "", "s.toml: search.knobs.nodez: not a factor; knobs are factors: engine,"),
         ("{ nodes = [3, 1] }", "", "s.toml: search.knobs.nodes: empty range [3, 1]: low must be below high"),
         ("{ threads = [4] }", "", "search.knobs.threads: empty range: a knob needs at least 2 levels"),
         ("{ nodes = [1, 12] }", "", "s.toml: search.knobs.nodes: node counts must be 1-9 (got 12)"),

@@ -56,6 +56,7 @@ GALERA_SESSION = SessionSql(
     default=("SET SESSION wsrep_sync_wait=0",),
     documented_default=("lost-update", "internal", "stale-read", "G2-item"),
     documented_causal=("lost-update", "internal", "G2-item"),
+    unreplicated=("SET SESSION wsrep_on=OFF",),
 )
 
 

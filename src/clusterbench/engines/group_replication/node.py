@@ -41,6 +41,8 @@ GR_SESSION = SessionSql(
     monitor=("SET SESSION group_replication_consistency='EVENTUAL'",),
     causal=("SET SESSION group_replication_consistency='BEFORE'",),
     default=(),
+    # Not in the binary log, so never sent to the group (and no GTID: positions stay equal).
+    unreplicated=("SET SESSION sql_log_bin=0",),
 )
 
 # Mount the node directory at NODE_MOUNT in a private mount namespace, then chroot and exec.
