@@ -53,8 +53,10 @@ class StandInOverSsh(SshHost):
         if argv[:3] == ["sh", "-c", START_SCRIPT]:
             self.preloads.append((env or {}).get("LD_PRELOAD"))
             # the staged report hook must be where the command says, on the remote side
-            assert argv[6] == str(REMOTE_DIR / "cb_report.lua"), argv
-            argv = [*argv[:5], "sh", "-c", '[ -s "$1" ] && sleep 3 && cat "$0"', str(RECORDED), argv[6]]
+            # (after sysbench's --config-file, which carries the password off the command line)
+            lua = next((a for a in argv[6:] if a.endswith("cb_report.lua")), None)
+            assert lua == str(REMOTE_DIR / "cb_report.lua"), argv
+            argv = [*argv[:5], "sh", "-c", '[ -s "$1" ] && sleep 3 && cat "$0"', str(RECORDED), lua]
         return super().popen(argv, env, cwd)
 
 
