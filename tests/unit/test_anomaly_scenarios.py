@@ -188,3 +188,36 @@ def test_anomaly_workloads_report_their_operations_to_the_trial_checker() -> Non
         )
     (run,) = av.verifier_runs([(2.0, 7.0)])
     assert (run.workload, run.expected, run.recorded) == ("counter", 150.0, 49)  # 2.0 s to 7.0 s inclusive
+
+
+def test_anomaly_workloads_write_where_the_engine_takes_writes() -> None:
+    from clusterbench.engines.base import NodeHealth
+    from clusterbench.scenario.anomalies import probe_pairs, writers
+    from clusterbench.spec.endpoint import Address, Endpoint
+
+    eps = [Endpoint(name=f"node:{i}", addresses=(Address(host=f"10.0.0.{i}"),), user="u", password="p")
+           for i in (1, 2, 3)]  # fmt: skip
+
+    class N:
+        def __init__(self, writable: bool | None) -> None:
+            self.writable = writable
+
+        def health(self) -> NodeHealth | None:
+            if self.writable is None:
+                raise OSError("down")
+            return NodeHealth("ONLINE", True, True, self.writable, 3)
+
+    # Every node writes (Galera, multi-primary): a ring.
+    all_w = writers([N(True), N(True), N(True)], eps)  # type: ignore[list-item]
+    assert [(w.name, r.name) for w, r in probe_pairs(all_w, eps)] == [
+        ("node:1", "node:2"), ("node:2", "node:3"), ("node:3", "node:1")
+    ]  # fmt: skip
+    # A single primary: it writes, every secondary reads.
+    one = writers([N(False), N(True), N(None)], eps)  # type: ignore[list-item]
+    assert [e.name for e in one] == ["node:2"]
+    assert [(w.name, r.name) for w, r in probe_pairs(one, eps)] == [
+        ("node:2", "node:1"),
+        ("node:2", "node:3"),
+    ]
+    # Nobody says it writes: every node is tried (their failures are recorded as such).
+    assert len(writers([N(False)] * 3, eps)) == 3  # type: ignore[list-item]

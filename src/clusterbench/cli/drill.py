@@ -333,6 +333,10 @@ def _soak(
             i += 1
     except (KeyboardInterrupt, BenchInterrupted):
         interrupted = True
+        console.step(
+            f"trial {len(per_trial) + 1} interrupted: its faults are healed, its load stopped, and what it "
+            "recorded stays in the store (run marked interrupted)"
+        )
     finally:
         try:
             if per_trial:

@@ -17,9 +17,10 @@ from clusterbench.checkers.stale_read import check_stale_reads
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict
 from clusterbench.cluster import Cluster
-from clusterbench.engines.base import SessionSql
+from clusterbench.engines.base import DbNode, SessionSql
 from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.scenario.engine import Companion, ThreadStores
+from clusterbench.spec.endpoint import Endpoint
 from clusterbench.verify import counter as countermod
 from clusterbench.verify import list_append as appendmod
 from clusterbench.verify import stale_read as stalemod
@@ -58,6 +59,7 @@ class AnomalyVerification(Companion):
         self.tables: dict[str, str] = {}
         self.stop_notes: list[str] = []
         self.stopped_t: float | None = None
+        self.writers: list[str] = []
 
     @property
     def session(self) -> SessionSql:
@@ -72,7 +74,11 @@ class AnomalyVerification(Companion):
         self.history = History(op_sink(store, trial_id))
         self.history.start()
         token = secrets.token_hex(3)
-        eps = [self.cluster.endpoint(f"node:{i}") for i in self.cluster.topology.node_indexes()]
+        all_eps = [self.cluster.endpoint(f"node:{i}") for i in self.cluster.topology.node_indexes()]
+        # Writers are the nodes that take writes now (every Galera node; a single-primary group's
+        # primary); the stale-read probe reads on the others too.
+        eps = writers(self.cluster.nodes(), all_eps)
+        self.writers = [e.name for e in eps]
         admin = next(n for n in self.cluster.nodes() if n.alive())
         s = self.spec
         if "counter" in s.checkers:
@@ -90,10 +96,10 @@ class AnomalyVerification(Companion):
                 table=self.tables["counter"],
                 seed=self.seed,
             )
-        if "stale-read" in s.checkers and len(eps) >= 2:
+        if "stale-read" in s.checkers and len(all_eps) >= 2:
             self.tables["stale-read"] = trial_table(stalemod.TABLE, trial_id, token)
             self.stale = StaleReadProbe(
-                ring_pairs(eps),
+                probe_pairs(eps, all_eps),
                 self.history,
                 self.tb,
                 session=self.session,
@@ -120,7 +126,9 @@ class AnomalyVerification(Companion):
                 seed=self.seed,
             )
         if run_id is not None:
-            store.add_event(run_id, "anomaly_tables", dict(self.tables), trial_id=trial_id)
+            store.add_event(
+                run_id, "anomaly_tables", {**self.tables, "writers": self.writers}, trial_id=trial_id
+            )
         for w in self.workloads():
             w.setup(admin)
         for w in self.workloads():
@@ -217,6 +225,29 @@ class AnomalyVerification(Companion):
                 w.drop(admin)
             except Exception:  # noqa: BLE001 - leftovers are harmless; the verdicts matter
                 log.exception("dropping %s tables", type(w).__name__)
+
+
+def writers(nodes: Sequence[DbNode], endpoints: Sequence[Endpoint]) -> list[Endpoint]:
+    """The endpoints of the nodes that are writable now (all of them when none says so)."""
+    ok = []
+    for n, e in zip(nodes, endpoints, strict=True):
+        try:
+            h = n.health()
+        except Exception:  # noqa: BLE001 - a node that does not answer takes no writes
+            h = None
+        if h is not None and h.writable:
+            ok.append(e)
+    return ok or list(endpoints)
+
+
+def probe_pairs(
+    writer_eps: Sequence[Endpoint], all_eps: Sequence[Endpoint]
+) -> list[tuple[Endpoint, Endpoint]]:
+    """Where the stale-read probe writes and reads: a ring when every node writes (1 → 2 → 3 → 1),
+    else each writer to each other node (a single primary to every secondary)."""
+    if len(writer_eps) == len(all_eps):
+        return ring_pairs(list(all_eps))
+    return [(w, r) for w in writer_eps for r in all_eps if r.name != w.name]
 
 
 def _guard(name: str, fn: Any) -> Verdict:
