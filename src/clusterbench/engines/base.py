@@ -170,16 +170,18 @@ class SessionSql:
     `documented_default` / `documented_causal`: the anomaly classes (names of
     checkers.list_append.ANOMALIES) the engine's documentation says are possible in that session;
     the anomaly checkers report them as "documented limitation seen", anything else they find as
-    "promise broken". The defaults hold for any InnoDB server at REPEATABLE READ: a plain read
-    followed by a write may lose a concurrent update (lost-update, and the `internal` reads of a
-    transaction that saw its own update applied to a newer row), and the default session may read
-    stale data."""
+    "promise broken". The defaults hold for any InnoDB server at REPEATABLE READ (MySQL's manual:
+    consistent reads see a snapshot, DML works on the newest committed rows, only SERIALIZABLE or
+    locking reads serialize): a plain read followed by a write may lose a concurrent update
+    (lost-update, and the `internal` reads of a transaction that saw its own update applied to a
+    newer row), two transactions may each write what the other read (write skew, G2-item), and
+    the default session may read stale data."""
 
     monitor: tuple[str, ...]
     causal: tuple[str, ...]
     default: tuple[str, ...]
-    documented_default: tuple[str, ...] = ("lost-update", "internal", "stale-read")
-    documented_causal: tuple[str, ...] = ("lost-update", "internal")
+    documented_default: tuple[str, ...] = ("lost-update", "internal", "G2-item", "stale-read")
+    documented_causal: tuple[str, ...] = ("lost-update", "internal", "G2-item")
     # After these, the session's writes stay on its node (not replicated): how the negative
     # controls of the convergence and ledger checkers make one node diverge on purpose
     # (Galera: wsrep_on=OFF; Group Replication: sql_log_bin=0, on a node that takes writes).

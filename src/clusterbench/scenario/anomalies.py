@@ -77,8 +77,11 @@ class AnomalyVerification(Companion):
         all_eps = [self.cluster.endpoint(f"node:{i}") for i in self.cluster.topology.node_indexes()]
         # Writers are the nodes that take writes now (every Galera node; a single-primary group's
         # primary); the stale-read probe reads on the others too.
-        eps = writers(self.cluster.nodes(), all_eps)
-        self.writers = [e.name for e in eps]
+        writer_eps = writers(self.cluster.nodes(), all_eps)
+        self.writers = [e.name for e in writer_eps]
+        # As many clients as one per node, spread over the writers (a single primary gets them all:
+        # the concurrency of the workload does not depend on where writes are taken).
+        eps = [writer_eps[i % len(writer_eps)] for i in range(len(all_eps))]
         admin = next(n for n in self.cluster.nodes() if n.alive())
         s = self.spec
         if "counter" in s.checkers:
@@ -99,7 +102,7 @@ class AnomalyVerification(Companion):
         if "stale-read" in s.checkers and len(all_eps) >= 2:
             self.tables["stale-read"] = trial_table(stalemod.TABLE, trial_id, token)
             self.stale = StaleReadProbe(
-                probe_pairs(eps, all_eps),
+                probe_pairs(writer_eps, all_eps),
                 self.history,
                 self.tb,
                 session=self.session,
