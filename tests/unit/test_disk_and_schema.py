@@ -58,7 +58,8 @@ def test_df_parsed_and_nearly_full() -> None:
     roomy = DiskSpace("/x", "/", 252 << 30, 75 << 30)
     assert not roomy.nearly_full and roomy.text() == "75.0 GiB of 252.0 GiB (30%)"
     assert DiskSpace("/x", "/", 252 << 30, 20 << 30).nearly_full  # under 10 %
-    assert DiskSpace("/x", "/", 512 << 20, 90 << 20).nearly_full  # under 100 MiB
+    assert DiskSpace("/x", "/", 512 << 20, 30 << 20).nearly_full  # under 32 MiB
+    assert not DiskSpace("/x", "/", 256 << 20, 90 << 20).nearly_full  # a small datadir fs, 35 % free
     assert parse_df("df: /nope: No such file or directory\n", "/nope") is None
 
 

@@ -87,8 +87,9 @@ class DiskSpace:
 
     @property
     def nearly_full(self) -> bool:
-        """Under 10 % or under 100 MiB free: a few minutes of writes from full."""
-        return self.free_share < 0.10 or self.free < 100 * MIB
+        """Under 10 % or under 32 MiB free: a few minutes of writes from full (a redo log or a
+        gcache page alone is 32-64 MiB)."""
+        return self.free_share < 0.10 or self.free < 32 * MIB
 
     def text(self) -> str:
         return f"{human(self.free)} of {human(self.total)} ({self.free_share:.0%})"
