@@ -240,3 +240,21 @@ def test_guard_claim_stops_orphans_of_a_killed_run(
     guard.claim("lab")
     assert sleeper.wait(timeout=5) == -15
     assert LoadClients(tmp_path, "lab").records() == []
+
+
+def test_option_files_of_a_killed_clusterbench_are_removed(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterbench.cli import guard
+
+    monkeypatch.setenv("CLUSTERBENCH_HOME", str(tmp_path))
+    d = tmp_path / "secrets"
+    d.mkdir()
+    gone = dead_ref().pid
+    stale = d / f"cb-sysbench-{gone}-abc.cnf"
+    live = d / f"cb-sysbench-{sleeper.pid}-def.cnf"
+    other = d / "not-ours.txt"
+    for f in (stale, live, other):
+        f.write_text("mysql-password=x\n")
+    guard.claim("lab")
+    assert not stale.exists() and live.exists() and other.exists()

@@ -164,7 +164,15 @@ def sysbench_runner(cluster: str | None = None) -> SysbenchRunner:
 
     # `make setup` builds the shim into <home>/lib; build_shim only recompiles when it is stale.
     tracker = LoadClients(home_dir(), cluster) if cluster else None
-    return SysbenchRunner(shim=build_shim(home_dir() / "lib"), tracker=tracker)
+    return SysbenchRunner(shim=build_shim(home_dir() / "lib"), tracker=tracker, secrets_dir=secrets_dir())
+
+
+def secrets_dir() -> Path:
+    """Where sysbench's option files (the password, mode 0600) live while it runs: root's only."""
+    d = home_dir() / "secrets"
+    d.mkdir(parents=True, exist_ok=True)
+    d.chmod(0o700)
+    return d
 
 
 def command_line() -> str:

@@ -28,6 +28,16 @@ def claim(name: str, *, force: bool = False, hint: str = "") -> None:
     another live command has it), then stop load clients a killed clusterbench left running."""
     lock.take(home_dir(), name, command_line(), force=force, hint=hint, report=console.warn)
     stop_load_clients(name)
+    remove_stale_option_files()
+
+
+def remove_stale_option_files() -> None:
+    """sysbench option files (passwords) a killed clusterbench could not remove."""
+    from clusterbench.workloads.runner import stale_option_files
+
+    d = home_dir() / "secrets"
+    for f in stale_option_files(d) if d.is_dir() else []:
+        f.unlink(missing_ok=True)
 
 
 def load_claimed(name: str | None) -> Cluster:

@@ -112,6 +112,20 @@ def _spawn(cmd: SysbenchCommand) -> Process:
     )
 
 
+OPTION_FILE_PREFIX = "cb-sysbench-"
+
+
+def stale_option_files(directory: Path) -> list[Path]:
+    """Option files left in `directory` by processes that no longer run (a SIGKILLed clusterbench
+    cannot remove its own): `cb-sysbench-<pid>-*.cnf` whose PID is gone."""
+    out = []
+    for f in directory.glob(f"{OPTION_FILE_PREFIX}*-*.cnf"):
+        pid = f.name[len(OPTION_FILE_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and process.state(int(pid)) in (None, "Z", "X"):
+            out.append(f)
+    return out
+
+
 class OptionFiles:
     """sysbench option files holding a command's secrets (the password): one per host and content,
     created with mode 0600 (root's only), read by sysbench through --config-file, removed when the
@@ -134,7 +148,9 @@ class OptionFiles:
                 stage_files(host, [(path, text, 0o600)])
                 self._made[key] = (host, path)
             else:
-                fd, name = tempfile.mkstemp(prefix="cb-sysbench-", suffix=".cnf", dir=self.directory)
+                # named after this process, so that the files of a killed one can be found
+                prefix = f"{OPTION_FILE_PREFIX}{os.getpid()}-"
+                fd, name = tempfile.mkstemp(prefix=prefix, suffix=".cnf", dir=self.directory)
                 with os.fdopen(fd, "w") as f:  # mkstemp: mode 0600
                     f.write(text)
                 self._made[key] = (None, Path(name))
