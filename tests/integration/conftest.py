@@ -5,6 +5,7 @@ a test fails, and the session checks that nothing it started is left behind."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,29 @@ def leftovers(name: str) -> list[str]:
     return found
 
 
+def _session_alive(pid: int) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    return pid != os.getpid() and "pytest" in cmd
+
+
+def clear_stale(topology: Topology, home: Path) -> None:
+    """Remove what a killed earlier test session left of this test's own cluster name (its
+    namespaces and the servers in them), so one killed run does not fail every later one. A cluster
+    of that name that a live test session is using is left alone: the test then fails in `up`."""
+    name = topology.name
+    found = leftovers(name)
+    if not found:
+        return
+    owners = {int(m) for line in found for m in re.findall(r"/tmp/cbtest-(\d+)/", line)}
+    if any(_session_alive(pid) for pid in owners):
+        return
+    print(f"\nremoving what a killed test session left of cluster {name}: {len(found)} item(s)", flush=True)
+    Cluster(topology, home=home).down()
+
+
 @pytest.fixture(scope="session")
 def cluster(cb_home: Path) -> Iterator[Cluster]:
     """A 3-node cluster + HAProxy shared by the session's tests. Tests that break it must heal it."""
@@ -105,6 +129,7 @@ def cluster(cb_home: Path) -> Iterator[Cluster]:
         subnet,
         mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5},
     )
+    clear_stale(topo, cb_home)
     c = Cluster(topo, home=cb_home)
     # up() removes what it started when it fails, and touches nothing when preflight refuses (e.g. a
     # cluster of that name is already up): only a cluster we brought up is ours to take down.

@@ -346,7 +346,7 @@ def test_failed_join_reports_log_tail_and_leaves_nothing(cb_home: Path) -> None:
 
 def test_ctrl_c_during_up_tears_down(cb_home: Path, tmp_path: Path) -> None:
     f = tmp_path / "t.toml"
-    f.write_text('[cluster]\nname = "cbint"\nsubnet = "198.18.203.0/24"\nnodes = 3\n')
+    f.write_text('[cluster]\nname = "cbint"\nsubnet = "198.18.209.0/24"\nnodes = 3\n')
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
     p = subprocess.Popen(
         [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],

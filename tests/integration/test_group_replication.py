@@ -19,7 +19,7 @@ from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.errors import PreflightError
 from clusterbench.spec.topology import Topology
 
-from .conftest import leftovers, make_topology
+from .conftest import clear_stale, leftovers, make_topology
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +46,7 @@ def gr_cluster(cb_home: Path) -> Iterator[Cluster]:
     reason = gr_skip_reason()
     if reason:
         pytest.skip(reason)
+    clear_stale(gr_topology(), cb_home)
     c = Cluster(gr_topology(), home=cb_home)
     timings = c.up()
     print(f"\nGroup Replication: 3 members + HAProxy up in {timings['total']:.1f} s", flush=True)
