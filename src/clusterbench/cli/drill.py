@@ -436,7 +436,11 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option(help="Target node (same as --target node:N).", min=1, max=9)
         ] = None,
         target: Annotated[
-            str, typer.Option(help="node:N, random, one, majority, minority, all, balancer.")
+            str,
+            typer.Option(
+                help="node:N, random, one, majority, minority, all, primary (Group Replication's "
+                "single primary), balancer, lb:N."
+            ),
         ] = "random",
         at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
         fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,

@@ -27,7 +27,7 @@ from clusterbench.errors import ClusterbenchError, ComponentError
 from clusterbench.experiment import tls as tlsmod
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
 from clusterbench.faults.nemesis import Nemesis
-from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_servers
+from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_nodes
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store, record_run_result
 from clusterbench.store.store import process_start_ticks
@@ -478,11 +478,9 @@ class ExperimentRunner:
     def _snapshot(self, run_id: int, trial_id: int, when: str) -> None:
         c = self.cluster
         assert c is not None
-        queries: dict[str, Callable[[str], Any]] = {}
-        for i in range(1, self.running + 1):
-            node = c.node(i)
-            queries[f"n{i}"] = lambda sql, node=node: node.query(sql, timeout=2.0)  # type: ignore[misc]
-        snap: ServerSnapshot = snapshot_servers(queries)
+        # The running nodes, each with its engine's own status (Galera's wsrep_%; Group
+        # Replication's member state and the MySQL build its rootfs holds).
+        snap: ServerSnapshot = snapshot_nodes([c.node(i) for i in range(1, self.running + 1)])
         self.store.set_provenance(run_id, f"server_variables@{when}", snap.variables, trial_id=trial_id)
         self.store.set_provenance(run_id, f"engine_status@{when}", snap.engine_status, trial_id=trial_id)
         if snap.errors:
@@ -599,7 +597,6 @@ class ExperimentRunner:
             with self.ledger.phase("cool-down"):
                 self.sleep(t.cooldown)
         return status
-
 
     # ---- faults inside a trial -------------------------------------------------------------------
 

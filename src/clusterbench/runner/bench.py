@@ -326,9 +326,8 @@ class BenchRunner:
             # versions that only the servers know, recorded at the run level once
             versions = dict(store.provenance(run_id).get("versions") or {})
             changed = False
-            found = (("galera", snap.provider_version()), ("mariadb_server", snap.server_version()))
-            for key, value in found:
-                if value and versions.get(key) != value:
+            for key, value in snap.versions().items():
+                if versions.get(key) != value:
                     versions[key] = value
                     changed = True
             if changed:

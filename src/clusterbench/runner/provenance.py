@@ -119,6 +119,18 @@ class ServerSnapshot:
     def server_version(self) -> str | None:
         return next((v["version"] for v in self.variables.values() if v.get("version")), None)
 
+    def versions(self) -> dict[str, str]:
+        """The versions only the servers know, under names that say which server it is:
+        MariaDB's version says so ("10.11.19-MariaDB-..."), MySQL's does not ("9.7.4-2")."""
+        out: dict[str, str] = {}
+        provider = self.provider_version()
+        if provider:
+            out["galera"] = provider
+        server = self.server_version()
+        if server:
+            out["mariadb_server" if "mariadb" in server.lower() else "mysql_server"] = server
+        return out
+
 
 class ServerProbe(Protocol):
     def snapshot(self) -> ServerSnapshot: ...
@@ -152,19 +164,24 @@ class ClusterProbe:
         self.cluster = cluster
 
     def snapshot(self) -> ServerSnapshot:
-        variables: dict[str, dict[str, str]] = {}
-        status: dict[str, dict[str, str]] = {}
-        errors: dict[str, str] = {}
-        for node in self.cluster.nodes():
-            name = f"n{node.index}"
-            try:
-                if not node.alive():
-                    raise ConnectionError("node is not running")
-                variables[name] = _rows(node.query(VARIABLES_SQL, timeout=2.0))
-                status[name] = node.engine_status()
-            except Exception as exc:  # noqa: BLE001 - a dead node is a fact to record, not a failure
-                errors[name] = f"{type(exc).__name__}: {exc}"
-        return ServerSnapshot(variables, status, errors)
+        return snapshot_nodes(self.cluster.nodes())
+
+
+def snapshot_nodes(nodes: Sequence[Any]) -> ServerSnapshot:
+    """Every node's variables and its engine's own status (DbNode.engine_status)."""
+    variables: dict[str, dict[str, str]] = {}
+    status: dict[str, dict[str, str]] = {}
+    errors: dict[str, str] = {}
+    for node in nodes:
+        name = f"n{node.index}"
+        try:
+            if not node.alive():
+                raise ConnectionError("node is not running")
+            variables[name] = _rows(node.query(VARIABLES_SQL, timeout=2.0))
+            status[name] = node.engine_status()
+        except Exception as exc:  # noqa: BLE001 - a dead node is a fact to record, not a failure
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    return ServerSnapshot(variables, status, errors)
 
 
 class EndpointProbe:

@@ -107,3 +107,18 @@ def test_rootfs_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp
     assert rootfs.rootfs_dir() == Path("/var/lib/clusterbench/rootfs/mysql")
     monkeypatch.setenv("CLUSTERBENCH_ROOTFS", str(tmp_path / "r"))
     assert rootfs.rootfs_dir() == tmp_path / "r"
+
+
+def test_provenance_names_the_package_suite_and_build_day(tmp_path: Path) -> None:
+    root = tmp_path / "mysql"
+    assert rootfs.rootfs_provenance(root) == {"rootfs": str(root)}
+    info = rootfs.RootfsInfo(
+        str(root), "9.7.4-2", "sid", "http://deb.debian.org/debian", 1767225600.0, 29.7, 1
+    )
+    rootfs.info_path(root).write_text(json.dumps(info.to_json()))
+    assert rootfs.rootfs_provenance(root) == {
+        "rootfs": str(root),
+        "rootfs_package": "mysql-server-core 9.7.4-2",
+        "rootfs_suite": "sid from http://deb.debian.org/debian",
+        "rootfs_built_at": "2026-01-01T00:00:00Z",
+    }

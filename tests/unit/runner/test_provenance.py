@@ -102,3 +102,16 @@ def test_cluster_probe_reads_variables_and_the_engines_own_status() -> None:
     assert snap.variables == {"n1": {"version": "10.11.19-MariaDB"}}
     assert snap.engine_status == {"n1": {"wsrep_provider_version": "26.4.23(r1234)"}}
     assert snap.errors == {"n2": "ConnectionError: node is not running"}
+
+
+def test_server_versions_are_named_after_the_server_that_reported_them() -> None:
+    galera = ServerSnapshot(
+        {"n1": {"version": "10.11.19-MariaDB-0+deb12u1"}},
+        {"n1": {"wsrep_provider_version": "26.4.23(r1234)"}},
+        {},
+    )
+    assert galera.versions() == {"galera": "26.4.23(r1234)", "mariadb_server": "10.11.19-MariaDB-0+deb12u1"}
+    # Group Replication: MySQL's version carries no product name, and there is no wsrep provider.
+    gr = ServerSnapshot({"n1": {"version": "9.7.4-2"}}, {"n1": {"member_state": "ONLINE"}}, {})
+    assert gr.versions() == {"mysql_server": "9.7.4-2"}
+    assert ServerSnapshot({}, {}, {"n1": "ConnectionError: down"}).versions() == {}

@@ -25,7 +25,7 @@ from clusterbench.engines.group_replication.config import (
     render_my_cnf,
     start_sql,
 )
-from clusterbench.engines.group_replication.rootfs import MYSQLD, NODE_MOUNT
+from clusterbench.engines.group_replication.rootfs import MYSQLD, NODE_MOUNT, rootfs_provenance
 from clusterbench.engines.group_replication.status import GRStatus, GtidSet, parse_status
 from clusterbench.engines.server import ServerNode
 from clusterbench.errors import ComponentError
@@ -321,6 +321,7 @@ class GRNode(ServerNode):
             out["version"] = f"{row[0]} ({row[1]})"  # e.g. 9.7.4-2 ((Debian)): unstable changes daily
         except (pymysql.MySQLError, ValueError):
             pass
+        out.update(rootfs_provenance(self.rootfs))
         return out
 
     def executed(self) -> GtidSet:

@@ -113,6 +113,21 @@ def read_info(root: Path) -> RootfsInfo | None:
         return None
 
 
+def rootfs_provenance(root: Path) -> dict[str, str]:
+    """Where a member's mysqld came from, for a run's provenance: Debian's unstable suite changes
+    daily, so the package version and the day the rootfs was built say which MySQL ran."""
+    info = read_info(root)
+    if info is None:
+        return {"rootfs": str(root)}
+    built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.built_at)) if info.built_at else ""
+    return {
+        "rootfs": info.path,
+        "rootfs_package": f"mysql-server-core {info.mysql_version}",
+        "rootfs_suite": f"{info.suite} from {info.mirror}" if info.mirror else info.suite,
+        "rootfs_built_at": built,
+    }
+
+
 def parse_passwd_entry(passwd: str, group: str, user: str = "mysql") -> tuple[int, int] | None:
     """The numeric uid and gid of `user` in passwd/group file texts (the rootfs's own)."""
     uid = gid = None
