@@ -245,3 +245,13 @@ def test_check_names_the_problem_and_starts_nothing(
     assert main(["check", str(f)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_check_estimates_a_search_by_its_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    # A search plans no trials ahead; its estimate is the budget's, as `plan` prints it (not 0 min).
+    assert main(["check", str(EXAMPLES / "experiments/find-optimum.toml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    quick = next(line for line in lines if line.strip().startswith("profile quick:"))
+    assert "a search of 30 trial(s)" in quick
+    minutes = int(quick.rsplit("estimated ", 1)[1].split(" ")[0])
+    assert 3 <= minutes <= 15

@@ -75,6 +75,7 @@ def check_file(path: Path) -> list[str]:
     from clusterbench.cluster import home_dir
     from clusterbench.experiment import tls as tlsmod
     from clusterbench.experiment.planner import expand
+    from clusterbench.experiment.search_run import estimate as search_estimate
     from clusterbench.experiment.spec import load_experiment
 
     tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")  # as `plan` does; writes nothing
@@ -87,8 +88,12 @@ def check_file(path: Path) -> list[str]:
         except InputError as exc:
             errors.append(str(exc))
             continue
-        est = plan.estimate()
-        what = f"{len(plan.trials)} trial(s)" if plan.experiment.search is None else "a search"
+        if plan.experiment.search is None:
+            est = plan.estimate()
+            what = f"{len(plan.trials)} trial(s)"
+        else:  # a search has no trials planned ahead: the whole budget, as `plan` estimates it
+            est = search_estimate(plan.experiment)
+            what = f"a search of {plan.experiment.search.budget} trial(s)"
         lines.append(
             f"  {'profile ' + profile if profile else 'base'}: {what}, estimated {est.total / 60:.0f} min"
         )
