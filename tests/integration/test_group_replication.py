@@ -297,3 +297,78 @@ def test_multi_primary_every_member_takes_writes(cb_home: Path) -> None:
     finally:
         c.down()
     assert leftovers(name) == []
+
+
+# ---------------------------------------------------------------- anomaly checkers over GR
+
+
+def test_anomaly_workloads_and_checkers_on_a_single_primary_group(
+    gr_cluster: Cluster, tmp_path: Path
+) -> None:
+    """The anomaly companion of a drill on Group Replication, through the engine interface only:
+    its writers are the nodes whose health says writable (the primary), the stale-read probe reads
+    on the secondaries, the sessions come from GR's SessionSql (the group's own consistency vs BEFORE)."""
+    from clusterbench.checkers.verdict import Result
+    from clusterbench.scenario.engine import ScenarioEngine
+    from clusterbench.scenario.spec import ScenarioSpec
+    from clusterbench.scenario.verification import companions, run_checkers
+    from clusterbench.store import Store
+    from clusterbench.workloads import SysbenchRunner, build_shim
+
+    c = gr_cluster
+    (primary,) = writers(c)
+    spec = ScenarioSpec.model_validate(
+        {
+            "name": "anomalies on gr",
+            "seed": 2,
+            "load": {"workload": "oltp_read_write", "threads": 1, "duration": 8, "tables": 1,
+                     "table_size": 500, "rate": 20},
+            "verify": {"ledger_clients": 1, "prober": False},
+            "anomalies": {
+                "counter": {"modes": ["read-modify-write", "for-update", "increment"]},
+                "stale_read": {"rate": 0},
+                "list_append": {"rate": 0, "keys": 4},
+            },
+        }
+    )  # fmt: skip
+    db = tmp_path / "r.db"
+    engine = ScenarioEngine(
+        c, spec, spec.planned(3, 1, "test"), db, SysbenchRunner(shim=build_shim(c.home / "lib")),
+        companions=companions,
+    )  # fmt: skip
+    out = engine.run("test", checkers=run_checkers)
+    by = {v.checker: v for v in out.verdicts}
+    for v in out.verdicts:
+        print(f"GR {v.checker}: {v.result.value} {v.summary}")
+    assert by["trial"].result is Result.PASS, by["trial"].summary
+    assert by["ledger"].result is Result.PASS, by["ledger"].summary
+    # Counters: every client on the primary. FOR UPDATE and v = v + 1 lose nothing.
+    for mode in ("for-update", "increment"):
+        v = by[f"counter:{mode}"]
+        assert v.result is Result.PASS and v.evidence["increments"]["ok"] > 50, v.summary
+    rmw = by["counter:read-modify-write"]
+    assert rmw.evidence["increments"]["ok"] > 50, rmw.summary
+    if rmw.result is Result.FAIL:  # InnoDB's REPEATABLE READ: documented, never a broken promise
+        assert rmw.documented_limitation and rmw.evidence["lost"] > 0, rmw.summary
+    else:
+        assert rmw.result is Result.PASS, rmw.summary
+    # Reads on the secondaries: BEFORE waits for every transaction the group ordered before it.
+    causal = by["stale-read:causal"]
+    assert causal.result is Result.PASS and causal.evidence["stale"] == 0, causal.summary
+    assert causal.evidence["reads"] > 50
+    assert causal.evidence["statements"] == ["SET SESSION group_replication_consistency='BEFORE'"]
+    assert set(causal.evidence["by_pair"]) == {f"node:{primary}>node:{i}" for i in (1, 2, 3) if i != primary}
+    default = by["stale-read:default"]
+    assert default.evidence["reads"] > 50
+    if default.result is Result.FAIL:
+        assert default.documented_limitation and default.evidence["stale"] > 0, default.summary
+    else:
+        assert default.result is Result.PASS and "not observed in" in default.summary
+    la = by["list-append:default/plain"]
+    assert la.evidence["outcomes"]["ok"] > 50, la.summary
+    never = {"G0", "G1a", "G1b", "G1c", "lost-append", "incompatible-order", "phantom-value"}
+    assert not set(la.evidence["anomalies"]) & never, la.summary
+    assert la.result is Result.PASS or la.documented_limitation, la.summary
+    with Store.open(db) as s:
+        [ev] = [e for e in s.events(out.run_id) if e["kind"] == "anomaly_tables"]
+        assert ev["detail"]["writers"] == [f"node:{primary}"]
