@@ -24,7 +24,7 @@ import pytest
 
 from clusterbench.cluster import Cluster
 from clusterbench.store import Store
-from clusterbench.workloads import KNOWN_TESTS
+from clusterbench.workloads import SYSBENCH_TESTS
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +83,7 @@ def test_all_eleven_tests_through_the_balancer(suite_store: Path) -> None:
         [run] = store.list_runs()
         assert (run.kind, run.status) == ("suite", "completed")
         trials = store.trials(run.id)
-        assert [t.workload for t in trials] == list(KNOWN_TESTS)
+        assert [t.workload for t in trials] == list(SYSBENCH_TESTS)
         for t in trials:
             assert t.status == "completed", t
             assert t.params["endpoint"] == "balancer" and t.params["threads"] == 2
@@ -213,7 +213,7 @@ def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) 
     md, page = out / "report-1.md", out / "report-1.html"
     assert res.stdout.splitlines() == [f"markdown: {md}", f"html:     {page}"]
     text = md.read_text()
-    assert all(f"| {t} |" in text for t in KNOWN_TESTS)
+    assert all(f"| {t} |" in text for t in SYSBENCH_TESTS)
 
     png = tmp_path / "shot.png"
     shot = chromium("--enable-logging=stderr", "--v=0", f"--screenshot={png}", "--window-size=1200,2000",
@@ -234,8 +234,8 @@ def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) 
     panels = [s for s in svgs if any(t in s for t in ("CPU, % of each", "link, Mbit/s", "replication paused",
                                                       "disk busy"))]  # fmt: skip
     cpu, link = (sum(t in s for s in panels) for t in ("CPU, % of each", "link, Mbit/s"))
-    assert cpu == link == len(KNOWN_TESTS)
-    assert "<script" not in html and len(svgs) == 1 + 3 * len(KNOWN_TESTS) + len(panels)
+    assert cpu == link == len(SYSBENCH_TESTS)
+    assert "<script" not in html and len(svgs) == 1 + 3 * len(SYSBENCH_TESTS) + len(panels)
     assert page.stat().st_size < 1_500_000
     # the same sections in both formats, real numbers from the store in both
     assert re.findall(r"(?m)^## (.+)$", text) == [
@@ -252,16 +252,16 @@ def test_results_export_and_show(suite_store: Path) -> None:
     assert res.returncode == 0, res.stderr
     rows = res.stdout.splitlines()
     assert rows[0].startswith("run_id,trial_seq,workload")
-    assert len(rows) - 1 >= len(KNOWN_TESTS) * (SUITE_TIME - 1)
+    assert len(rows) - 1 >= len(SYSBENCH_TESTS) * (SUITE_TIME - 1)
     res = cb("results", "show", "last", "--results", str(suite_store))
     assert res.returncode == 0 and "galera" in res.stdout
     res = cb("results", "export", "last", "--format", "summary", "--results", str(suite_store))
     assert res.returncode == 0, res.stderr
     summary = list(csv.DictReader(io.StringIO(res.stdout)))
-    assert [r["test"] for r in summary] == list(KNOWN_TESTS) and all(float(r["tps"]) > 0 for r in summary)
+    assert [r["test"] for r in summary] == list(SYSBENCH_TESTS) and all(float(r["tps"]) > 0 for r in summary)
     res = cb("results", "show", "last", "--json", "--results", str(suite_store))
     data = json.loads(res.stdout)
-    assert [r["test"] for r in data["summary"]] == list(KNOWN_TESTS)
+    assert [r["test"] for r in data["summary"]] == list(SYSBENCH_TESTS)
     nodes = data["server_variables"]["nodes"]
     assert nodes == [f"n{i}" for i in range(1, len(nodes) + 1)] and data["server_variables"]["rows"]
 

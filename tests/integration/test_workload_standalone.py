@@ -23,7 +23,7 @@ import pytest
 from clusterbench.errors import WorkloadError
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.workloads import (
-    KNOWN_TESTS,
+    SYSBENCH_TESTS,
     Sample,
     SysbenchOptions,
     SysbenchRunner,
@@ -123,7 +123,7 @@ def check_samples(samples: list[Sample], seconds: int) -> None:
 
 def test_all_eleven_tests(runner: SysbenchRunner, endpoint: Endpoint) -> None:
     ran = []
-    for group in group_tests(list(KNOWN_TESTS)):
+    for group in group_tests(list(SYSBENCH_TESTS)):
         base = SysbenchOptions(test=group.tests[0], tables=1, table_size=5000, threads=2, time=3)
         runner.prepare(base, endpoint)
         try:
@@ -139,7 +139,7 @@ def test_all_eleven_tests(runner: SysbenchRunner, endpoint: Endpoint) -> None:
                 ran.append(test)
         finally:
             runner.cleanup(base, endpoint)
-    assert sorted(ran) == sorted(KNOWN_TESTS)
+    assert sorted(ran) == sorted(SYSBENCH_TESTS)
 
 
 def _kill_sessions(server: Path, after: float) -> None:

@@ -71,6 +71,7 @@ from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
 from clusterbench.workloads import KNOWN_TESTS
 from clusterbench.workloads.placement import ClientHost
+from clusterbench.workloads.sysbench import SYSBENCH_TESTS
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
@@ -115,6 +116,18 @@ PasswordEnvOpt = Annotated[
 DatabaseOpt = Annotated[str, typer.Option(help="Schema the tables go to.")]
 GaleraOpt = Annotated[bool, typer.Option(help="--host is a Galera node or balancer (sets --auto_inc=off).")]
 PrepareOpt = Annotated[bool, typer.Option(help="Create fresh tables first (--no-prepare reuses them).")]
+BatchOpt = Annotated[
+    int, typer.Option(help="access_* tests: rows per batched, eq-bound or range access (at least 1).")
+]
+RowSizeOpt = Annotated[int, typer.Option(help="access_* tests: approximate bytes per row (16-16384).")]
+SlapLoadOpt = Annotated[
+    str, typer.Option(help="mysqlslap: auto-generated load type: mixed, read, write, key or update.")
+]
+SlapQueriesOpt = Annotated[int, typer.Option(help="mysqlslap: queries per client per run (at least 1).")]
+SlapQueryOpt = Annotated[
+    str | None, typer.Option(help="mysqlslap: SQL to run instead of the auto-generated load.")
+]
+SlapEngineOpt = Annotated[str, typer.Option(help="mysqlslap: storage engine of the auto-generated table.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -353,12 +366,21 @@ def run(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
+    batch: BatchOpt = 32,
+    row_size: RowSizeOpt = 20,
+    slap_load_type: SlapLoadOpt = "mixed",
+    slap_queries: SlapQueriesOpt = 100,
+    slap_query: SlapQueryOpt = None,
+    slap_engine: SlapEngineOpt = "InnoDB",
 ) -> None:
-    """Run one sysbench test against the cluster (or --host) and store every sample."""
+    """Run one workload (a sysbench test, an access_* method or mysqlslap) against the cluster (or
+    --host) and store every sample."""
     tags = check_tags(tag)
     opts = make_options(
         test=workload, threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
+        batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
+        slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
     with store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
@@ -412,13 +434,21 @@ def suite(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
+    batch: BatchOpt = 32,
+    row_size: RowSizeOpt = 20,
+    slap_load_type: SlapLoadOpt = "mixed",
+    slap_queries: SlapQueriesOpt = 100,
+    slap_query: SlapQueryOpt = None,
+    slap_engine: SlapEngineOpt = "InnoDB",
 ) -> None:
     """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
-    chosen = parse_tests(workload, KNOWN_TESTS)
+    chosen = parse_tests(workload, SYSBENCH_TESTS) if workload is None else parse_tests(workload, KNOWN_TESTS)
     tags = check_tags(tag)
     opts = make_options(
         test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
+        batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
+        slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
     with store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,

@@ -47,7 +47,7 @@ from clusterbench.experiment.spec import (
 from clusterbench.faults.spec import FaultSpec
 from clusterbench.faults.spec import plan as plan_faults
 from clusterbench.spec.topology import Topology
-from clusterbench.workloads.sysbench import BULK_GROUP
+from clusterbench.workloads.sysbench import ACCESS_GROUP, ACCESS_TESTS, BULK_GROUP, SLAP_GROUP, prepare_group
 
 
 def label(point: Iterable[tuple[str, Level]]) -> str:
@@ -89,6 +89,8 @@ class TrialSpec:
     group: int = 0
     index: int = 0  # 1-based position in the run order
     client_hosts: int = 0  # the first N client machines of the topology; 0: all of them
+    batch: int = 32  # access_* tests: rows per batched, eq-bound or range access
+    row_size: int = 20  # access_* tests: approximate bytes per row
 
     @property
     def point_label(self) -> str:
@@ -107,9 +109,18 @@ class TrialSpec:
             return [f"sbtest{i}" for i in range(1, self.clients + 1)]
         return ["sbtest"]
 
-    def dataset(self) -> tuple[int, int] | None:
-        """(tables, rows) of the shared oltp tables; None for bulk_insert (prepared per trial)."""
-        return None if self.test == BULK_GROUP else (self.tables, self.table_size)
+    def dataset(self) -> tuple[int, ...] | None:
+        """What a prepare makes, as a key: (tables, rows) of the shared oltp tables, (1, rows,
+        row_size, batch) of the access-method table, () for mysqlslap (nothing); None for
+        bulk_insert (prepared per trial). The first two numbers multiply to the rows loaded."""
+        group = prepare_group(self.test)
+        if group == BULK_GROUP:
+            return None
+        if group == SLAP_GROUP:
+            return ()
+        if group == ACCESS_GROUP:
+            return (1, self.table_size, self.row_size, self.batch)
+        return (self.tables, self.table_size)
 
     def planned_faults(self, primary: int | None = None) -> list[Any]:
         """The trial's fault schedule with targets resolved (seeded by the trial's key, so a rerun
@@ -168,6 +179,9 @@ class TrialSpec:
             out["faults"] = [f.model_dump(by_alias=True, exclude_none=True) for f in self.faults]
         if self.client_hosts:  # only when set: plan ids of experiments without it stay the same
             out["client_hosts"] = self.client_hosts
+        if self.test in ACCESS_TESTS:  # likewise: only the access-method tests read these
+            out["batch"] = self.batch
+            out["row_size"] = self.row_size
         return out
 
 
@@ -419,6 +433,8 @@ def _trial(
         cooldown=wl.cooldown,
         faults=tuple(wl.faults),
         client_hosts=int(get("client_hosts", 0)),
+        batch=int(get("batch", wl.batch)),
+        row_size=int(get("row_size", wl.row_size)),
     )
 
 
@@ -469,7 +485,7 @@ def estimate(plan: Plan, base_cost: CostModel, skip: set[str]) -> Estimate:
         cost = base_cost.for_engine(members[0].topology.engine.kind)
         est.add("bring-up", cost.up_base + cost.up_per_node * cap)
         running = cap
-        prepared: set[tuple[str, tuple[int, int]]] = set()
+        prepared: set[tuple[str, tuple[int, ...]]] = set()
         for t in todo:
             if t.nodes > running:
                 est.add("node changes", cost.node_start * (t.nodes - running) + cost.balancer_settle)
@@ -483,7 +499,8 @@ def estimate(plan: Plan, base_cost: CostModel, skip: set[str]) -> Estimate:
                     est.add("prepare", cost.prepare_base + rows / cost.prepare_rows_per_s)
                 elif (db, ds) not in prepared:
                     prepared.add((db, ds))
-                    est.add("prepare", cost.prepare_base + ds[0] * ds[1] / cost.prepare_rows_per_s)
+                    rows = ds[0] * ds[1] if ds else 0
+                    est.add("prepare", cost.prepare_base + rows / cost.prepare_rows_per_s)
             est.add("trial overhead", cost.trial_overhead)
             est.add("warm-up", t.warmup)
             est.add("measuring", t.duration, measuring=True)

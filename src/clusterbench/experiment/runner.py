@@ -34,7 +34,7 @@ from clusterbench.store.store import process_start_ticks
 from clusterbench.telemetry.recorder import TrialTelemetry
 from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
-from clusterbench.workloads.sysbench import BULK_GROUP
+from clusterbench.workloads.sysbench import ACCESS_GROUP, BULK_GROUP, prepare_group, prepare_test
 
 KIND = "experiment"
 NODE_SETTLE_TIMEOUT = 60.0
@@ -189,7 +189,7 @@ class ExperimentRunner:
         self.ledger = Ledger(monotonic=monotonic)
         self.cluster: Cluster | None = None
         self.running = 0
-        self.prepared: set[tuple[str, int, int]] = set()
+        self.prepared: set[tuple[object, ...]] = set()
         self.certs: Path | None = None
         self.client_hosts: list[Any] = []
 
@@ -439,10 +439,12 @@ class ExperimentRunner:
             with self.ledger.phase("prepare"):
                 self._drop_tables(db)
                 what = "bulk_insert tables" if ds is None else f"{t.tables} x {t.table_size} rows"
+                if prepare_group(t.test) == ACCESS_GROUP:
+                    what = f"{t.table_size} rows of about {t.row_size} bytes"
                 self.lis.phase(f"preparing {what} in {db}")
                 base = opts.model_copy(update={"tls": False, "compression": False, "rate": 0})
                 if ds is not None:
-                    base = base.model_copy(update={"test": "oltp_read_write"})
+                    base = base.model_copy(update={"test": prepare_test(prepare_group(t.test))})
                 self.sysbench.prepare(base, c.endpoint("node:1", database=db), databases=[db])
                 if ds is not None:
                     self.prepared.add((db, *ds))
@@ -502,6 +504,8 @@ class ExperimentRunner:
             rand_type=t.rand_type,
             tls=t.tls,
             compression=t.compression,
+            batch=t.batch,
+            row_size=t.row_size,
         )
         self._ensure_data(t, opts)
         rate = self._rate(run_id, t)

@@ -40,7 +40,7 @@ from clusterbench.spec.topology import (
     parse_toml,
     validation_messages,
 )
-from clusterbench.workloads.sysbench import KNOWN_TESTS
+from clusterbench.workloads.sysbench import ACCESS_TESTS, KNOWN_TESTS, SLAP_TEST
 
 Level = int | float | str | bool
 
@@ -64,6 +64,8 @@ CLIENT_FACTORS = (
     "target",
     "tls",
     "compression",
+    "batch",
+    "row_size",
 )
 # `engine` builds another cluster (galera or group_replication) from the same base topology: one
 # file compares the two engines on the same hardware and load.
@@ -86,6 +88,10 @@ class Factors(_Strict):
     wsrep_slave_threads: list[int] | None = None
     innodb_flush_log_at_trx_commit: list[Literal[0, 1, 2]] | None = None
     innodb_buffer_pool_size: list[str] | None = None  # sizes like "128M"; resized online
+    # access_* tests: approximate bytes per row and rows per batched / eq-bound / range access;
+    # before `workload`, so a grid runs every method on one prepared table before the next one
+    row_size: list[int] | None = None
+    batch: list[int] | None = None
     workload: list[str] | None = None
     threads: list[int] | None = None
     clients: list[int] | None = None
@@ -116,7 +122,15 @@ class Factors(_Strict):
                 raise ValueError(f"node counts must be 1-{MAX_NODES} (got {x})")
         return v
 
-    @field_validator("threads", "clients", "wsrep_slave_threads", "client_hosts")
+    @field_validator("row_size")
+    @classmethod
+    def _row_size(cls, v: list[int] | None) -> list[int] | None:
+        for x in v or []:
+            if not 16 <= x <= 16384:
+                raise ValueError(f"row sizes must be 16-16384 bytes (got {x})")
+        return v
+
+    @field_validator("threads", "clients", "wsrep_slave_threads", "client_hosts", "batch")
     @classmethod
     def _positive(cls, v: list[int] | None) -> list[int] | None:
         for x in v or []:
@@ -198,6 +212,8 @@ class Workload(_Strict):
     target: str = "balancer"
     tls: bool = False
     compression: bool = False
+    batch: int = Field(32, ge=1, description="access_* tests: rows per batched, eq-bound or range access")
+    row_size: int = Field(20, ge=16, le=16384, description="access_* tests: approximate bytes per row")
     duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
@@ -447,6 +463,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
                 f"{where}: parts.{name}: several tests in workload.workload and the factor workload; "
                 "give them one way"
             )
+        _check_own_workloads(wl, levels, f"{where}: parts.{name}")
         for t in levels.get("target", []):
             if str(t).startswith("node:") and int(str(t)[5:]) > min(
                 int(x) for x in levels.get("nodes", [topo.cluster.nodes])
@@ -486,6 +503,27 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
         search=f.search, search_workload=f.workload if f.search is not None else None,
         engine_topologies=engine_topologies,
     )
+
+
+def _check_own_workloads(wl: Workload, levels: dict[str, list[Level]], where: str) -> None:
+    """The access-method tests' batch must fit the table; mysqlslap is one client process at
+    one address, without a rate limit."""
+    tests = [str(t) for t in levels.get("workload", wl.tests)]
+    batches = [int(b) for b in levels.get("batch", [wl.batch])]
+    if any(t in ACCESS_TESTS for t in tests) and max(batches) > wl.table_size:
+        raise InputError(
+            f"{where}: batch {max(batches)} is more than workload.table_size {wl.table_size}; "
+            "lower batch or raise table_size"
+        )
+    if SLAP_TEST in tests:
+        clients = [int(c) for c in levels.get("clients", [wl.clients])]
+        targets = [str(t) for t in levels.get("target", [wl.target])]
+        if max(clients) > 1:
+            raise InputError(f"{where}: mysqlslap runs as one client process; set clients = 1, vary threads")
+        if "all-nodes" in targets:
+            raise InputError(f"{where}: mysqlslap connects to one address; use target balancer or node:N")
+        if wl.rate or wl.rate_of_max or levels.get("rate"):
+            raise InputError(f"{where}: mysqlslap has no rate limit; remove rate and rate_of_max")
 
 
 def _engine_levels(f: ExperimentFile) -> list[str]:

@@ -35,7 +35,14 @@ from clusterbench.workloads import (
 )
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.runner import causal_reads
-from clusterbench.workloads.sysbench import check_known_tests, expected_tables, prepare_group, use_tls
+from clusterbench.workloads.slap import check_slap
+from clusterbench.workloads.sysbench import (
+    SLAP_TEST,
+    check_known_tests,
+    expected_tables,
+    prepare_group,
+    use_tls,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +69,8 @@ def make_options(**fields: Any) -> SysbenchOptions:
         return SysbenchOptions(**fields)
     except ValidationError as exc:
         err = exc.errors()[0]
+        if not err["loc"]:  # a check across options (batch against table_size)
+            raise InputError(str(err["msg"]).removeprefix("Value error, ")) from None
         name = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
         name = {"--time": "--duration"}.get(name, name)  # the flag's name, not SysbenchOptions'
 
@@ -98,6 +107,10 @@ class BenchPlan:
         check_known_tests(self.tests)
         if self.clients < 1:
             raise InputError(f"--clients must be at least 1, got {self.clients}")
+        if SLAP_TEST in self.tests:
+            check_slap(self.trial_options(SLAP_TEST), self.endpoint, self.clients)
+            if len(self.client_endpoints) > 1:
+                raise InputError("--target: mysqlslap connects to one address; use balancer or node:N")
 
     def trial_options(self, test: str) -> SysbenchOptions:
         return self.options.model_copy(update={"test": test})

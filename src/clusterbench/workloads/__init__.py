@@ -8,6 +8,7 @@ from clusterbench.workloads.runner import ClientRun, CommandOutput, RunResult, S
 from clusterbench.workloads.shim import build_shim
 from clusterbench.workloads.sysbench import (
     KNOWN_TESTS,
+    SYSBENCH_TESTS,
     PrepareGroup,
     SysbenchCommand,
     SysbenchOptions,
@@ -19,6 +20,7 @@ from clusterbench.workloads.sysbench import (
 
 __all__ = [
     "KNOWN_TESTS",
+    "SYSBENCH_TESTS",
     "ClientRun",
     "CommandOutput",
     "LatencyHistogram",

@@ -187,6 +187,12 @@ def stage(host: ClientHost, cwd: Path | None, local_script: Path, *, shim: bool 
         return Staged()
     script = REMOTE_DIR / local_script.name
     files: list[tuple[Path, str, int]] = [(script, local_script.read_text(), 0o644)]
+    # tests of our own (cb_access.lua) are loaded by the hook from its own folder
+    files += [
+        (REMOTE_DIR / f.name, f.read_text(), 0o644)
+        for f in sorted(local_script.parent.glob("*.lua"))
+        if f.name != local_script.name
+    ]
     tls = None
     if cwd is not None:
         tls = REMOTE_DIR / "tls"

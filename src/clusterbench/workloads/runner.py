@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL is a dev extra
 
 from clusterbench.engines import SESSIONS
-from clusterbench.errors import WorkloadError
+from clusterbench.errors import InputError, WorkloadError
 from clusterbench.hosts import process
 from clusterbench.hosts.base import Popen, ProcessRef
 from clusterbench.spec.endpoint import Endpoint
@@ -47,7 +47,9 @@ from clusterbench.workloads.placement import (
     start_lead,
 )
 from clusterbench.workloads.saturation import WARNING, ClientCpu, client_flags, cpu_use, describe, num
+from clusterbench.workloads.slap import SlapRunner
 from clusterbench.workloads.sysbench import (
+    SLAP_TEST,
     SysbenchCommand,
     SysbenchOptions,
     build_command,
@@ -282,6 +284,9 @@ class RunResult:
         fatal = next((ln for c in self.clients for ln in c.other_tail + c.stderr_tail if "FATAL" in ln), None)
         if fatal:
             return f"sysbench {self.test} failed: {fatal.strip()}"
+        if self.test == SLAP_TEST:
+            last = self.stderr_tail[-1].strip() if self.stderr_tail else f"exit code {self.exit_code}"
+            return f"mysqlslap failed: {last}"
         if self.exit_code == 139 or self.exit_code == -11:
             return f"sysbench {self.test} crashed (SIGSEGV); is the reconnect shim loaded?"
         return f"sysbench {self.test} exited with {self.exit_code} and no summary"
@@ -331,7 +336,9 @@ class SysbenchRunner:
         sleep: Callable[[float], None] = time.sleep,
         tracker: ClientTracker | None = None,
         secrets_dir: Path | None = None,
+        slap: SlapRunner | None = None,
     ) -> None:
+        self.slap = slap  # runs the mysqlslap workload (default: a SlapRunner made per run)
         self.sleep = sleep
         self.tracker = tracker
         # where option files with passwords go on this machine (default: the system's temp dir)
@@ -486,6 +493,8 @@ class SysbenchRunner:
         tls = use_tls(opts, endpoint)
         self.check_endpoint(endpoint, dbs, tls)
         group = prepare_group(opts.test)
+        if not expected_tables(opts, group):
+            return []  # mysqlslap: nothing to prepare
         outputs = []
         for db in dbs:
             where = _endpoint_label(endpoint, db)
@@ -527,7 +536,9 @@ class SysbenchRunner:
         timeout: float = 600.0,
     ) -> list[CommandOutput]:
         dbs = list(dict.fromkeys(databases)) if databases else [endpoint.database]
-        outputs = []
+        outputs: list[CommandOutput] = []
+        if not expected_tables(opts, prepare_group(opts.test)):
+            return outputs  # mysqlslap drops its own schema
         for db in dbs:
             cmd = build_command(opts, endpoint, "cleanup", database=db, sysbench_bin=self.sysbench_bin)
             res = self._run_to_end(cmd, timeout)
@@ -560,6 +571,12 @@ class SysbenchRunner:
         use is read on its host every `cpu_interval` s. on_sample is called in this thread, one
         measured (post-warm-up) sample at a time.
         """
+        if opts.test == SLAP_TEST:
+            if endpoints and len(endpoints) > 1:
+                raise InputError("mysqlslap connects to one address; use the balancer or node:N as target")
+            slap = self.slap or SlapRunner(secrets_dir=self.secrets_dir, grace=self.grace)
+            return slap.run(opts, endpoints[0] if endpoints else endpoint, clients=clients,
+                            on_sample=on_sample, hosts=hosts)  # fmt: skip
         placed = assign_round_robin(clients, list(hosts) if hosts else [LocalClientHost()])
         pool = list(endpoints) if endpoints else [endpoint]
         targets = [pool[i % len(pool)] for i in range(clients)]

@@ -12,12 +12,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from clusterbench.errors import InputError
 from clusterbench.spec.endpoint import Endpoint
 
-KNOWN_TESTS: tuple[str, ...] = (
+SYSBENCH_TESTS: tuple[str, ...] = (
     "bulk_insert",
     "oltp_delete",
     "oltp_insert",
@@ -30,6 +30,19 @@ KNOWN_TESTS: tuple[str, ...] = (
     "select_random_points",
     "select_random_ranges",
 )
+
+# The access-method microbenchmark (lua/cb_access.lua, our own script run through the report
+# hook): one test per access method, named access_<method>; see ACCESS_ROWS for what one event reads.
+ACCESS_GROUP = "access"
+ACCESS_MODULE = "cb_access"
+ACCESS_METHODS: tuple[str, ...] = ("pk", "pk_batch", "uk", "uk_batch", "eq", "range", "scan", "noop")
+ACCESS_TESTS: tuple[str, ...] = tuple(f"access_{m}" for m in ACCESS_METHODS)
+
+# mysqlslap (Debian's mariadb-slap) as a workload: run by workloads/slap.py, nothing to prepare.
+SLAP_TEST = "mysqlslap"
+SLAP_GROUP = "mysqlslap"
+
+KNOWN_TESTS: tuple[str, ...] = SYSBENCH_TESTS + ACCESS_TESTS + (SLAP_TEST,)
 
 # The tests built on oltp_common.lua share the sbtest1..N tables (id, k, c, pad).
 # select_random_* only read sbtest1 (their own prepare refuses --tables > 1, so the group is
@@ -63,6 +76,7 @@ RandType = Literal["uniform", "gaussian", "special", "pareto"]
 Command = Literal["prepare", "run", "cleanup"]
 
 REPORT_SCRIPT_ENV = "CLUSTERBENCH_SB_TEST"
+MODULE_ENV = "CLUSTERBENCH_SB_MODULE"  # a test of our own, loaded by the report hook from its folder
 
 
 class SysbenchOptions(BaseModel):
@@ -92,11 +106,31 @@ class SysbenchOptions(BaseModel):
         description="more options for prepare, e.g. --create_secondary=off, --mysql_storage_engine=...",
     )
 
+    # the access-method tests (access_*): rows per batched / equality-bound / range access, and
+    # the approximate bytes per row (the table is sbtest<row_size>)
+    batch: int = Field(default=32, ge=1, description="rows per batched, eq-bound or range access")
+    row_size: int = Field(default=20, ge=16, le=16384, description="approximate bytes per row")
+    # mysqlslap: what each run executes (auto-generated SQL of a load type, or `slap_query`), how
+    # many queries each client sends per run, and the engine of the auto-generated table
+    slap_load_type: Literal["mixed", "read", "write", "key", "update"] = "mixed"
+    slap_queries: int = Field(default=100, ge=1, description="queries per client per mysqlslap run")
+    slap_query: str | None = Field(default=None, min_length=1, description="SQL instead of auto-generated")
+    slap_engine: str = Field(default="InnoDB", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+
     @field_validator("test")
     @classmethod
     def _known_test(cls, v: str) -> str:
         check_known_tests([v])
         return v
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> SysbenchOptions:
+        if self.test in ACCESS_TESTS and self.batch > self.table_size:
+            raise ValueError(
+                f"batch {self.batch} is more than table_size {self.table_size}; "
+                "lower batch or raise table_size"
+            )
+        return self
 
     @field_validator("extra", "prepare_extra")
     @classmethod
@@ -122,7 +156,26 @@ def check_known_tests(tests: Iterable[str]) -> None:
 
 def prepare_group(test: str) -> str:
     check_known_tests([test])
+    if test in ACCESS_TESTS:
+        return ACCESS_GROUP
+    if test == SLAP_TEST:
+        return SLAP_GROUP
     return BULK_GROUP if test == BULK_GROUP else OLTP_GROUP
+
+
+def prepare_test(group: str) -> str:
+    """The test whose prepare makes a group's tables."""
+    return {OLTP_GROUP: OLTP_PREPARE_TEST, ACCESS_GROUP: ACCESS_TESTS[0]}.get(group, group)
+
+
+def access_rows(test: str, batch: int, table_size: int) -> int:
+    """Rows one event of an access test reads (the script checks it got exactly these)."""
+    method = test.removeprefix("access_")
+    if method in ("pk", "uk", "noop"):
+        return 1
+    if method == "scan":
+        return table_size
+    return batch
 
 
 @dataclass(frozen=True)
@@ -141,16 +194,17 @@ def group_tests(tests: Sequence[str]) -> list[PrepareGroup]:
     """
     check_known_tests(tests)
     groups: list[PrepareGroup] = []
-    oltp_index: int | None = None
+    index: dict[str, int] = {}
     for test in tests:
-        if test == BULK_GROUP:
+        name = prepare_group(test)
+        if name == BULK_GROUP:
             groups.append(PrepareGroup(BULK_GROUP, (test,), BULK_GROUP))
-        elif oltp_index is None:
-            oltp_index = len(groups)
-            groups.append(PrepareGroup(OLTP_GROUP, (test,), OLTP_PREPARE_TEST))
+        elif name not in index:
+            index[name] = len(groups)
+            groups.append(PrepareGroup(name, (test,), prepare_test(name)))
         else:
-            g = groups[oltp_index]
-            groups[oltp_index] = PrepareGroup(g.name, (*g.tests, test), g.prepare_test)
+            g = groups[index[name]]
+            groups[index[name]] = PrepareGroup(g.name, (*g.tests, test), g.prepare_test)
     return groups
 
 
@@ -170,6 +224,10 @@ def needed_schemas(endpoint: Endpoint, clients: int, separate_schemas: bool) -> 
 
 def expected_tables(opts: SysbenchOptions, group: str) -> list[str]:
     """Tables a successful prepare of `group` leaves behind."""
+    if group == SLAP_GROUP:
+        return []  # mysqlslap makes (and drops) its own schema
+    if group == ACCESS_GROUP:
+        return [f"sbtest{opts.row_size}"]
     n = opts.threads if group == BULK_GROUP else opts.tables
     return [f"sbtest{i}" for i in range(1, n + 1)]
 
@@ -177,6 +235,11 @@ def expected_tables(opts: SysbenchOptions, group: str) -> list[str]:
 def report_script() -> Path:
     """Path of the Lua wrapper that turns sysbench's reports into JSON lines."""
     return Path(str(resources.files("clusterbench.workloads") / "lua" / "cb_report.lua"))
+
+
+def access_script() -> Path:
+    """Path of the access-method microbenchmark (prepare and cleanup run it directly)."""
+    return Path(str(resources.files("clusterbench.workloads") / "lua" / f"{ACCESS_MODULE}.lua"))
 
 
 @dataclass(frozen=True)
@@ -302,17 +365,27 @@ def build_command(
     run uses the JSON report wrapper with the test named in CLUSTERBENCH_SB_TEST and the
     reconnect shim in LD_PRELOAD (set on sysbench's environment only).
     """
+    group = prepare_group(opts.test)
+    if group == SLAP_GROUP:
+        raise InputError(f"{opts.test} is not run by sysbench; use workloads.slap")
     cwd = tls_cwd(opts, endpoint)
     env: dict[str, str] = {}
     if command == "run":
         argv = [sysbench_bin, str(report_script())]
         env[REPORT_SCRIPT_ENV] = opts.test
+        if group == ACCESS_GROUP:
+            env[MODULE_ENV] = ACCESS_MODULE
         if shim is not None:
             env["LD_PRELOAD"] = str(shim)
+    elif group == ACCESS_GROUP:
+        argv = [sysbench_bin, str(access_script())]
     else:
-        group_test = OLTP_PREPARE_TEST if prepare_group(opts.test) == OLTP_GROUP else BULK_GROUP
-        argv = [sysbench_bin, group_test]
+        argv = [sysbench_bin, prepare_test(group)]
     argv += _common_args(opts, endpoint, database)
+    if group == ACCESS_GROUP:
+        argv += [f"--access-batch={opts.batch}", f"--access-row-size={opts.row_size}"]
+        if command == "run":
+            argv.append(f"--access-method={opts.test.removeprefix('access_')}")
     if command == "run":
         argv += [
             f"--time={opts.total_time}",

@@ -316,3 +316,67 @@ def test_plan_id_changes_with_any_setting_but_not_with_the_order() -> None:
     assert expand(exp(tweaked)).id != base
     interleaved = SMALL.replace("repetitions = 2", 'repetitions = 2\nrepetition_order = "interleaved"')
     assert expand(exp(interleaved)).id == base
+
+
+ACCESS = """
+[experiment]
+name = "am"
+repetitions = 1
+[topology.cluster]
+name = "cbexp"
+nodes = 3
+[workload]
+table_size = 1000
+duration = 3
+[factors]
+row_size = [20, 2048]
+workload = ["access_pk", "access_pk_batch"]
+"""
+
+
+def test_access_methods_sweep_method_and_row_size_and_prepare_once_per_size() -> None:
+    plan = expand(exp(ACCESS))
+    got = [(t.test, t.row_size, t.batch, t.dataset()) for t in plan.trials]
+    assert got == [
+        ("access_pk", 20, 32, (1, 1000, 20, 32)),
+        ("access_pk_batch", 20, 32, (1, 1000, 20, 32)),
+        ("access_pk", 2048, 32, (1, 1000, 2048, 32)),
+        ("access_pk_batch", 2048, 32, (1, 1000, 2048, 32)),
+    ]
+    assert plan.trials[0].describe()["row_size"] == 20 and plan.trials[0].describe()["batch"] == 32
+    c = CostModel()
+    prepare = plan.estimate(c).phases["prepare"]
+    assert prepare == pytest.approx(2 * (c.prepare_base + 1000 / c.prepare_rows_per_s))
+    # other tests keep their trial descriptions (and so their plan ids)
+    assert "row_size" not in expand(exp()).trials[0].describe()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("table_size = 1000", "table_size = 10\nbatch = 32"), "x.toml: parts.main: batch 32 is more than"),
+        (("row_size = [20, 2048]", "row_size = [8]"), "x.toml: factors.row_size: row sizes must be 16-16384"),
+        (
+            ('workload = ["access_pk", "access_pk_batch"]', 'workload = ["mysqlslap"]\nclients = [1, 2]'),
+            "x.toml: parts.main: mysqlslap runs as one client process; set clients = 1, vary threads",
+        ),
+        (
+            ("duration = 3", 'duration = 3\ntarget = "all-nodes"\nworkload = "mysqlslap"'),
+            "mysqlslap connects to one address",
+        ),
+    ],
+)
+def test_own_workloads_are_checked_when_loading(change: tuple[str, str], message: str) -> None:
+    text = ACCESS.replace(*change)
+    if "workload = \"mysqlslap\"" in text:
+        text = text.replace('workload = ["access_pk", "access_pk_batch"]\n', "")
+    with pytest.raises(InputError) as ei:
+        exp(text)
+    assert message in str(ei.value)
+
+
+def test_mysqlslap_prepares_nothing() -> None:
+    text = ACCESS.replace('workload = ["access_pk", "access_pk_batch"]', 'workload = ["mysqlslap"]')
+    plan = expand(exp(text))
+    assert {t.dataset() for t in plan.trials} == {()}
+    assert plan.estimate().phases.get("prepare", 0) == pytest.approx(CostModel().prepare_base)

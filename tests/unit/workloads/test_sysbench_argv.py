@@ -9,6 +9,7 @@ from clusterbench.errors import InputError
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.workloads.sysbench import (
     KNOWN_TESTS,
+    SYSBENCH_TESTS,
     PrepareGroup,
     SysbenchOptions,
     build_command,
@@ -154,8 +155,9 @@ def test_group_tests_order_and_bulk_separate() -> None:
         ),
         PrepareGroup("bulk_insert", ("bulk_insert",), "bulk_insert"),
     ]
-    assert len(KNOWN_TESTS) == 11
-    assert [g.name for g in group_tests(list(KNOWN_TESTS))] == ["bulk_insert", "oltp"]
+    assert len(SYSBENCH_TESTS) == 11
+    assert [g.name for g in group_tests(list(SYSBENCH_TESTS))] == ["bulk_insert", "oltp"]
+    assert [g.name for g in group_tests(list(KNOWN_TESTS))] == ["bulk_insert", "oltp", "access", "mysqlslap"]
 
 
 def test_schemas_and_tables() -> None:

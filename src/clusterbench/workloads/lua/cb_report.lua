@@ -1,6 +1,7 @@
 -- clusterbench report wrapper for sysbench 1.0.20.
 --
 -- Usage: CLUSTERBENCH_SB_TEST=oltp_read_write sysbench /path/cb_report.lua [options] run
+--        CLUSTERBENCH_SB_TEST=access_pk CLUSTERBENCH_SB_MODULE=cb_access sysbench ... run
 --
 -- Loads the built-in test named by CLUSTERBENCH_SB_TEST (sysbench's package.path ends with its
 -- data directory, so require() finds /usr/share/sysbench/<test>.lua) and replaces the
@@ -22,7 +23,15 @@ local test = os.getenv("CLUSTERBENCH_SB_TEST")
 if test == nil or test == "" then
    error("clusterbench: CLUSTERBENCH_SB_TEST is not set; it names the built-in test to run")
 end
-require(test)
+-- A test of our own (CLUSTERBENCH_SB_MODULE, e.g. cb_access) lives beside this file.
+local module = os.getenv("CLUSTERBENCH_SB_MODULE")
+if module ~= nil and module ~= "" then
+   local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+   package.path = here .. "?.lua;" .. package.path
+   require(module)
+else
+   require(test)
+end
 
 local ffi = require("ffi")
 
