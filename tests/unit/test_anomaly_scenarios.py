@@ -8,6 +8,7 @@ import logging
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,6 +168,21 @@ def test_anomaly_rows_count_trials_where_seen_with_rates_and_examples() -> None:
     assert "-rw(" in g2.example
     g0 = rows[("G0", "list-append default/plain")]
     assert (g0.trials, g0.seen, g0.status) == (3, 0, "")
+
+
+def test_a_list_append_class_seen_in_one_trial_counts_every_trial_of_its_mode() -> None:
+    def la(anomalies: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"checker": "list-append:default/plain", "result": "FAIL" if anomalies else "PASS",
+                 "documented_limitation": bool(anomalies), "summary": "",
+                 "evidence": {"anomalies": anomalies, "documented_seen": sorted(anomalies)}}]  # fmt: skip
+
+    internal = {"internal": {"count": 1, "examples": [{"why": "two reads of key 3 differ"}]}}
+    rows = {(r.anomaly, r.mode): r for r in anomaly_rows([la({}), la(internal), la({})])}
+    row = rows[("internal", "list-append default/plain")]
+    assert (row.trials, row.seen, row.status, row.example) == (
+        3, 1, "documented limitation", "two reads of key 3 differ"
+    )  # fmt: skip
+    assert rows[("G0", "list-append default/plain")].trials == 3
 
 
 def test_anomaly_workloads_report_their_operations_to_the_trial_checker() -> None:

@@ -386,11 +386,15 @@ def anomaly_rows(trials: Sequence[Sequence[dict[str, Any]]]) -> list[AnomalyRow]
     """One row per (class, mode) over the verdicts of each trial (verdicts as stored: JSON dicts)."""
     rows: dict[tuple[str, str], AnomalyRow] = {}
     hits: dict[tuple[str, str], list[int]] = {}
+    checked: dict[str, int] = {}  # trials per list-append mode
     for verdicts in trials:
         for v in verdicts:
             if v.get("result") == "UNKNOWN" and not v.get("evidence"):
                 continue
-            for cls, mode, seen, doc, example, rate in _observations(v):
+            obs = _observations(v)
+            if str(v.get("checker", "")).startswith("list-append") and obs:
+                checked[obs[0][1]] = checked.get(obs[0][1], 0) + 1
+            for cls, mode, seen, doc, example, rate in obs:
                 row = rows.setdefault((cls, mode), AnomalyRow(cls, mode))
                 row.trials += 1
                 if seen:
@@ -402,6 +406,11 @@ def anomaly_rows(trials: Sequence[Sequence[dict[str, Any]]]) -> list[AnomalyRow]
                     h = hits.setdefault((cls, mode), [0, 0])
                     h[0] += rate[0]
                     h[1] += rate[1]
+    # A list-append class outside the fixed rows (internal, ...) is observed only where it was
+    # seen; it was looked for in every trial of its mode.
+    for (cls, mode), row in rows.items():
+        if mode in checked and cls not in LIST_APPEND_ROWS:
+            row.trials = checked[mode]
     for key, (n, of) in hits.items():
         what = "reads" if key[0] == "stale-read" else "acknowledged"
         rows[key].rate = f"{n}/{of} {what}" + (f" ({100 * n / of:.1f} %)" if of else "")
