@@ -395,6 +395,7 @@ def build_report(
         tele = telemetry_section(store, run_id, trials)
         if tele is not None:
             sections.append(tele)
+    sections += _tpcc_and_stall_sections(store, run_id, trials)
     for tr in trials:
         if multi_client(store, tr.id):
             sec = Section(f"clients-{tr.seq}", f"Clients of trial {tr.seq} ({tr.workload})")
@@ -513,3 +514,59 @@ def write_report(
     md.write_text(render_markdown_report(rep))
     page.write_text(render_html_report(rep))
     return md, page
+
+
+TPCC_HEADER = ["trial", "transaction", "count", "share %", "standard %", "rolled back", "retries", "mean ms"]
+STALL_HEADER = [
+    "trial", "workload", "median tps", "stall below tps", "stalled intervals", "longest run", "at s",
+]  # fmt: skip
+
+
+def _tpcc_and_stall_sections(store: Store, run_id: int, trials: Sequence[Any]) -> list[Section]:
+    """TPC-C figures (tpmC, per-type counts, the consistency verdicts, the load) and the stalls."""
+    from clusterbench.workloads.tpcc import MIX, TYPES, load_line
+
+    out: list[Section] = []
+    run_prov = store.provenance(run_id)
+    tpcc_rows: list[list[str]] = []
+    intro: list[str] = []
+    if run_prov.get("tpcc_load"):
+        intro.append(load_line(run_prov["tpcc_load"]) + ".")
+    for key, rep in sorted(run_prov.items()):
+        if key.startswith("tpcc_consistency@load"):
+            intro.append(f"Consistency right after loading ({key.split(':', 1)[-1]}): {rep['verdict']}.")
+    stall_rows: list[list[str]] = []
+    for tr in trials:
+        prov = store.provenance(run_id, tr.id)
+        f = prov.get("tpcc")
+        if f:
+            intro.append(
+                f"Trial {tr.seq}: tpmC {f['tpmC']:,.0f} (New-Order per minute, rolled-back ones included), "
+                f"tpm {f['tpm']:,.0f} (all five types), {f['retries']} retries after deadlocks or "
+                "certification conflicts."
+            )
+            for t in TYPES:
+                x = f["types"][t]
+                tpcc_rows.append([str(tr.seq), t, str(x["count"]), _fmt(x["share_pct"], ".1f"),
+                                  f"{MIX[t]:.0f}", str(x["rollbacks"]), str(x["retries"]),
+                                  _fmt(x["mean_ms"])])  # fmt: skip
+        for key, rep in sorted(prov.items()):
+            if key.startswith("tpcc_consistency:"):
+                bad = [c for c in rep["conditions"] if c["status"] != "PASS"]
+                what = "; ".join(f"condition {c['condition']} ({c['title']}): {c['status']}" for c in bad)
+                intro.append(f"Trial {tr.seq} consistency ({key.split(':', 1)[1]}): {rep['verdict']}"
+                             + (f" — {what}" if what else "") + ".")  # fmt: skip
+        st = prov.get("stalls")
+        if st:
+            at = ", ".join(f"{r[0]:g}" + (f"+{r[1] - 1:g}" if r[1] > 1 else "") for r in st["runs"][:12])
+            stall_rows.append([str(tr.seq), tr.workload, _fmt(st["median_tps"]), _fmt(st["threshold_tps"]),
+                               str(st["count"]), f"{st['longest']:g}", at or "—"])  # fmt: skip
+    if tpcc_rows or intro:
+        tables = [Table(TPCC_HEADER, tpcc_rows, _align(TPCC_HEADER, [1]))] if tpcc_rows else []
+        out.append(Section("tpcc", "TPC-C", intro=intro, tables=tables))
+    if any(r[4] != "0" for r in stall_rows):
+        note = ("A stall is a report interval whose tps (all clients) is under 10 % of the trial's median; "
+                "'at s' lists each run of stalls as its start (+ further intervals).")  # fmt: skip
+        table = Table(STALL_HEADER, stall_rows, _align(STALL_HEADER, [1, 6]))
+        out.append(Section("stalls", "Stalls", intro=[note], tables=[table]))
+    return out

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import pymysql  # type: ignore[import-untyped, unused-ignore]
 import typer
 from rich import box
 from rich.console import Group
@@ -52,7 +53,7 @@ from clusterbench.cli.common import (
 )
 from clusterbench.cli.live import LiveView
 from clusterbench.cluster import Cluster, home_dir
-from clusterbench.errors import InputError
+from clusterbench.errors import InputError, WorkloadError
 from clusterbench.runner import (
     BenchInterrupted,
     BenchOutcome,
@@ -66,7 +67,7 @@ from clusterbench.runner import (
     parse_tests,
     resolve_run,
 )
-from clusterbench.runner.bench import choose_client_hosts, default_clients
+from clusterbench.runner.bench import check_tpcc, choose_client_hosts, default_clients
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
 from clusterbench.workloads import KNOWN_TESTS
@@ -85,6 +86,12 @@ TargetOpt = Annotated[
 ]
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
 TableSizeOpt = Annotated[int, typer.Option(min=1, help="Rows per table.")]
+WarehousesOpt = Annotated[
+    int,
+    typer.Option(
+        min=1, help="tpcc: warehouses to load, the TPC-C scale (about 100 MB each); other tests ignore it."
+    ),
+]
 WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --duration, not in the results.")]
 RateOpt = Annotated[int, typer.Option(min=0, help="Target transactions per second (0 = unlimited).")]
 RandTypeOpt = Annotated[str, typer.Option(help="uniform, gaussian, special or pareto.")]
@@ -135,6 +142,7 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("suite")(suite)
     app.command("report")(report)
+    app.command("tpcc-check")(tpcc_check)
     results_app = typer_app(help="List, show, label and export stored runs.")
     results_app.command("list")(results_list)
     results_app.command("show")(results_show)
@@ -345,6 +353,7 @@ def run(
     target: TargetOpt = None,
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
+    warehouses: WarehousesOpt = 1,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
     report_interval: IntervalOpt = 1,
@@ -379,6 +388,7 @@ def run(
     opts = make_options(
         test=workload, threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
+        warehouses=warehouses,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
@@ -414,6 +424,7 @@ def suite(
     target: TargetOpt = None,
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
+    warehouses: WarehousesOpt = 1,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
     report_interval: IntervalOpt = 1,
@@ -447,6 +458,7 @@ def suite(
     opts = make_options(
         test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
+        warehouses=warehouses,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
@@ -721,3 +733,36 @@ def results_export(
     except OSError as exc:
         raise InputError(f"cannot write {out} ({exc}); choose another --out") from None
     console.out.print(f"wrote {out}")
+
+
+def tpcc_check(
+    name: NameOpt = None,
+    target: TargetOpt = None,
+    host: HostOpt = None,
+    port: PortOpt = 3306,
+    user: UserOpt = "sbtest",
+    password_env: PasswordEnvOpt = None,
+    database: DatabaseOpt = "sbtest",
+    galera: GaleraOpt = True,
+    after_load: Annotated[
+        bool,
+        typer.Option(help="The tables were just loaded: condition 11 must hold too (else it is load-only)."),
+    ] = False,
+) -> None:
+    """Check the twelve TPC-C consistency conditions (clause 3.3.2) on the tpcc tables; one line
+    per condition; exit 1 when one fails, naming it."""
+    tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
+                          password_env=password_env, database=database, galera=galera)  # fmt: skip
+    ep = tgt.endpoint
+    addr = ep.addresses[0]
+    try:
+        conn = pymysql.connect(host=addr.host, port=addr.port, user=ep.user, password=ep.password,
+                               connect_timeout=5, read_timeout=600, autocommit=True)  # fmt: skip
+    except pymysql.err.MySQLError as e:
+        raise WorkloadError(f"cannot connect to {tgt.label}: {e.args[-1] if e.args else e}") from None
+    report = check_tpcc(conn, ep, database, "load" if after_load else "run")
+    for r in report.results:
+        console.out.print(r.line(), markup=False, soft_wrap=True)
+    console.out.print(report.summary_line(), markup=False, soft_wrap=True)
+    if report.failed:
+        raise TrialsFailed(report.summary_line())

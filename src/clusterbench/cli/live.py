@@ -128,6 +128,13 @@ class LiveView(BenchListener):
     def bottleneck(self, seq: int, verdict: Bottleneck) -> None:
         self.neck = verdict
 
+    def note(self, line: str) -> None:
+        msg = f"    {console.escape(line)}"
+        if self.progress is not None:
+            self.progress.console.print(msg, soft_wrap=True)
+        else:
+            console.out.print(msg, soft_wrap=True)
+
     def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
         s = result.summary
         stats = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms" if s is not None else ""

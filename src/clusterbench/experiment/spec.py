@@ -40,7 +40,7 @@ from clusterbench.spec.topology import (
     parse_toml,
     validation_messages,
 )
-from clusterbench.workloads.sysbench import ACCESS_TESTS, KNOWN_TESTS, SLAP_TEST
+from clusterbench.workloads.sysbench import ACCESS_TESTS, KNOWN_TESTS, SLAP_TEST, TPCC
 
 Level = int | float | str | bool
 
@@ -174,6 +174,10 @@ class Factors(_Strict):
     @classmethod
     def _tests(cls, v: list[str] | None) -> list[str] | None:
         for x in v or []:
+            if x == TPCC:
+                raise ValueError(
+                    f"'{x}' is not supported in experiment files yet; run it with `clusterbench run -w {x}`"
+                )
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
         return v
@@ -233,6 +237,10 @@ class Workload(_Strict):
     @classmethod
     def _tests(cls, v: list[str]) -> list[str]:
         for x in v:
+            if x == TPCC:
+                raise ValueError(
+                    f"'{x}' is not supported in experiment files yet; run it with `clusterbench run -w {x}`"
+                )
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
         return v

@@ -32,17 +32,23 @@ from clusterbench.workloads import (
     client_databases,
     group_tests,
     needed_schemas,
+    tpcc,
 )
+from clusterbench.workloads.parse import combine_samples
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.runner import causal_reads
 from clusterbench.workloads.slap import check_slap
 from clusterbench.workloads.sysbench import (
     SLAP_TEST,
+    TPCC,
+    TPCC_TABLES,
     check_known_tests,
     expected_tables,
     prepare_group,
     use_tls,
 )
+from clusterbench.workloads.tpcc_check import CheckReport, cursor_query
+from clusterbench.workloads.tpcc_check import check as tpcc_check
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +174,9 @@ class BenchListener:
     def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
         """A trial ended (status 'completed' or 'failed')."""
 
+    def note(self, line: str) -> None:
+        """A finding to show: TPC-C figures, its consistency verdict, stalls (after trial_finished)."""
+
 
 @dataclass
 class TrialOutcome:
@@ -256,8 +265,9 @@ class BenchRunner:
         for ep in plan.client_endpoints:
             self.sysbench.check_endpoint(ep, plan.databases, use_tls(plan.options, ep))
 
-    def _drop_tables(self, endpoint: Endpoint, database: str) -> list[str]:
-        """Drop every sysbench table (sbtest<N>) in `database`: a prepare starts from nothing."""
+    def _drop_tables(self, endpoint: Endpoint, database: str, group: str = "") -> list[str]:
+        """Drop every sysbench table (sbtest<N>, and TPC-C's nine for the tpcc group) in
+        `database`: a prepare starts from nothing."""
         conn = self._admin_connect(endpoint)
         try:
             with conn.cursor() as cur:
@@ -269,6 +279,12 @@ class BenchRunner:
                     (database,),
                 )
                 names = sorted(str(r[0]) for r in cur.fetchall())
+                if group == TPCC:
+                    cur.execute(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                        (database,),
+                    )
+                    names += sorted(str(r[0]) for r in cur.fetchall() if str(r[0]) in TPCC_TABLES)
                 for name in names:
                     cur.execute(f"DROP TABLE IF EXISTS `{database}`.`{name}`")
             return names
@@ -365,18 +381,70 @@ class BenchRunner:
             store.add_event(run_id, "prepare", {"group": group, "skipped": True})
             return
         for db in dbs:
-            dropped = self._drop_tables(plan.endpoint, db)
+            dropped = self._drop_tables(plan.endpoint, db, group)
             if dropped:
                 lis.phase(f"dropped {len(dropped)} sysbench table(s) left in {db} by an earlier run")
                 store.add_event(run_id, "drop_tables", {"database": db, "tables": dropped})
-        lis.phase(
-            f"preparing {group}: {base.tables if group != 'bulk_insert' else base.threads} table(s)"
-            + (f" x {base.table_size} rows" if group != "bulk_insert" else "")
-            + f" in {', '.join(dbs)}"
-        )
+        if group == TPCC:
+            where = ", ".join(dbs)
+            lis.phase(f"loading tpcc: {base.warehouses} warehouse(s), {base.threads} thread(s) in {where}")
+        else:
+            lis.phase(
+                f"preparing {group}: {base.tables if group != 'bulk_insert' else base.threads} table(s)"
+                + (f" x {base.table_size} rows" if group != "bulk_insert" else "")
+                + f" in {', '.join(dbs)}"
+            )
         t0 = self.monotonic()
-        self.sysbench.prepare(base, plan.endpoint, databases=dbs)
-        store.add_event(run_id, "prepare", {"group": group, "seconds": round(self.monotonic() - t0, 3)})
+        outputs = self.sysbench.prepare(base, plan.endpoint, databases=dbs)
+        seconds = round(self.monotonic() - t0, 3)
+        store.add_event(run_id, "prepare", {"group": group, "seconds": seconds})
+        if group == TPCC:
+            rows = sum(tpcc.load_rows(o.stdout) for o in outputs)
+            load = {"warehouses": base.warehouses, "threads": base.threads, "seconds": seconds, "rows": rows,
+                    "rows_per_s": round(rows / seconds, 1) if seconds > 0 else None,
+                    **self._tpcc_size(plan.endpoint, dbs[0], base.warehouses)}  # fmt: skip
+            store.set_provenance(run_id, "tpcc_load", load)
+            lis.note(tpcc.load_line(load))
+            for db in dbs:
+                report = self._tpcc_check(plan.endpoint, db, "load")
+                store.set_provenance(run_id, f"tpcc_consistency@load:{db}", report.to_json())
+                lis.note(report.summary_line())
+                if report.failed:
+                    raise WorkloadError(f"{db}: {report.summary_line()}")
+
+    def _tpcc_size(self, endpoint: Endpoint, database: str, warehouses: int) -> dict[str, Any]:
+        """Data size per warehouse and its ratio to the buffer pool (IO-bound or not)."""
+        conn = self._admin_connect(endpoint)
+        try:
+            with conn.cursor() as cur:
+                if endpoint.galera:
+                    causal_reads(cur)
+                # fresh statistics (sampled, local to the node): right after a load they lag behind
+                names = ", ".join(f"`{database}`.`{t}`" for t in TPCC_TABLES)
+                cur.execute(f"ANALYZE NO_WRITE_TO_BINLOG TABLE {names}")
+                cur.fetchall()
+                cur.execute(
+                    "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
+                    "WHERE table_schema = %s AND table_name IN (" + ",".join(["%s"] * len(TPCC_TABLES)) + ")",
+                    (database, *TPCC_TABLES),
+                )
+                size = int(cur.fetchone()[0] or 0)
+                cur.execute("SELECT @@innodb_buffer_pool_size")
+                pool = int(cur.fetchone()[0] or 0)
+        except pymysql.err.MySQLError as e:
+            log.warning("cannot read the TPC-C data size: %s", e)
+            return {}
+        finally:
+            conn.close()
+        return {
+            "data_bytes": size,
+            "bytes_per_warehouse": size // max(1, warehouses),
+            "buffer_pool_bytes": pool,
+            "data_to_buffer_pool": round(size / pool, 3) if pool else None,
+        }
+
+    def _tpcc_check(self, endpoint: Endpoint, database: str, when: str) -> CheckReport:
+        return check_tpcc(self._admin_connect(endpoint), endpoint, database, when)
 
     def _trial(
         self,
@@ -431,7 +499,27 @@ class BenchRunner:
         lis.bottleneck(seq, rec.conclude(result))
         self._snapshot(store, run_id, trial_id, "end")
         out.failure = result.failure()
-        out.status = "completed" if result.ok else "failed"
+        notes: list[str] = []
+        stalls = tpcc.detect_stalls((s.t, s.tps) for s in combine_samples(result.samples))
+        store.set_provenance(run_id, "stalls", stalls.to_json(), trial_id=trial_id)
+        if stalls.count:
+            notes.append(tpcc.stall_line(stalls))
+        if test == TPCC:
+            figures = tpcc.summarize(
+                [tpcc.TpccClient(c.samples, c.warmup_samples, c.checkpoint_extra,
+                                 c.summary.extra if c.summary is not None else None) for c in result.clients],
+                result.summary.duration if result.summary is not None else float(opts.time),
+            )  # fmt: skip
+            if figures is not None:
+                store.set_provenance(run_id, "tpcc", figures, trial_id=trial_id)
+                notes += tpcc.figure_lines(figures)
+            for db in dict.fromkeys(plan.databases):
+                report = self._tpcc_check(plan.endpoint, db, "run")
+                store.set_provenance(run_id, f"tpcc_consistency:{db}", report.to_json(), trial_id=trial_id)
+                notes.append(report.summary_line())
+                if report.failed and out.failure is None:
+                    out.failure = report.summary_line()
+        out.status = "completed" if result.ok and out.failure is None else "failed"
         if out.failure:
             store.add_event(
                 run_id,
@@ -441,7 +529,27 @@ class BenchRunner:
             )
         store.finish_trial(trial_id, out.status)  # type: ignore[arg-type]
         lis.trial_finished(seq, test, result, out.status)
+        for line in notes:
+            lis.note(line)
         return out
+
+
+def check_tpcc(conn: Any, endpoint: Endpoint, database: str, when: str) -> CheckReport:
+    """The twelve TPC-C consistency conditions on `database` over an open connection (closed here).
+    On Galera the session first waits for every write the cluster committed (causal reads)."""
+    try:
+        with conn.cursor() as cur:
+            if endpoint.galera:
+                causal_reads(cur)
+            cur.execute(f"USE `{database}`")
+            return tpcc_check(cursor_query(cur), when=when)
+    except pymysql.err.MySQLError as e:
+        raise WorkloadError(
+            f"the TPC-C consistency check on {database} could not run: {e.args[-1] if e.args else e}; "
+            "load the tables first (clusterbench run -w tpcc)"
+        ) from e
+    finally:
+        conn.close()
 
 
 CLIENT_HOSTS_HELP = "auto, local or a number of client hosts"

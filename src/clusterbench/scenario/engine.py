@@ -214,6 +214,7 @@ class ScenarioEngine:
             time=load.duration,
             tables=load.tables,
             table_size=load.table_size,
+            warehouses=load.warehouses,
             rate=load.rate,
         )
         return BenchPlan(

@@ -32,6 +32,7 @@ class LoadSpec(_Strict):
     target: str = "balancer"
     tables: int = Field(4, ge=1, le=1000)
     table_size: int = Field(10000, ge=1)
+    warehouses: int = Field(1, ge=1, description="tpcc: warehouses to load")
     rate: int = Field(0, ge=0)
 
     @model_validator(mode="before")

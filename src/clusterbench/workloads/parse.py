@@ -47,6 +47,9 @@ class Sample:
     # Each client divides by its own interval (1.0011 s here, 1.0009 s there), so events / one
     # interval would not equal the sum of the clients' rates.
     rates: tuple[float, float, float, float] | None = field(default=None, compare=False, repr=False)
+    # A test's own cumulative counters at this report (cb_extra_json() in the Lua test, e.g.
+    # cb_tpcc's per-transaction-type counts), since the start of the run, warm-up included.
+    extra: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def _rate(self, k: int, count: int) -> float:
         if self.rates is not None:
@@ -110,6 +113,8 @@ class Summary:
     lat_pct_ms: float | None
     hist: LatencyHistogram | None = field(default=None, compare=False, repr=False)
     clients: int = 1
+    # the test's own cumulative counters at the end (see Sample.extra); None when merged
+    extra: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def tps(self) -> float:
@@ -156,6 +161,8 @@ class ParsedOutput:
     summary: Summary | None
     warmup_samples: list[Sample]
     other_lines: list[str]
+    # the test's own counters at the warm-up checkpoint (subtract them from the summary's)
+    checkpoint_extra: dict[str, Any] | None = None
 
 
 def _int(d: dict[str, Any], key: str) -> int:
@@ -217,7 +224,13 @@ def sample_from(obj: dict[str, Any], client: int = 0) -> Sample:
         client=client,
         hist=hist,
         wall=float(obj["wall"]) if obj.get("wall") is not None else None,
+        extra=_extra(obj),
     )
+
+
+def _extra(obj: dict[str, Any]) -> dict[str, Any] | None:
+    extra = obj.get("extra")
+    return extra if isinstance(extra, dict) else None
 
 
 def summary_from(obj: dict[str, Any], threads: int, hist: LatencyHistogram | None) -> Summary:
@@ -238,6 +251,7 @@ def summary_from(obj: dict[str, Any], threads: int, hist: LatencyHistogram | Non
         percentile=float(obj.get("percentile") or 0),
         lat_pct_ms=float(lat) if lat is not None and events > 0 else None,
         hist=hist,
+        extra=_extra(obj),
     )
 
 
@@ -258,6 +272,7 @@ class OutputParser:
         self.other_lines: list[str] = []
         self._summary_obj: dict[str, Any] | None = None
         self._final_hist: LatencyHistogram | None = None
+        self.checkpoint_extra: dict[str, Any] | None = None
 
     def feed(self, line: str) -> Sample | None:
         """Returns the measured Sample the line carries, if any."""
@@ -281,6 +296,8 @@ class OutputParser:
                 self._final_hist = h
         elif kind == "summary":
             self._summary_obj = obj
+        elif kind == "checkpoint":
+            self.checkpoint_extra = _extra(obj)
         return None
 
     def summary(self) -> Summary | None:
@@ -293,7 +310,9 @@ class OutputParser:
         return summary_from(self._summary_obj, threads, hist)
 
     def result(self) -> ParsedOutput:
-        return ParsedOutput(self.samples, self.summary(), self.warmup_samples, self.other_lines)
+        return ParsedOutput(
+            self.samples, self.summary(), self.warmup_samples, self.other_lines, self.checkpoint_extra
+        )
 
 
 def parse_output(

@@ -193,6 +193,7 @@ class ClientRun:
     samples: list[Sample] = field(default_factory=list)
     warmup_samples: list[Sample] = field(default_factory=list)
     summary: Summary | None = None
+    checkpoint_extra: dict[str, Any] | None = None  # the test's own counters when the warm-up ended
     stderr_tail: list[str] = field(default_factory=list)
     other_tail: list[str] = field(default_factory=list)
     killed: bool = False
@@ -680,6 +681,7 @@ class SysbenchRunner:
             r.samples = parsed.samples
             r.warmup_samples = parsed.warmup_samples
             r.summary = parsed.summary
+            r.checkpoint_extra = parsed.checkpoint_extra
             r.stderr_tail = list(stderr_tails[i])
             r.other_tail = list(other_tails[i])
             r.cpu_readings = sampler.readings[i]

@@ -42,7 +42,14 @@ ACCESS_TESTS: tuple[str, ...] = tuple(f"access_{m}" for m in ACCESS_METHODS)
 SLAP_TEST = "mysqlslap"
 SLAP_GROUP = "mysqlslap"
 
-KNOWN_TESTS: tuple[str, ...] = SYSBENCH_TESTS + ACCESS_TESTS + (SLAP_TEST,)
+# clusterbench's own TPC-C-like test (lua/cb_tpcc.lua): nine tables of its own, scaled in warehouses
+TPCC = "tpcc"
+TPCC_MODULE = "cb_tpcc"
+TPCC_TABLES: tuple[str, ...] = (
+    "warehouse", "district", "customer", "history", "new_order", "orders", "order_line", "item", "stock",
+)  # fmt: skip
+
+KNOWN_TESTS: tuple[str, ...] = SYSBENCH_TESTS + ACCESS_TESTS + (SLAP_TEST, TPCC)
 
 # The tests built on oltp_common.lua share the sbtest1..N tables (id, k, c, pad).
 # select_random_* only read sbtest1 (their own prepare refuses --tables > 1, so the group is
@@ -94,6 +101,7 @@ class SysbenchOptions(BaseModel):
     rand_type: RandType = "special"
     report_interval: int = Field(default=1, ge=1, description="seconds per sample")
     percentile: int = Field(default=95, ge=1, le=100)
+    warehouses: int = Field(default=1, ge=1, description="tpcc: warehouses to load (the scale)")
     tls: bool | None = Field(default=None, description="None: as the endpoint says")
     compression: bool = False
     ignore_errors: tuple[int, ...] | Literal["all"] = DEFAULT_IGNORE_ERRORS
@@ -160,6 +168,8 @@ def prepare_group(test: str) -> str:
         return ACCESS_GROUP
     if test == SLAP_TEST:
         return SLAP_GROUP
+    if test == TPCC:
+        return TPCC
     return BULK_GROUP if test == BULK_GROUP else OLTP_GROUP
 
 
@@ -228,6 +238,8 @@ def expected_tables(opts: SysbenchOptions, group: str) -> list[str]:
         return []  # mysqlslap makes (and drops) its own schema
     if group == ACCESS_GROUP:
         return [f"sbtest{opts.row_size}"]
+    if group == TPCC:
+        return list(TPCC_TABLES)
     n = opts.threads if group == BULK_GROUP else opts.tables
     return [f"sbtest{i}" for i in range(1, n + 1)]
 
@@ -240,6 +252,11 @@ def report_script() -> Path:
 def access_script() -> Path:
     """Path of the access-method microbenchmark (prepare and cleanup run it directly)."""
     return Path(str(resources.files("clusterbench.workloads") / "lua" / f"{ACCESS_MODULE}.lua"))
+
+
+def tpcc_script() -> Path:
+    """Path of clusterbench's TPC-C-like sysbench test (next to the report wrapper)."""
+    return report_script().with_name(f"{TPCC_MODULE}.lua")
 
 
 @dataclass(frozen=True)
@@ -332,6 +349,12 @@ def _common_args(opts: SysbenchOptions, endpoint: Endpoint, database: str | None
     args += [
         f"--mysql-ssl={_onoff(use_tls(opts, endpoint))}",
         f"--mysql-compression={_onoff(opts.compression)}",
+    ]
+    if opts.test == TPCC:
+        # the scale is the warehouses (prepare); the run reads it from the loaded tables
+        return args + [f"--threads={opts.threads}", f"--db-ps-mode={opts.db_ps_mode}",
+                       f"--warehouses={opts.warehouses}"]  # fmt: skip
+    args += [
         f"--tables={opts.tables}",
         f"--table-size={opts.table_size}",
         f"--threads={opts.threads}",
@@ -375,10 +398,14 @@ def build_command(
         env[REPORT_SCRIPT_ENV] = opts.test
         if group == ACCESS_GROUP:
             env[MODULE_ENV] = ACCESS_MODULE
+        if group == TPCC:
+            env[MODULE_ENV] = TPCC_MODULE
         if shim is not None:
             env["LD_PRELOAD"] = str(shim)
     elif group == ACCESS_GROUP:
         argv = [sysbench_bin, str(access_script())]
+    elif group == TPCC:
+        argv = [sysbench_bin, str(tpcc_script())]
     else:
         argv = [sysbench_bin, prepare_test(group)]
     argv += _common_args(opts, endpoint, database)

@@ -280,6 +280,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
         "server_errors@end",
         "server_variables@end",
         "server_variables@start",
+        "stalls",
     ]
     assert per_trial["engine_status@start"]["n1"]["wsrep_local_state_comment"] == "Synced"
     assert [e["kind"] for e in store.events(out.run_id)] == ["drop_tables", "prepare"]

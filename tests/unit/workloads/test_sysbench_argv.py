@@ -157,7 +157,8 @@ def test_group_tests_order_and_bulk_separate() -> None:
     ]
     assert len(SYSBENCH_TESTS) == 11
     assert [g.name for g in group_tests(list(SYSBENCH_TESTS))] == ["bulk_insert", "oltp"]
-    assert [g.name for g in group_tests(list(KNOWN_TESTS))] == ["bulk_insert", "oltp", "access", "mysqlslap"]
+    names = [g.name for g in group_tests(list(KNOWN_TESTS))]
+    assert names == ["bulk_insert", "oltp", "access", "mysqlslap", "tpcc"]
 
 
 def test_schemas_and_tables() -> None:

@@ -23,6 +23,17 @@ local test = os.getenv("CLUSTERBENCH_SB_TEST")
 if test == nil or test == "" then
    error("clusterbench: CLUSTERBENCH_SB_TEST is not set; it names the built-in test to run")
 end
+local ffi = require("ffi")
+
+-- Wall clock of each report, so that the intervals of clients on different hosts can be checked
+-- against each other (os.time() has whole seconds only). Own type name: sysbench's Lua may
+-- declare struct timespec some day, and a second declaration would be an error. Declared before
+-- the test loads, so that a test of our own (cb_tpcc) can use the same declaration.
+local WALL_OK = pcall(ffi.cdef, [[
+typedef struct { long tv_sec; long tv_nsec; } cb_timespec_t;
+int clock_gettime(int clk_id, cb_timespec_t *tp);
+]])
+
 -- A test of our own (CLUSTERBENCH_SB_MODULE, e.g. cb_access) lives beside this file.
 local module = os.getenv("CLUSTERBENCH_SB_MODULE")
 if module ~= nil and module ~= "" then
@@ -33,7 +44,18 @@ else
    require(test)
 end
 
-local ffi = require("ffi")
+-- A test may define cb_extra_json() returning a JSON object of its own cumulative counters
+-- (e.g. cb_tpcc's per-transaction-type counts); it goes into every report line as "extra".
+local function extra_json()
+   if type(cb_extra_json) ~= "function" then
+      return ""
+   end
+   local ok, s = pcall(cb_extra_json)
+   if not ok or type(s) ~= "string" then
+      return ""
+   end
+   return ',"extra":' .. s
+end
 
 ffi.cdef[[
 typedef struct {
@@ -56,13 +78,6 @@ int pthread_rwlock_unlock(void *lock);
 local PREFIX = "CBJSON "
 local H = ffi.C.sb_latency_histogram
 
--- Wall clock of each report, so that the intervals of clients on different hosts can be checked
--- against each other (os.time() has whole seconds only). Own type name: sysbench's Lua may
--- declare struct timespec some day, and a second declaration would be an error.
-local WALL_OK = pcall(ffi.cdef, [[
-typedef struct { long tv_sec; long tv_nsec; } cb_timespec_t;
-int clock_gettime(int clk_id, cb_timespec_t *tp);
-]])
 local TS = WALL_OK and ffi.new("cb_timespec_t") or nil
 
 local function wall_json()
@@ -130,9 +145,9 @@ function sysbench.hooks.report_intermediate(stat)
       hist = buckets_json(H.temp_array)
    end
    emit(string.format('{"type":"interval",%s,"wall":%s,"queue_length":%s,"concurrency":%s,' ..
-                      '"hist_scheme":%s,"hist":%s}',
+                      '"hist_scheme":%s,"hist":%s%s}',
                       common(stat), wall, num(stat.queue_length or 0), num(stat.concurrency or 0),
-                      scheme_json(), hist))
+                      scheme_json(), hist, extra_json()))
 end
 
 function sysbench.hooks.report_cumulative(stat)
@@ -142,10 +157,10 @@ function sysbench.hooks.report_cumulative(stat)
       kind = "checkpoint"
    end
    emit(string.format('{"type":"%s",%s,"latency_min_ms":%s,"latency_avg_ms":%s,' ..
-                      '"latency_max_ms":%s,"latency_sum_ms":%s}',
+                      '"latency_max_ms":%s,"latency_sum_ms":%s%s}',
                       kind, common(stat), num(stat.latency_min * 1000),
                       num(stat.latency_avg * 1000), num(stat.latency_max * 1000),
-                      num(stat.latency_sum * 1000)))
+                      num(stat.latency_sum * 1000), extra_json()))
 end
 
 local NSLOTS = 128  -- SB_HISTOGRAM_NSLOTS in sb_histogram.c

@@ -1,0 +1,227 @@
+"""The TPC-C-like workload's numbers: tpmC, tpm and per-transaction-type counts from the counters
+cb_tpcc.lua adds to every report line, and the stall detector. Pure: no process, no server.
+
+The Lua test reports cumulative counters per type, [done, rollbacks, retries, latency sum in µs],
+since sysbench started (warm-up included). The measured part of a client is its final counters
+minus those at the warm-up checkpoint; one second of a client is its counters minus those of its
+previous report.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.workloads.parse import Sample, interval_key
+
+TYPES: tuple[str, ...] = ("new_order", "payment", "order_status", "delivery", "stock_level")
+# the standard mix (clause 5.2.3 minimums for the four others, New-Order the rest)
+MIX: dict[str, float] = {
+    "new_order": 45.0, "payment": 43.0, "order_status": 4.0, "delivery": 4.0, "stock_level": 4.0,
+}  # fmt: skip
+FIELDS = ("done", "rollbacks", "retries", "latency_us")
+
+Counters = dict[str, list[int]]
+
+
+def counters(extra: Mapping[str, Any] | None) -> Counters | None:
+    """The per-type counters of a report line's `extra`, or None when it carries none."""
+    if not extra or not isinstance(extra.get("tpcc"), dict):
+        return None
+    out: Counters = {}
+    for t in TYPES:
+        raw = extra["tpcc"].get(t) or [0, 0, 0, 0]
+        out[t] = [int(x) for x in (list(raw) + [0, 0, 0, 0])[:4]]
+    return out
+
+
+def zero() -> Counters:
+    return {t: [0, 0, 0, 0] for t in TYPES}
+
+
+def minus(a: Counters, b: Counters | None) -> Counters:
+    if b is None:
+        return {t: list(v) for t, v in a.items()}
+    return {t: [x - y for x, y in zip(a[t], b[t], strict=True)] for t in TYPES}
+
+
+def plus(a: Counters, b: Counters) -> Counters:
+    return {t: [x + y for x, y in zip(a[t], b[t], strict=True)] for t in TYPES}
+
+
+@dataclass(frozen=True)
+class TpccClient:
+    """What one sysbench client reported: its samples (measured, in order), the counters of its
+    last warm-up report, at the warm-up checkpoint and at its final summary."""
+
+    samples: Sequence[Sample]
+    warmup_samples: Sequence[Sample] = ()
+    checkpoint_extra: Mapping[str, Any] | None = None
+    final_extra: Mapping[str, Any] | None = None
+
+
+def measured_counters(c: TpccClient) -> Counters | None:
+    """The client's counters over the measured part (after the warm-up)."""
+    end = counters(c.final_extra)
+    if end is None and c.samples:
+        end = counters(c.samples[-1].extra)
+    if end is None:
+        return None
+    base = counters(c.checkpoint_extra)
+    if base is None and c.warmup_samples:
+        base = counters(c.warmup_samples[-1].extra)
+    return minus(end, base)
+
+
+def per_second(clients: Sequence[TpccClient]) -> list[dict[str, Any]]:
+    """Per report interval (all clients summed): t and each type's completed transactions."""
+    by_t: dict[int, Counters] = {}
+    for c in clients:
+        prev = counters(c.warmup_samples[-1].extra) if c.warmup_samples else None
+        for s in c.samples:
+            cur = counters(s.extra)
+            if cur is None:
+                continue
+            key = interval_key(s)
+            by_t[key] = plus(by_t.get(key, zero()), minus(cur, prev))
+            prev = cur
+    return [{"t": t, **{ty: by_t[t][ty][0] for ty in TYPES}} for t in sorted(by_t)]
+
+
+def summarize(clients: Sequence[TpccClient], duration: float) -> dict[str, Any] | None:
+    """tpmC (New-Order per minute, rolled-back ones included as the spec counts them), total tpm,
+    per-type counts, rollbacks, retries and mean latency, the mix seen and per second counts."""
+    total = zero()
+    for c in clients:
+        m = measured_counters(c)
+        if m is None:
+            return None
+        total = plus(total, m)
+    done = sum(total[t][0] for t in TYPES)
+    minutes = duration / 60.0 if duration > 0 else 0.0
+    types = {}
+    for t in TYPES:
+        n, rb, rt, lat = total[t]
+        types[t] = {
+            "count": n, "rollbacks": rb, "retries": rt,
+            "mean_ms": round(lat / n / 1000.0, 3) if n else None,
+            "share_pct": round(100.0 * n / done, 2) if done else None,
+        }  # fmt: skip
+    return {
+        "tpmC": round(total["new_order"][0] / minutes, 1) if minutes else 0.0,
+        "tpm": round(done / minutes, 1) if minutes else 0.0,
+        "transactions": done,
+        "retries": sum(total[t][2] for t in TYPES),
+        "duration_s": round(duration, 3),
+        "types": types,
+        "per_second": per_second(clients),
+    }
+
+
+def mix_problems(summary: Mapping[str, Any], tolerance_pp: float = 5.0) -> list[str]:
+    """Types whose share is further than `tolerance_pp` points from the standard mix."""
+    out = []
+    for t, want in MIX.items():
+        got = summary["types"][t]["share_pct"]
+        if got is None or abs(got - want) > tolerance_pp:
+            out.append(f"{t}: {got}% (standard {want}%)")
+    return out
+
+
+# ---- stall detector ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """Seconds whose throughput fell below `fraction` of the trial's median."""
+
+    median_tps: float
+    threshold_tps: float
+    seconds: tuple[float, ...]  # t of each stalled sample
+    runs: tuple[tuple[float, float], ...]  # (first t, length in samples) of each run of stalls
+
+    @property
+    def count(self) -> int:
+        return len(self.seconds)
+
+    @property
+    def longest(self) -> float:
+        return max((n for _, n in self.runs), default=0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "median_tps": round(self.median_tps, 3), "threshold_tps": round(self.threshold_tps, 3),
+            "count": self.count, "longest": self.longest,
+            "seconds": list(self.seconds), "runs": [list(r) for r in self.runs],
+        }  # fmt: skip
+
+
+def detect_stalls(points: Iterable[tuple[float, float]], fraction: float = 0.10) -> Stalls:
+    """(t, tps) per interval in time order (all clients summed) → the stalls.
+
+    A stall is an interval with tps below `fraction` x the median tps of the trial; consecutive
+    stalled intervals form one run (its length counts intervals, i.e. seconds at the default
+    --report-interval of 1 s). A trial with a median of 0 has no stalls to find.
+    """
+    pts = sorted(points)
+    if not pts:
+        return Stalls(0.0, 0.0, (), ())
+    med = statistics.median(tps for _, tps in pts)
+    thr = fraction * med
+    stalled = [i for i, (_, tps) in enumerate(pts) if med > 0 and tps < thr]
+    runs: list[tuple[float, float]] = []
+    prev = -2
+    for i in stalled:
+        if i == prev + 1:
+            start, n = runs[-1]
+            runs[-1] = (start, n + 1)
+        else:
+            runs.append((pts[i][0], 1))
+        prev = i
+    return Stalls(med, thr, tuple(pts[i][0] for i in stalled), tuple(runs))
+
+
+# ---- lines for people --------------------------------------------------------------------------
+
+
+def load_rows(lines: Iterable[str]) -> int:
+    """Rows written by a prepare, from cb_tpcc.lua's `CBLOAD thread N: R rows, ...` lines."""
+    total = 0
+    for ln in lines:
+        parts = ln.split()
+        if len(parts) >= 4 and parts[0] == "CBLOAD" and parts[1] == "thread" and parts[4:5] == ["rows,"]:
+            total += int(parts[3])
+    return total
+
+
+def _mib(n: Any) -> str:
+    return f"{n / 2**20:.0f} MiB" if isinstance(n, int) else "?"
+
+
+def load_line(load: Mapping[str, Any]) -> str:
+    s = (f"tpcc load: {load['warehouses']} warehouse(s), {load['rows']} rows in {load['seconds']:.1f} s"
+         f" ({load['rows_per_s'] or 0:.0f} rows/s)")  # fmt: skip
+    if load.get("bytes_per_warehouse") is not None:
+        s += f", {_mib(load['bytes_per_warehouse'])} per warehouse"
+    if load.get("data_to_buffer_pool") is not None:
+        s += f", data/buffer pool {load['data_to_buffer_pool']:.2f}"
+    return s
+
+
+def stall_line(stalls: Stalls) -> str:
+    return (f"stalls: {stalls.count} interval(s) below {stalls.threshold_tps:.1f} tps (10 % of the median "
+            f"{stalls.median_tps:.1f}), longest {stalls.longest:g} in a row")  # fmt: skip
+
+
+def figure_lines(f: Mapping[str, Any]) -> list[str]:
+    types = f["types"]
+    parts = ", ".join(
+        f"{t} {types[t]['count']}"
+        + (f" ({types[t]['rollbacks']} rolled back)" if types[t]["rollbacks"] else "")
+        for t in TYPES
+    )
+    return [
+        f"tpmC {f['tpmC']:.0f}, tpm {f['tpm']:.0f}; {parts}; retries {f['retries']}",
+    ]

@@ -1,0 +1,78 @@
+"""The TPC-C-like workload against the session's real 3-node Galera cluster, as a user runs it:
+`clusterbench run -w tpcc` loads 1 warehouse, runs 10 s through HAProxy and checks the twelve
+consistency conditions after the load and after the trial; then a row changed behind the
+workload's back makes `clusterbench tpcc-check` FAIL naming the condition (the negative control).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterbench.cluster import Cluster
+from clusterbench.store import Store
+from clusterbench.workloads.tpcc import TYPES
+
+pytestmark = pytest.mark.integration
+
+DB = "tpccit"
+
+
+def cb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        ["clusterbench", *args], capture_output=True, text=True, timeout=timeout, env=env, check=False
+    )
+
+
+def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path) -> None:
+    name = cluster.topology.name
+    results = tmp_path / "results.db"
+    res = cb("run", "-n", name, "-w", "tpcc", "--warehouses", "1", "--threads", "4", "--duration", "10",
+             "--database", DB, "--results", str(results), "--no-telemetry")  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "TPC-C consistency after load: PASS" in out, out
+    assert "TPC-C consistency after run: PASS" in out and "condition 11 reported as load-only" in out, out
+    assert "tpmC " in out, out
+
+    with Store.open(results) as store:
+        run = store.list_runs()[-1]
+        prov = store.provenance(run.id)
+        load = prov["tpcc_load"]
+        # one warehouse at full scale: 100k items + 100k stock + 30k customers, history, orders ...
+        assert load["warehouses"] == 1 and load["rows"] > 500_000 and load["rows_per_s"] > 0
+        assert load["bytes_per_warehouse"] > 30 * 2**20 and load["data_to_buffer_pool"] > 0
+        assert prov[f"tpcc_consistency@load:{DB}"]["verdict"] == "PASS"
+        (trial,) = store.trials(run.id)
+        tprov = store.provenance(run.id, trial.id)
+        f = tprov["tpcc"]
+        assert f["tpmC"] > 0 and f["tpm"] > f["tpmC"]
+        assert all(f["types"][t]["count"] > 0 for t in TYPES), f["types"]
+        # 45 % New-Order, 43 % Payment (a weighted draw: a few points either way in 10 s)
+        assert 35 <= f["types"]["new_order"]["share_pct"] <= 55
+        assert 33 <= f["types"]["payment"]["share_pct"] <= 53
+        assert sum(s["new_order"] for s in f["per_second"]) == f["types"]["new_order"]["count"]
+        check = tprov[f"tpcc_consistency:{DB}"]
+        assert check["verdict"] == "PASS"
+        assert {c["condition"]: c["status"] for c in check["conditions"]}[11] in ("PASS", "load-only")
+        assert tprov["stalls"]["median_tps"] > 0
+        assert len(store.samples(trial.id)) >= 8
+
+    # the checker on demand passes on the same tables ...
+    ok = cb("tpcc-check", "-n", name, "--database", DB)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "condition 1 (W_YTD = sum(D_YTD) for each warehouse): PASS" in ok.stdout
+    # ... and fails, naming the condition, once a district's YTD changes behind the workload's back
+    tamper = f"UPDATE {DB}.district SET d_ytd = d_ytd + 1 WHERE d_w_id = 1 AND d_id = 3"
+    bad = cb("sql", "1", "-n", name, "-e", tamper)
+    assert bad.returncode == 0, bad.stdout + bad.stderr
+    fail = cb("tpcc-check", "-n", name, "--database", DB)
+    assert fail.returncode == 1, fail.stdout + fail.stderr
+    assert "TPC-C consistency after run: FAIL: condition 1 (W_YTD = sum(D_YTD) for each warehouse); " \
+        "condition 9 (D_YTD = sum(H_AMOUNT) for each district)" in fail.stdout + fail.stderr
+    assert "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL, 1 row(s), e.g. 1, 3" in fail.stdout
+    cb("sql", "1", "-n", name, "-e", f"DROP DATABASE IF EXISTS {DB}")

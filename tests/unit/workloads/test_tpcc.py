@@ -1,0 +1,128 @@
+"""TPC-C figures from cb_tpcc.lua's report lines, its argv, and the stall detector."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.workloads import tpcc
+from clusterbench.workloads.parse import parse_output
+from clusterbench.workloads.sysbench import (
+    TPCC_TABLES,
+    SysbenchOptions,
+    build_command,
+    expected_tables,
+    group_tests,
+    prepare_group,
+    report_script,
+    tpcc_script,
+)
+
+EP = Endpoint(name="balancer", addresses=(Address(host="198.18.9.2", port=3306),), user="bench",
+              password="pw", database="sbtest", galera=True)  # fmt: skip
+
+
+def counts(no: int, pay: int, os_: int = 0, dl: int = 0, sl: int = 0, rb: int = 0, rt: int = 0) -> dict:
+    return {"tpcc": {
+        "new_order": [no, rb, rt, no * 2000], "payment": [pay, 0, 0, pay * 1000],
+        "order_status": [os_, 0, 0, 0], "delivery": [dl, 0, 0, 0], "stock_level": [sl, 0, 0, 0],
+    }}  # fmt: skip
+
+
+def line(kind: str, t: float, events: int, extra: dict | None) -> str:
+    obj = {"type": kind, "time_total": t, "time_interval": 1.0 if kind == "interval" else t, "threads": 2,
+           "events": events, "reads": 0, "writes": 0, "other": 0, "errors": 0, "reconnects": 0,
+           "percentile": 95, "latency_pct_ms": 1.0}  # fmt: skip
+    if extra is not None:
+        obj["extra"] = extra
+    return "CBJSON " + json.dumps(obj)
+
+
+def client(warmup: float, lines: list[str]) -> tpcc.TpccClient:
+    p = parse_output(lines, warmup=warmup)
+    return tpcc.TpccClient(p.samples, p.warmup_samples, p.checkpoint_extra,
+                           p.summary.extra if p.summary is not None else None)  # fmt: skip
+
+
+def test_tpmc_counts_the_measured_part_only() -> None:
+    lines = [
+        line("interval", 1.0, 10, counts(4, 6)),  # warm-up
+        line("checkpoint", 1.0, 10, counts(5, 6)),  # the reset: counters then
+        line("interval", 2.0, 20, counts(14, 16)),
+        line("interval", 3.0, 20, counts(23, 27, 1, 1, 0, rb=1, rt=2)),
+        line("summary", 2.0, 40, counts(25, 27, 1, 1, 1, rb=1, rt=2)),
+    ]
+    f = tpcc.summarize([client(1.0, lines)], duration=2.0)
+    assert f is not None
+    assert f["types"]["new_order"]["count"] == 20 and f["types"]["payment"]["count"] == 21
+    assert f["tpmC"] == 600.0  # 20 New-Orders in 2 s
+    assert f["transactions"] == 20 + 21 + 1 + 1 + 1
+    assert f["tpm"] == 44 * 30.0
+    assert f["types"]["new_order"]["rollbacks"] == 1 and f["retries"] == 2
+    assert f["types"]["new_order"]["mean_ms"] == 2.0
+    # per second: the first measured second is counted from the last warm-up report
+    assert f["per_second"][0] == {"t": 2, "new_order": 10, "payment": 10, "order_status": 0,
+                                  "delivery": 0, "stock_level": 0}  # fmt: skip
+    assert f["per_second"][1]["new_order"] == 9 and f["per_second"][1]["payment"] == 11
+
+
+def test_two_clients_add_up_and_no_counters_means_no_figures() -> None:
+    a = [line("interval", 1.0, 5, counts(2, 3)), line("summary", 1.0, 5, counts(2, 3))]
+    b = [line("interval", 1.0, 7, counts(3, 4)), line("summary", 1.0, 7, counts(3, 4))]
+    f = tpcc.summarize([client(0, a), client(0, b)], duration=1.0)
+    assert f is not None and f["tpmC"] == 300.0 and f["per_second"] == [
+        {"t": 1, "new_order": 5, "payment": 7, "order_status": 0, "delivery": 0, "stock_level": 0}
+    ]
+    plain = [line("interval", 1.0, 5, None), line("summary", 1.0, 5, None)]
+    assert tpcc.summarize([client(0, plain)], duration=1.0) is None
+
+
+def test_mix_problems_name_the_type_off_the_standard_mix() -> None:
+    good = {"types": {t: {"share_pct": tpcc.MIX[t]} for t in tpcc.TYPES}}
+    assert tpcc.mix_problems(good) == []
+    bad = {"types": {**good["types"], "delivery": {"share_pct": 20.0}}}
+    assert tpcc.mix_problems(bad) == ["delivery: 20.0% (standard 4.0%)"]
+
+
+def test_stalls_are_seconds_under_a_tenth_of_the_median() -> None:
+    pts = [(1, 100.0), (2, 110.0), (3, 9.0), (4, 0.0), (5, 0.0), (6, 95.0), (7, 105.0), (8, 5.0), (9, 100.0),
+           (10, 98.0), (11, 102.0)]  # fmt: skip
+    s = tpcc.detect_stalls(pts)
+    assert s.median_tps == 98.0 and abs(s.threshold_tps - 9.8) < 1e-9
+    assert s.seconds == (3, 4, 5, 8) and s.count == 4
+    assert s.runs == ((3, 3), (8, 1)) and s.longest == 3
+    assert "4 interval(s)" in tpcc.stall_line(s) and "longest 3" in tpcc.stall_line(s)
+
+
+def test_no_stalls_in_steady_or_idle_load() -> None:
+    assert tpcc.detect_stalls([(1, 50.0), (2, 48.0), (3, 52.0)]).count == 0
+    assert tpcc.detect_stalls([(1, 0.0), (2, 0.0)]).count == 0
+    assert tpcc.detect_stalls([]).to_json()["count"] == 0
+
+
+def test_load_rows_read_the_loaders_thread_lines() -> None:
+    out = ["CBLOAD warehouse 2: 44982 rows", "CBLOAD thread 1: 47482 rows, 1 warehouse(s) in 2.888 s",
+           "CBLOAD thread 0: 47499 rows, 1 warehouse(s) in 3.044 s", "noise"]  # fmt: skip
+    assert tpcc.load_rows(out) == 94981
+
+
+def test_tpcc_argv_uses_its_own_script_and_the_warehouses() -> None:
+    opts = SysbenchOptions(test="tpcc", threads=3, warehouses=4)
+    prep = build_command(opts, EP, "prepare")
+    assert prep.argv[1] == str(tpcc_script()) and Path(prep.argv[1]).name == "cb_tpcc.lua"
+    assert "--warehouses=4" in prep.argv and "--threads=3" in prep.argv and prep.argv[-1] == "prepare"
+    assert not any(a.startswith(("--tables", "--table-size", "--auto_inc")) for a in prep.argv)
+    run = build_command(opts, EP, "run")
+    assert run.argv[1] == str(report_script()) and run.env["CLUSTERBENCH_SB_MODULE"] == "cb_tpcc"
+    assert tpcc_script().parent == report_script().parent and tpcc_script().is_file()
+
+
+def test_tpcc_is_a_prepare_group_of_its_own_with_nine_tables() -> None:
+    assert prepare_group("tpcc") == "tpcc"
+    assert expected_tables(SysbenchOptions(test="tpcc"), "tpcc") == list(TPCC_TABLES)
+    assert len(TPCC_TABLES) == 9
+    groups = group_tests(["oltp_read_write", "tpcc", "oltp_insert", "tpcc"])
+    assert [(g.name, g.tests) for g in groups] == [
+        ("oltp", ("oltp_read_write", "oltp_insert")), ("tpcc", ("tpcc", "tpcc")),
+    ]  # fmt: skip
