@@ -220,7 +220,7 @@ def _series_section(
         "Every measured second of each trial, all clients added up; an interval that not every client "
         "reported is left out (it would show a drop that did not happen)."
         + (f" Dashed grey: the same test in run {baseline[0]}." if baseline else "")
-        + " Fault windows are shaded."
+        + " Fault windows and stalls (intervals under 10 % of the trial's median tps) are shaded."
     )
     head = ["trial", "test", "seconds", "tps min", "tps median", "tps max", "p95 median ms", "p95 max ms",
             "worst p95 at s"]  # fmt: skip
@@ -240,6 +240,9 @@ def _series_section(
             sec.paragraphs.append(f"{title}: no measured second to plot.")
             continue
         windows = [plots.Window(lbl, a, b) for lbl, a, b in fault_windows(store, run_id, tr.id)]
+        # stalls (intervals under 10 % of the median tps), centred on their points
+        stalls = (store.provenance(run_id, tr.id).get("stalls") or {}).get("runs") or []
+        windows += [plots.Window("stall", t0 - 0.5, t0 + n - 0.5) for t0, n in stalls]
         clients = trial_clients_of(store, tr.id)
         per_client = []
         if len(clients) > 1:
