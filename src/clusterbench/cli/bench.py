@@ -342,8 +342,10 @@ def run(
     workload: Annotated[
         str,
         typer.Option(
-            "--workload", "-w", "--tests", help="sysbench test, e.g. oltp_read_write (alias: --tests)."
-        ),
+            "--workload", "-w", "--tests",
+            help="sysbench test, e.g. oltp_read_write, or tpcc (TPC-C-like, scale: --warehouses) "
+            "(alias: --tests).",
+        ),  # fmt: skip
     ],
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
     duration: Annotated[
