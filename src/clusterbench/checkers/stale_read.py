@@ -4,8 +4,8 @@ The prober (verify.stale_read) writes version v of its own row on A; after the C
 acknowledged it reads the row on B in a session of a given kind: the engine's `default` session
 (stale reads possible: Galera wsrep_sync_wait=0, Group Replication the group's configured
 group_replication_consistency) or its `causal` one (Galera wsrep_sync_wait=1, GR BEFORE). A read
-that returns an older version than the last acknowledged one is stale. How stale: in versions (acknowledged - seen) and in milliseconds since
-the first version it missed was acknowledged.
+that returns an older version than the last acknowledged one is stale. How stale: in versions
+(acknowledged - seen) and in milliseconds since the first version it missed was acknowledged.
 
 In the default session a stale read is a documented limitation; in the causal session it breaks
 the engine's promise. Reads that failed, and reads after a write of unknown outcome that return
