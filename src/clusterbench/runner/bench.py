@@ -395,7 +395,17 @@ class BenchRunner:
                 + f" in {', '.join(dbs)}"
             )
         t0 = self.monotonic()
-        outputs = self.sysbench.prepare(base, plan.endpoint, databases=dbs)
+        done: list[str] = []
+
+        def progress(line: str) -> None:
+            # the tpcc loader prints one line per loaded warehouse
+            if line.startswith("CBLOAD warehouse "):
+                done.append(line)
+                lis.phase(f"  {line.removeprefix('CBLOAD ')} ({len(done)} of {base.warehouses * len(dbs)})")
+
+        outputs = self.sysbench.prepare(
+            base, plan.endpoint, databases=dbs, on_line=progress if group == TPCC else None
+        )
         seconds = round(self.monotonic() - t0, 3)
         store.add_event(run_id, "prepare", {"group": group, "seconds": seconds})
         if group == TPCC:

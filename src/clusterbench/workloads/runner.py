@@ -435,7 +435,9 @@ class SysbenchRunner:
 
     # ---- one-shot commands ---------------------------------------------------------------
 
-    def _run_to_end(self, cmd: SysbenchCommand, timeout: float) -> CommandOutput:
+    def _run_to_end(
+        self, cmd: SysbenchCommand, timeout: float, on_line: Callable[[str], None] | None = None
+    ) -> CommandOutput:
         log.info("running: %s", shlex.join(cmd.masked_argv()))
         files = OptionFiles(self.secrets_dir)
         try:
@@ -443,10 +445,14 @@ class SysbenchRunner:
             tracked = self._track([("local", False, proc)], what=f"sysbench {cmd.argv[-1]}")
             out: list[str] = []
             err: list[str] = []
+
+            def on_out(_i: int, line: str) -> None:
+                out.append(line)
+                if on_line is not None:
+                    on_line(line.rstrip("\n"))
+
             try:
-                rc, killed = self._pump(
-                    [proc], timeout, lambda _i, line: out.append(line), lambda _i, line: err.append(line)
-                )
+                rc, killed = self._pump([proc], timeout, on_out, lambda _i, line: err.append(line))
             finally:
                 self._untrack(tracked)
         finally:
@@ -484,8 +490,10 @@ class SysbenchRunner:
         *,
         databases: Sequence[str] | None = None,
         timeout: float = 3600.0,
+        on_line: Callable[[str], None] | None = None,
     ) -> list[CommandOutput]:
         """Prepare opts.test's group in each database and check the tables are really there.
+        `on_line` sees each line sysbench prints as it prints it (the tpcc loader's progress).
 
         sysbench 1.0.20's prepare with --threads > 1 exits 0 even when every connection failed
         (RECIPES S2), so the exit code alone proves nothing: look for FATAL and for the tables.
@@ -508,7 +516,7 @@ class SysbenchRunner:
                     f"previous test group before preparing {group}"
                 )
             cmd = build_command(opts, endpoint, "prepare", database=db, sysbench_bin=self.sysbench_bin)
-            res = self._run_to_end(cmd, timeout)
+            res = self._run_to_end(cmd, timeout, on_line)
             outputs.append(res)
             fatal = _first_fatal(res.stdout + res.stderr)
             if res.killed:
