@@ -25,7 +25,7 @@ from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.components.keepalived.config import KeepalivedConfig
 from clusterbench.engines import make_engine
 from clusterbench.engines.base import Credentials, DbNode, NodeHealth
-from clusterbench.errors import ClusterStateError, ComponentError
+from clusterbench.errors import ClusterbenchError, ClusterStateError, ComponentError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost
 from clusterbench.providers import make_provider
@@ -588,7 +588,14 @@ class Cluster:
                 what = h.stop()
                 if what != "not running":
                     done.append(f"haproxy {h.cfg.dir.name} {what}")
-        nodes = self.nodes() if self.state and self.creds is not None else []
+        try:
+            nodes = self.nodes() if self.state and self.creds is not None else []
+        except ClusterbenchError as exc:
+            # The engine can no longer describe its nodes (e.g. Group Replication's rootfs was
+            # removed or CLUSTERBENCH_ROOTFS points elsewhere): the provider's teardown below still
+            # stops every process in the cluster's namespaces or directories, and removes them.
+            done.append(f"nodes not stopped one by one ({exc}); the teardown stops what runs")
+            nodes = []
         for n in nodes:
             n.stop_health_agent()
         # The engine's fastest stop that loses nothing still wanted (the datadirs go next unless

@@ -542,3 +542,49 @@ def test_keepalived_pair_over_ssh_moves_the_vip_when_the_active_haproxy_dies(
     assert d.returncode == 0, d.stderr
     assert remote_processes(cb_home, name) == []
     assert not (base_dir(cb_home) / name).exists()
+
+
+def test_group_replication_over_ssh_up_rejoin_and_down(lab: SshLab, cb_home: Path, tmp_path: Path) -> None:
+    """Group Replication members chrooted into the MySQL rootfs on machines reached over SSH (the
+    lab's machines share this one's file system, so the rootfs is at the same path there)."""
+    from clusterbench.engines.group_replication import rootfs
+
+    bad = rootfs.problem(rootfs.rootfs_dir())
+    if bad:
+        pytest.skip(f"Group Replication tests skipped: {bad}")
+    name = "cbssh13"
+    data: dict[str, Any] = {
+        "cluster": {"name": name},
+        "provider": {"kind": "ssh", "base_dir": str(base_dir(cb_home)), "connect_timeout": 3},
+        "engine": {"kind": "group_replication"},
+        "mysql": {"member_expel_timeout": 0},
+        **NO_LB,
+    }
+    f = write_topology(tmp_path / "gr.toml", data, spare_inventory(lab))
+    t0 = time.monotonic()
+    r = cli(cb_home, "up", "-f", str(f), timeout=300)
+    print(f"ssh up of 3 Group Replication members: {time.monotonic() - t0:.1f} s\n{r.stdout}")
+    try:
+        assert r.returncode == 0, r.stdout + r.stderr
+        c = Cluster.load(name, home=cb_home)
+        views = sorted((v.index, v.health.state, v.health.role) for v in c.status().nodes if v.health)
+        assert views == [(1, "ONLINE", "PRIMARY"), (2, "ONLINE", "SECONDARY"), (3, "ONLINE", "SECONDARY")]
+        primary = c.node(1)
+        primary.query("CREATE TABLE sbtest.overssh (id INT PRIMARY KEY)")
+        primary.query("INSERT INTO sbtest.overssh VALUES (1), (2)")
+        assert c.node_kill(3) == "n3 killed"
+        primary.query("INSERT INTO sbtest.overssh VALUES (3)")
+        out = c.node_start(3)
+        assert out.startswith("n3 rejoined"), out
+        n3 = c.node(3)
+        n3.wait_ready(60, expect_size=3)
+        with n3.connect() as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION group_replication_consistency='BEFORE'")
+            cur.execute("SELECT COUNT(*) FROM sbtest.overssh")
+            assert cur.fetchone() == (3,)
+        c.close()
+    finally:
+        d = cli(cb_home, "down", "-n", name)
+        assert d.returncode == 0, d.stderr
+    assert remote_processes(cb_home, name) == []
+    assert not (base_dir(cb_home) / name).exists()

@@ -360,3 +360,24 @@ def test_rejoin_retries_once_with_another_donor_when_the_donor_died(tmp_path: Pa
         "--wsrep-sst-donor=n2",
     ]
     assert msg.endswith("(its donor n1 failed during the transfer; retried with donor n2)")
+
+
+def test_down_tears_down_even_when_the_engine_cannot_make_its_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Group Replication cluster whose rootfs is gone: `down` must still remove the namespaces
+    (the provider's teardown stops what runs in them), or the cluster's name stays taken."""
+    monkeypatch.setenv("CLUSTERBENCH_ROOTFS", str(tmp_path / "gone"))
+    c = cluster(tmp_path, {"engine": {"kind": "group_replication"}})
+    c.state = {"nodes": {"1": {"proc": {"pid": 4242, "start_ticks": 1}}}}
+    torn: list[tuple[bool, bool]] = []
+
+    def teardown(keep: bool, keep_remote: bool) -> list[str]:
+        torn.append((keep, keep_remote))
+        return ["netns removed"]
+
+    monkeypatch.setattr(c.provider, "teardown", teardown)
+    done = c.down()
+    assert torn == [(False, False)]
+    assert done[0].startswith("nodes not stopped one by one (") and str(tmp_path / "gone") in done[0]
+    assert done[1:] == ["netns removed"]

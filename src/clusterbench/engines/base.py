@@ -321,6 +321,13 @@ class Engine(Protocol):
     def required(self) -> dict[str, str]:
         """What must exist on a db host: a path or binary name -> how to get it (one line)."""
 
+    def host_packages(self) -> tuple[str, ...]:
+        """Debian packages a db host reached over ssh needs for this engine (the ssh preflight
+        asks for them, `provision` installs them)."""
+
+    def ports(self) -> tuple[int, ...]:
+        """TCP ports a node listens on (the ssh preflight refuses a host where one is taken)."""
+
     def bring_up(self, site: Site, report: Report) -> None:
         """From empty node directories to every node a ready member (files written, data
         initialized, accounts made, group bootstrapped, the others joined, health agents up)."""

@@ -487,6 +487,13 @@ class ExperimentRunner:
         self.store.set_provenance(run_id, f"engine_status@{when}", snap.engine_status, trial_id=trial_id)
         if snap.errors:
             self.store.set_provenance(run_id, f"server_errors@{when}", snap.errors, trial_id=trial_id)
+        if when == "start":
+            # What only the servers know (the MySQL or MariaDB build, the Galera provider), at the
+            # run level too, beside the binaries of this machine; an engine factor adds the other's.
+            versions = dict(self.store.provenance(run_id).get("versions") or {})
+            merged = {**versions, **snap.versions()}
+            if merged != versions:
+                self.store.set_provenance(run_id, "versions", merged)
 
     def _trial(self, run_id: int, seq: int, t: TrialSpec) -> str:
         t_begin = self.ledger.monotonic()

@@ -10,22 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterbench.engines import make_engine
 from clusterbench.errors import ClusterStateError, PreflightError
 from clusterbench.hosts.ssh import SshHost, on_hosts
 from clusterbench.spec.topology import InventoryHost, Topology
 
-# Debian packages each role needs. db: the server, Galera, the SST tools (rsync, socat for
-# mariabackup, ss from iproute2 which the SST scripts call) and iptables for partition faults;
-# python3 runs the telemetry probe (telemetry/probe.py) on db and balancer hosts.
+# Debian packages each role needs. db: the engine's own (Engine.host_packages: Galera's server and
+# SST tools; Group Replication's health check client, unshare, rsync) plus iptables for partition
+# faults; python3 runs the telemetry probe (telemetry/probe.py) on db and balancer hosts.
 PACKAGES: dict[str, tuple[str, ...]] = {
-    "db": (
-        "mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables", "python3"
-    ),  # fmt: skip
+    "db": ("iptables", "python3"),
     "balancer": ("haproxy", "socat", "iproute2", "python3"),
     # gcc and the client headers build sysbench's reconnect shim on the client (workloads.placement)
     "client": ("sysbench", "gcc", "libc6-dev", "libmariadb-dev"),
 }
-NODE_PORTS = (3306, 4444, 4567, 4568, 9200)  # mysql, SST, group communication, IST, clustercheck
 
 # Facts as key=value lines; never needs root (ss -ltn lists listeners without it).
 _PROBE = r"""
@@ -35,7 +33,11 @@ if [ -r /etc/os-release ]; then . /etc/os-release; fi
 echo "os=${ID:-unknown}"; echo "os_like=${ID_LIKE:-}"; echo "pretty=${PRETTY_NAME:-unknown}"
 echo "machine=$(cat /etc/machine-id 2>/dev/null)/$(readlink /proc/self/ns/net 2>/dev/null)"
 for p in "$@"; do
-  case "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" in *" installed") ;; *) echo "missing=$p";; esac
+  case "$p" in
+    /*) [ -e "$p" ] || echo "absent=$p" ;;
+    *) st="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)"
+       case "$st" in *" installed") ;; *) echo "missing=$p";; esac ;;
+  esac
 done
 ss -ltnH 2>/dev/null | awk '{print "listen=" $4}'
 echo end=1
@@ -51,6 +53,7 @@ class HostFacts:
     pretty: str = "unknown"
     machine: str = ""
     missing: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)  # files the engine needs (absolute paths)
     listening: list[str] = field(default_factory=list)  # local addresses, "0.0.0.0:22"
     complete: bool = False
 
@@ -75,6 +78,8 @@ def parse_probe(text: str) -> HostFacts:
             f.machine = value
         elif key == "missing":
             f.missing.append(value)
+        elif key == "absent":
+            f.absent.append(value)
         elif key == "listen":
             f.listening.append(value)
         elif key == "end":
@@ -95,17 +100,25 @@ def packages_for(t: Topology, h: InventoryHost) -> list[str]:
     want: list[str] = []
     for role in h.roles:
         want += PACKAGES[role]
-    if "db" in h.roles and t.mariadb.sst_method == "mariabackup":
-        want.append("mariadb-backup")
+    if "db" in h.roles:
+        want += make_engine(t).host_packages()
     if "balancer" in h.roles and t.vip_address() is not None:
         want.append("keepalived")
     return sorted(set(want))
 
 
+def files_for(t: Topology, h: InventoryHost) -> dict[str, str]:
+    """Files a db host must have that no package of its own gives (Group Replication's MySQL root
+    file system): path -> how to get it."""
+    if "db" not in h.roles:
+        return {}
+    return {p: how for p, how in make_engine(t).required().items() if p.startswith("/")}
+
+
 def ports_for(t: Topology, h: InventoryHost) -> list[int]:
     ports: list[int] = []
     if "db" in h.roles:
-        ports += NODE_PORTS
+        ports += make_engine(t).ports()
     if "balancer" in h.roles:
         ports.append(t.balancer.port)
     return sorted(set(ports))
@@ -162,6 +175,9 @@ def problems(t: Topology, facts: dict[str, HostFacts | Exception], check_package
                 f"{where}: missing packages {', '.join(got.missing)}; "
                 "run `clusterbench provision -f FILE` to install them"
             )
+        files = files_for(t, h)
+        for path in got.absent:
+            lines.append(f"{where}: missing {path}; {files.get(path, 'install it')} on that host")
         busy = busy_ports(got.listening, h.address, ports_for(t, h))
         if busy:
             lines.append(
@@ -182,14 +198,16 @@ def _placement(t: Topology, same: list[InventoryHost]) -> list[str]:
     dbs = [h for h in same if "db" in h.roles]
     lbs = [h for h in same if "balancer" in h.roles]
     out = []
+    node_ports = make_engine(t).ports()
     if len(dbs) > 1:
+        shared = ", ".join(str(p) for p in node_ports if p != node_ports[-1])
         out.append(
-            f"{what}: {len(dbs)} db nodes there would share ports 3306, 4444, 4567 and 4568; "
+            f"{what}: {len(dbs)} db nodes there would share ports {shared} and {node_ports[-1]}; "
             "give each db node its own machine"
         )
     if len(lbs) > 1:
         out.append(f"{what}: both balancers there would share port {t.balancer.port}; use two machines")
-    if dbs and lbs and t.balancer.port in NODE_PORTS:
+    if dbs and lbs and t.balancer.port in node_ports:
         out.append(
             f"{what}: a db node and a balancer there both need port {t.balancer.port}; "
             "set balancer.port to a free port such as 6033"
@@ -205,7 +223,7 @@ def probe(host: SshHost, packages: list[str]) -> HostFacts:
 def gather(t: Topology, hosts: dict[str, SshHost]) -> dict[str, HostFacts | Exception]:
     """Probe every inventory host in parallel; a connection failure is that host's result."""
     items = list(t.hosts)
-    results = on_hosts(items, lambda h: probe(hosts[h.name], packages_for(t, h)))
+    results = on_hosts(items, lambda h: probe(hosts[h.name], [*packages_for(t, h), *files_for(t, h)]))
     return {h.name: r for h, r in results}
 
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from clusterbench.engines.group_replication import rootfs
 from clusterbench.hosts.ssh import SshHost, SshTarget, on_hosts
 from clusterbench.providers import provision as prov
 from clusterbench.providers.ssh_check import (
     HostFacts,
     busy_ports,
+    files_for,
     packages_for,
     parse_probe,
     ports_for,
@@ -80,8 +84,20 @@ def test_packages_and_ports_by_role() -> None:
     t = topo(balancer={"port": 6033})
     db3 = t.hosts[2]
     assert packages_for(t, db3) == sorted(
-        {"mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", "iptables", "sysbench",
-         "gcc", "libc6-dev", "libmariadb-dev", "python3"}  # fmt: skip
+        {
+            "mariadb-server",
+            "mariadb-client",
+            "galera-4",
+            "rsync",
+            "socat",
+            "iproute2",
+            "iptables",
+            "sysbench",
+            "gcc",
+            "libc6-dev",
+            "libmariadb-dev",
+            "python3",
+        }  # fmt: skip
     )
     assert packages_for(t, t.hosts[3]) == ["haproxy", "iproute2", "python3", "socat"]
     assert ports_for(t, db3) == [3306, 4444, 4567, 4568, 9200] and ports_for(t, t.hosts[3]) == [6033]
@@ -123,8 +139,8 @@ def test_roles_that_cannot_share_a_machine() -> None:
     facts = all_good(t)
     facts["db3"] = good("m-db1")  # same machine as db1 under another name
     assert problems(t, facts) == [
-        "hosts db1 and db3 are one machine: 2 db nodes there would share ports 3306, 4444, 4567 and 4568; "
-        "give each db node its own machine"
+        "hosts db1 and db3 are one machine: 2 db nodes there would share ports 3306, 4444, 4567, 4568 "
+        "and 9200; give each db node its own machine"
     ]
     # A node and a balancer on one machine: fine on another port, refused on the node's 3306.
     t = topo()
@@ -222,3 +238,44 @@ def test_leftovers_are_processes_naming_our_directory_and_their_descendants() ->
     assert [(e.pid, e.start_ticks) for e in found] == [(100, 1000), (101, 1010), (102, 1020)]
     # A process we still track (and its children) is not a stray.
     assert [e.pid for e in strays(entries, "/var/lib/clusterbench/remote/prod/n2/", keep=[101])] == [100]
+
+
+def test_group_replication_hosts_need_the_rootfs_not_mariadb_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLUSTERBENCH_ROOTFS", str(tmp_path / "mysql"))
+    t = topo(engine={"kind": "group_replication"}, balancer={"port": 6033})
+    db3 = t.hosts[2]
+    assert packages_for(t, db3) == sorted(
+        {
+            "mariadb-client",
+            "util-linux",
+            "mount",
+            "rsync",
+            "socat",
+            "iproute2",
+            "iptables",
+            "python3",
+            "sysbench",
+            "gcc",
+            "libc6-dev",
+            "libmariadb-dev",
+        }  # fmt: skip
+    )
+    assert ports_for(t, db3) == [3306, 9200, 33061]
+    mysqld = str(tmp_path / "mysql" / rootfs.MYSQLD.lstrip("/"))
+    assert list(files_for(t, db3)) == [mysqld] and files_for(t, t.hosts[3]) == {}
+    facts = all_good(t)
+    probed = parse_probe(f"uid=0\nos=debian\nabsent={mysqld}\nend=1\n")
+    probed.machine = "m-db2"
+    facts["db2"] = probed
+    assert problems(t, facts) == [
+        f"host db2 (10.0.0.12): missing {mysqld}; the MySQL root file system for Group Replication: "
+        "`make setup` or `clusterbench rootfs build` on that host"
+    ]
+    facts = all_good(t)
+    facts["db1"] = good("m-db1", listening=["0.0.0.0:33061"])
+    assert problems(t, facts) == [
+        "host db1 (10.0.0.11): port(s) already in use: 33061 (0.0.0.0:33061); stop what listens there "
+        "or use another machine"
+    ]

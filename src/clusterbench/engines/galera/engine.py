@@ -18,6 +18,7 @@ from clusterbench.engines.base import Credentials, DbNode, Report, Site
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode, account_sql
 from clusterbench.engines.galera.status import GraState
+from clusterbench.engines.server import HEALTH_PORT
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.spec.topology import Topology
@@ -75,6 +76,15 @@ class GaleraEngine:
         if self.topology.mariadb.sst_method == "mariabackup":
             need["mariabackup"] = "Debian package mariadb-backup"
         return need
+
+    def host_packages(self) -> tuple[str, ...]:
+        # The server, Galera, the SST tools (rsync, socat for mariabackup, ss from iproute2 which
+        # the SST scripts call).
+        extra = ("mariadb-backup",) if self.topology.mariadb.sst_method == "mariabackup" else ()
+        return ("mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", *extra)
+
+    def ports(self) -> tuple[int, ...]:
+        return (3306, 4444, 4567, 4568, HEALTH_PORT)  # mysql, SST, group communication, IST, clustercheck
 
     def routes(self) -> tuple[Route, ...]:
         return GALERA_ROUTES

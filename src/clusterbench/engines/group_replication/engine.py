@@ -19,6 +19,7 @@ from clusterbench.components.haproxy.config import Route
 from clusterbench.engines.base import Credentials, DbNode, Report, Site
 from clusterbench.engines.group_replication import rootfs
 from clusterbench.engines.group_replication.config import (
+    GCS_PORT,
     MONITOR_PRIVILEGES,
     RECOVERY_PRIVILEGES,
     Account,
@@ -27,6 +28,7 @@ from clusterbench.engines.group_replication.config import (
 )
 from clusterbench.engines.group_replication.group import JOIN_TIMEOUT, GRGroup
 from clusterbench.engines.group_replication.node import GRNode
+from clusterbench.engines.server import HEALTH_PORT
 from clusterbench.errors import ComponentError, PreflightError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.spec.topology import Topology
@@ -130,6 +132,14 @@ class GroupReplicationEngine:
             "unshare": "Debian package util-linux",
             "rsync": "Debian package rsync",
         }
+
+    def host_packages(self) -> tuple[str, ...]:
+        # mysqld comes from the rootfs (required()); the host runs the health check's client,
+        # unshare and mount (util-linux, mount), rsync for copies and socat for the health agent.
+        return ("mariadb-client", "util-linux", "mount", "rsync", "socat", "iproute2")
+
+    def ports(self) -> tuple[int, ...]:
+        return (3306, GCS_PORT, HEALTH_PORT)  # mysql, group communication (XCom), health check
 
     def stop_order(self, nodes: Sequence[DbNode]) -> list[DbNode]:
         # Secondaries first (last index first), the primary last: no election on the way down,
