@@ -662,8 +662,15 @@ class Cluster:
     def node_start(self, index: int, timeout: float = JOIN_TIMEOUT) -> str:
         """Start one node: it rejoins the running ones, or bootstraps when none runs and the
         engine's rules allow this node to."""
-        self.node(index)  # validates the index
-        return self.engine.start_node(self, index, timeout)
+        n = self.node(index)  # validates the index
+        # What an earlier server process of this node left running (a killed donor's SST script
+        # and its rsync) would block the start: stopped first, and said (issue 15, item 8).
+        stopped = [] if n.alive() else n.stop_strays()
+        msg = self.engine.start_node(self, index, timeout)
+        if stopped:
+            names = ", ".join(sorted(set(stopped)))
+            msg += f" (first stopped {len(stopped)} process(es) its earlier server left running: {names})"
+        return msg
 
     def restart_nodes(self, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
         """The heal of kill and stop faults: the engine brings the nodes back whatever the

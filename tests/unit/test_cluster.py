@@ -381,3 +381,43 @@ def test_down_tears_down_even_when_the_engine_cannot_make_its_nodes(
     assert torn == [(False, False)]
     assert done[0].startswith("nodes not stopped one by one (") and str(tmp_path / "gone") in done[0]
     assert done[1:] == ["netns removed"]
+
+
+def test_node_start_stops_and_names_what_its_earlier_server_left_running(tmp_path: Path) -> None:
+    """Issue 15, item 8: a killed donor's SST script and its rsync (reparented to PID 1, naming
+    the node's directory) are stopped before the node starts, and `node start` says so; another
+    node's helpers are left alone."""
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 3)
+    others = {i: _fake_node(c, i)[0] for i in (1, 2)}
+    for i, o in others.items():
+        o.proc = ProcessRef(100 + i, 1)
+        o.host.live.add(100 + i)  # type: ignore[attr-defined]
+    nodes = {1: others[1], 2: others[2], 3: n}
+    c.node = lambda i: nodes[i]  # type: ignore[method-assign, assignment]
+    c.nodes = lambda: [nodes[i] for i in (1, 2, 3)]  # type: ignore[method-assign]
+    host.files[n.cfg.datadir / "grastate.dat"] = (DATA / "grastate_clean.dat").read_text()
+    host.files[n.cfg.error_log] = (DATA / "join_ist.log").read_text()
+
+    def stat(pid: int) -> str:
+        return f"{pid} (x) S " + " ".join(["0"] * 18) + f" {pid * 10} 0"
+
+    d, other = n.cfg.dir, others[2].cfg.dir
+    sst = "/bin/bash -ue /usr/bin/wsrep_sst_rsync --role donor --datadir"
+    host.responses[tuple(LISTING)] = "\n".join(
+        [
+            f"800\t1\t{stat(800)}\t{sst} {d}/data/",
+            f"801\t800\t{stat(801)}\trsync --archive {d}/data/ rsync://198.18.0.12:4444/rsync_sst",
+            f"900\t1\t{stat(900)}\t{sst} {other}/data/",
+        ]
+    )
+    host.live |= {800, 801, 900}
+    msg = c.node_start(3)
+    assert re.fullmatch(
+        r"n3 rejoined by IST in \d+\.\d s \(first stopped 2 process\(es\) its earlier server left "
+        r"running: rsync, wsrep_sst_rsync\)",
+        msg,
+    ), msg
+    assert {s.proc.pid for s in host.signals} == {800, 801}
+    assert host.live & {800, 801} == set() and 900 in host.live
+    assert host.spawned[0].argv == ["mariadbd", f"--defaults-file={n.cfg.cnf_path}"]

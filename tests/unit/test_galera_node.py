@@ -554,3 +554,23 @@ def test_failure_quotes_only_errors_of_this_start(tmp_path: Path) -> None:
     assert str(info.value).endswith("since its start: 2026-11-24  8:00:00 0 [ERROR] Aborting")
     assert "earlier attempt" not in str(info.value)
     assert clock.sleeps == []
+
+
+def test_this_starts_log_begins_at_the_byte_size_before_it_despite_non_ascii(tmp_path: Path) -> None:
+    """The offset is the log's size in bytes before the start (what stat gives): a non-ASCII
+    character in an earlier attempt's lines must not shift where this start's lines begin."""
+    n, host, _ = make(tmp_path)
+    old = "2026-11-20  1:00:00 0 [ERROR] WSREP: donor ‘n1’ (état: Donor/Desynced) failed\n"
+    host.file_size = lambda path: len(old.encode())  # type: ignore[method-assign]
+    host.files[n.cfg.error_log] = old
+    proc = n.start()
+    new = "2026-11-24  8:00:00 0 [ERROR] Aborting\n"
+    host.files[n.cfg.error_log] = old + new
+    assert n.error_log_since(n.log_offset or 0) == new
+    host.live.discard(proc.pid)
+    with pytest.raises(ComponentError) as info:
+        n.wait_synced(10)
+    assert str(info.value).endswith("since its start: 2026-11-24  8:00:00 0 [ERROR] Aborting")
+    # a log shorter than the offset was replaced: all of it is this start's
+    host.files[n.cfg.error_log] = new
+    assert n.error_log_since(len(old.encode())) == new

@@ -135,8 +135,13 @@ class ServerNode(ABC):
         return self.host.file_size(self.error_log)
 
     def error_log_since(self, offset: int) -> str:
+        """The error log from byte `offset` (a size from error_log_size) on; all of it when the
+        log is shorter than that (it was replaced)."""
         text = self.host.read_file(self.error_log) or ""
-        return text[offset:] if offset <= len(text) else text
+        # The offset counts bytes and the text characters: a non-ASCII character before it would
+        # shift a character index into this start's first lines.
+        raw = text.encode()
+        return raw[offset:].decode(errors="replace") if offset <= len(raw) else text
 
     def error_log_tail(self, lines: int = 8) -> str:
         """The last error lines of this start (or of the whole log when we did not start it)."""

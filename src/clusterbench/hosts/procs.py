@@ -102,4 +102,21 @@ def stop_strays(
         host.signal(e.ref, signal.SIGCONT)
     for e in found:
         terminate(host, e.ref, clock, timeout)
-    return [e.cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] or str(e.pid) for e in found]
+    return [program(e.cmdline) or str(e.pid) for e in found]
+
+
+# Interpreters whose first argument names the program that runs (wsrep_sst_rsync is a bash script).
+INTERPRETERS = frozenset({"sh", "bash", "dash", "perl", "python", "python3"})
+
+
+def program(cmdline: str) -> str:
+    """The program a command line runs, by its base name: the script for an interpreter
+    ('bash -ue /usr/bin/wsrep_sst_rsync --role donor' -> 'wsrep_sst_rsync') (pure)."""
+    words = cmdline.split()
+    for i, w in enumerate(words):
+        name = w.rsplit("/", 1)[-1]
+        if i == 0 and name not in INTERPRETERS:
+            return name
+        if i > 0 and not w.startswith("-"):
+            return name
+    return words[0].rsplit("/", 1)[-1] if words else ""
