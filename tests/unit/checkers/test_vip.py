@@ -135,3 +135,31 @@ def test_status_exits_1_while_two_balancers_hold_the_vip(
         assert "the VIP is held by lb1 and lb2 at once" in err
     assert main(["status", "-n", "lab", "--json"]) == rc
     capsys.readouterr()
+
+
+def test_heal_of_a_left_vrrp_cut_removes_both_chains_once_and_waits_for_one_holder() -> None:
+    """`clusterbench heal` after a killed cut-vrrp drill: the chains go on both balancers, and it
+    returns once one balancer holds the VIP (a `status` right after must not see two)."""
+    from clusterbench.faults import leftovers
+    from tests.unit.fakes import FakeClock, FakeHost
+
+    topo = Topology.model_validate({"cluster": {"name": "lab"}, "balancer": {"count": 2, "advert_int": 2}})
+    hosts = {r: FakeHost(r) for r in ("lb1", "lb2")}
+    waited: list[float] = []
+
+    def wait_vip(timeout: float, **kw: object) -> str:
+        assert all(h.runs for h in hosts.values()), "waited before removing the chains"
+        waited.append(timeout)
+        return "lb1"
+
+    cluster = SimpleNamespace(topology=topo, host=hosts.__getitem__, clock=FakeClock(), wait_vip=wait_vip)
+    left = [leftovers.Leftover(0, "vrrp-cut", "lb1"), leftovers.Leftover(0, "vrrp-cut", "lb2")]
+    done = leftovers.heal(cluster, left)  # type: ignore[arg-type]
+    assert done == [
+        "healed lb1: iptables chain CBVRRP drops VRRP to its peer (cut-vrrp)",
+        "healed lb2: iptables chain CBVRRP drops VRRP to its peer (cut-vrrp)",
+        "the VIP is on lb1 alone 0.0 s later",
+    ]
+    assert waited == [3 * 2 + 10]
+    for h in hosts.values():
+        assert h.runs == [["iptables", "-w", "-S", "CBVRRP"], *vrrp_heal_rules()]
