@@ -48,6 +48,11 @@ global_defs {
     # directory above it are writable by root alone (socat in /usr/bin is).
     enable_script_security
     script_user root
+    # After a split brain (both MASTER while they could not hear each other), the one that loses
+    # the next election first sends an advert of its own; hearing that lower priority, the winner
+    # sends gratuitous ARPs again. Without it, clients whose ARP entry last named the loser keep
+    # sending to it after it dropped the VIP (tens of seconds, until the entry goes stale).
+    vrrp_higher_prio_send_advert
 }
 
 # Alive when this namespace's HAProxy accepts a connection on its stats socket. A killed
