@@ -310,7 +310,9 @@ def test_cold_start_after_kill_all_continues_the_recovered_history(tmp_path: Pat
     nodes = {i: fakes[i][0] for i in fakes}
     c.node = lambda i: nodes[i]  # type: ignore[method-assign, assignment]
     c.nodes = lambda: [nodes[i] for i in (1, 2, 3)]  # type: ignore[method-assign]
-    out = galera_engine_of(c).start_all(c, lambda _: None)
+    said: list[str] = []
+    out = galera_engine_of(c).start_all(c, said.append)
+    assert said == out  # the user sees every step, the recovered positions and the choice too
     n2, host2 = fakes[2]
     assert n2.grastate() == GraState(UUID, 10486, True)
     assert host2.spawned[0].argv == ["mariadbd", f"--defaults-file={n2.cfg.cnf_path}", "--wsrep-new-cluster"]

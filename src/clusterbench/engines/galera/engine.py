@@ -314,6 +314,7 @@ class GaleraEngine:
                     continue
                 uuid, seqno = pos.rsplit(":", 1)
                 out.append(f"n{n.index} recovered position {pos}")
+                report(out[-1])
                 if best is None or int(seqno) > best[2]:
                     best = (n.index, uuid, int(seqno))
             if best is None:
@@ -321,6 +322,7 @@ class GaleraEngine:
             chosen = best[0]
             _galera(site.node(chosen)).set_grastate(GraState(best[1], best[2], safe_to_bootstrap=True))
             out.append(f"n{chosen} has the highest seqno ({best[2]}); bootstrapping from {best[1]}:{best[2]}")
+            report(out[-1])
         first = _galera(site.node(chosen))
         self._start(site, first, bootstrap=True)
         first.wait_synced(JOIN_TIMEOUT)
