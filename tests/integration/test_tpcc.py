@@ -55,7 +55,9 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
         # 45 % New-Order, 43 % Payment (a weighted draw: a few points either way in 10 s)
         assert 35 <= f["types"]["new_order"]["share_pct"] <= 55
         assert 33 <= f["types"]["payment"]["share_pct"] <= 53
-        assert sum(s["new_order"] for s in f["per_second"]) == f["types"]["new_order"]["count"]
+        # per second: the reported intervals (the final summary also counts the last partial one)
+        per_second = sum(s["new_order"] for s in f["per_second"])
+        assert 0.8 * f["types"]["new_order"]["count"] <= per_second <= f["types"]["new_order"]["count"]
         check = tprov[f"tpcc_consistency:{DB}"]
         assert check["verdict"] == "PASS"
         assert {c["condition"]: c["status"] for c in check["conditions"]}[11] in ("PASS", "load-only")

@@ -152,6 +152,9 @@ class _Hooks(BenchListener):
         self.e.stop_all()
         self.outer.trial_finished(seq, test, result, status)
 
+    def note(self, line: str) -> None:
+        self.outer.note(line)
+
 
 class ScenarioEngine:
     def __init__(
