@@ -168,3 +168,32 @@ def test_verification_latency_from_merged_hdr_histograms(store: tuple[Store, int
     assert "## Verification latency" in md
     assert "| 1 | ledger | 2 | 200 | 200 | 1.00 | 10.01 | 300.03 | 300.03 | 0: 1.00, 1: 300.03 |" in md
     assert "<h2>Verification latency</h2>" in render_html(st, run)
+
+
+def test_tpcc_figures_consistency_and_stalls_in_the_report(store: tuple[Store, int]) -> None:
+    from clusterbench.workloads.tpcc import detect_stalls
+
+    st, run = store
+    t1 = st.trials(run)[0].id
+    load = {"warehouses": 2, "rows": 1000, "seconds": 2.0, "rows_per_s": 500.0,
+            "bytes_per_warehouse": 96 * 2**20, "data_to_buffer_pool": 3.0}  # fmt: skip
+    st.set_provenance(run, "tpcc_load", load)
+    st.set_provenance(run, "tpcc_consistency@load:sbtest", {"verdict": "PASS", "conditions": []})
+    names = ("new_order", "payment", "order_status", "delivery", "stock_level")
+    types = {t: {"count": 10, "share_pct": 20.0, "rollbacks": 1 if t == "new_order" else 0, "retries": 2,
+                 "mean_ms": 1.5} for t in names}  # fmt: skip
+    st.set_provenance(run, "tpcc", {"tpmC": 1200.0, "tpm": 6000.0, "retries": 10, "types": types}, trial_id=t1)
+    st.set_provenance(run, "tpcc_consistency:sbtest", {"verdict": "FAIL", "conditions": [
+        {"condition": 9, "title": "D_YTD = sum(H_AMOUNT) for each district", "status": "FAIL"},
+        {"condition": 11, "title": "orders minus new orders", "status": "load-only"},
+    ]}, trial_id=t1)  # fmt: skip
+    stalls = detect_stalls([(1, 100.0), (2, 0.0), (3, 0.0), (4, 100.0), (5, 90.0)])
+    st.set_provenance(run, "stalls", stalls.to_json(), trial_id=t1)
+    md = render_markdown(st, run)
+    assert "## TPC-C\n" in md and "## Stalls\n" in md
+    assert "tpcc load: 2 warehouse(s), 1000 rows in 2.0 s (500 rows/s), 96 MiB per warehouse" in md
+    assert "Trial 1: tpmC 1,200 (New-Order per minute, rolled-back ones included), tpm 6,000" in md
+    assert "Trial 1 consistency (sbtest): FAIL — condition 9 (D_YTD = sum(H_AMOUNT) for each district): " in md
+    assert "| 1 | new_order | 10 | 20.0 | 45 | 1 | 2 | 1.50 |" in md
+    assert "| 1 | oltp_point_select | 90.00 | 9.00 | 2 | 2 | 2+1 |" in md
+    assert "stall" in render_html(st, run)
