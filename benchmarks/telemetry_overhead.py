@@ -9,6 +9,9 @@ taken down at the end), run with `clusterbench` itself. Needs root; run it under
   on/off with a 95 % CI (benchmarks/paired.py). Bar: >= 0.98.
 
     python benchmarks/telemetry_overhead.py [--part sampler|ratio|both] [--pairs 8] [--duration 10]
+                                            [--name tebench] [--subnet 198.18.61.0/24]
+
+The two clusters are up one after the other, so one subnet serves both.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from paired import ratio_ci
 from clusterbench.store import Store
 
 NAME = "tebench"
-SUBNETS = {3: "198.18.61.0/24", 9: "198.18.62.0/24"}
+SUBNET = "198.18.61.0/24"
 
 
 def cb(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -43,7 +46,7 @@ def cb(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
 
 def up(home: Path, nodes: int) -> None:
     topo = home / f"{NAME}.toml"
-    topo.write_text(f'[cluster]\nname = "{NAME}"\nnodes = {nodes}\nsubnet = "{SUBNETS[nodes]}"\n')
+    topo.write_text(f'[cluster]\nname = "{NAME}"\nnodes = {nodes}\nsubnet = "{SUBNET}"\n')
     print(f"up: {nodes} nodes ...", flush=True)
     print("  " + cb(home, "up", "-f", str(topo)).stdout.strip().splitlines()[-1], flush=True)
 
@@ -115,7 +118,11 @@ def main() -> int:
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--name", default="tebench", help="the clusters' name")
+    ap.add_argument("--subnet", default="198.18.61.0/24", help="the clusters' subnet (one at a time)")
     a = ap.parse_args()
+    global NAME, SUBNET
+    NAME, SUBNET = a.name, a.subnet
     home = Path(tempfile.mkdtemp(prefix="cb-telemetry-bench-", dir="/tmp"))
     os.chmod(home, 0o755)
     try:

@@ -86,11 +86,14 @@ def run_trial(
 
 
 @contextmanager
-def limits(cluster: Cluster, **resources: Any) -> Iterator[None]:
-    """Every node under these limits while the block runs, as an experiment's trial would be."""
+def limits(cluster: Cluster, node: list[dict[str, Any]] | None = None, **resources: Any) -> Iterator[None]:
+    """Every node under these limits (and those of `node`, per node: [{"index": 3, "cpu_quota": 0.2}])
+    while the block runs, as an experiment's trial would be."""
     before = cluster.topology
     data = before.model_dump(mode="json")
     data["resources"] = {**data.get("resources", {}), **resources}
+    if node is not None:
+        data["node"] = node
     after = Topology.model_validate(data)
 
     def apply(want: Topology, had: Topology) -> None:

@@ -172,8 +172,11 @@ def candidates(
             out.append(Candidate("host_cpu", src, util, NEAR, what, detail))
         util = mean(src, "flow_control_paused")
         if util is not None:
-            out.append(Candidate("flow_control", src, util, FLOW_CONTROL_NEAR, f"flow control at {src}",
-                                 f"replication paused {util:.0%} of the time"))  # fmt: skip
+            # An engine that sums the time over its waiting sessions (GR's throttle time) can pass
+            # 100 %: the share of the time is at most all of it.
+            share = min(util, 1.0)
+            out.append(Candidate("flow_control", src, share, FLOW_CONTROL_NEAR, f"flow control at {src}",
+                                 f"writes held back by flow control {share:.0%} of the time"))  # fmt: skip
     for c in clients:
         saturated = bool(c.flags)
         util = c.demand if c.demand is not None else (1.0 if saturated else 0.0)

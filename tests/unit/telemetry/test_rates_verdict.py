@@ -161,6 +161,14 @@ def test_flow_control_only_when_nothing_else_explains_it() -> None:
     assert (v.resource, v.source) == ("flow_control", "n3")
 
 
+def test_flow_control_summed_over_sessions_is_at_most_all_of_the_time() -> None:
+    # GR's throttle time adds up every waiting session: 4 sessions throttled all the time = 4.0
+    s = series(n1__flow_control_paused=[4.0, 3.0])
+    v = decide(candidates(s, 0, 2, []))
+    assert (v.resource, v.source, v.utilization) == ("flow_control", "n1", 1.0)
+    assert "held back by flow control 100% of the time" in v.summary
+
+
 def test_the_window_is_the_measured_seconds() -> None:
     s = {("n1", "cpu_util"): [(-2.0, 1.0), (-1.0, 1.0), (1.0, 0.1), (2.0, 0.1), (9.0, 1.0)]}
     (c,) = candidates(s, 0, 2, [])

@@ -148,6 +148,7 @@ class GRGroup:
                 self.started(m)
             for m in self.members:
                 m.wait_sql(READY_TIMEOUT)
+                m.install_metrics_component()
         finally:
             for m in self.members:
                 m.forget_init()

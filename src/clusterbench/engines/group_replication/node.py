@@ -27,7 +27,7 @@ from clusterbench.engines.group_replication.config import (
 )
 from clusterbench.engines.group_replication.rootfs import MYSQLD, NODE_MOUNT, rootfs_provenance
 from clusterbench.engines.group_replication.status import GRStatus, GtidSet, parse_status
-from clusterbench.engines.server import ServerNode
+from clusterbench.engines.server import ServerNode, sql_quote
 from clusterbench.errors import ComponentError
 from clusterbench.hosts.base import Machine, ProcessRef
 
@@ -44,6 +44,48 @@ GR_SESSION = SessionSql(
     # Not in the binary log, so never sent to the group (and no GTID: positions stay equal).
     unreplicated=("SET SESSION sql_log_bin=0",),
 )
+
+# Group Replication's figures for telemetry (engines/base.py METRICS), as status variables: name →
+# (neutral name, factor). The Gr_flow_control_* variables exist only while the flow-control
+# statistics component is installed (install_metrics_component); its throttle time is in
+# microseconds, summed over the sessions that waited.
+GR_METRIC_STATUS: dict[str, tuple[str, float]] = {
+    "gr_data_messages_sent_bytes_sum": ("replicated_bytes", 1.0),
+    "gr_consensus_bytes_received_sum": ("received_bytes", 1.0),
+    "gr_flow_control_throttle_time_sum": ("flow_control_paused_s", 1e-6),
+}
+# ... and from this member's row of performance_schema.replication_group_member_stats: column →
+# neutral name.
+GR_MEMBER_STATS: dict[str, str] = {
+    "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": "recv_queue",
+    "COUNT_TRANSACTIONS_IN_QUEUE": "cert_queue",
+    "COUNT_CONFLICTS_DETECTED": "cert_failures",
+    "COUNT_TRANSACTIONS_LOCAL_PROPOSED": "replicated_trx",
+}
+# MySQL has no Innodb_history_list_length status variable; InnoDB's metrics table has it (enabled
+# by default).
+HISTORY_SQL = "SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'"
+MEMBER_STATS_SQL = (
+    f"SELECT {', '.join(GR_MEMBER_STATS)} FROM performance_schema.replication_group_member_stats "
+    "WHERE MEMBER_ID = @@GLOBAL.server_uuid"
+)
+FLOW_CONTROL_COMPONENT = "file://component_group_replication_flow_control_stats"
+
+
+def member_metrics(
+    stats_row: tuple[Any, ...] | None, history_row: tuple[Any, ...] | None
+) -> dict[str, float]:
+    """The neutral figures from this member's stats row (columns in GR_MEMBER_STATS's order) and
+    the history length row; a member outside any group has no stats row and gives none of them."""
+    out: dict[str, float] = {}
+    if stats_row is not None:
+        for name, value in zip(GR_MEMBER_STATS.values(), stats_row, strict=False):
+            if value is not None:
+                out[name] = float(value)
+    if history_row is not None and history_row[0] is not None:
+        out["history_length"] = float(history_row[0])
+    return out
+
 
 # Mount the node directory at NODE_MOUNT in a private mount namespace, then chroot and exec.
 _CHROOT_SH = 'd=$1; r=$2; shift 2; mount --bind "$d" "$r{mount}" && exec chroot "$r" "$@"'
@@ -95,6 +137,7 @@ def health_of(st: GRStatus, single_primary: bool) -> NodeHealth:
 
 class GRNode(ServerNode):
     session = GR_SESSION
+    metric_status = GR_METRIC_STATUS
 
     def __init__(
         self,
@@ -234,6 +277,32 @@ class GRNode(ServerNode):
             except pymysql.MySQLError:
                 self.clock.sleep(0.05)
         raise ComponentError(f"mysqld of {self.name} did not answer in {timeout:g} s; see {self.error_log}")
+
+    # --- telemetry ---
+
+    def extra_metrics(self, cur: Any) -> dict[str, float]:
+        cur.execute(MEMBER_STATS_SQL)
+        stats = cur.fetchone()
+        cur.execute(HISTORY_SQL)
+        return member_metrics(stats, cur.fetchone())
+
+    def install_metrics_component(self) -> bool:
+        """Install the flow-control statistics component (Gr_flow_control_* status variables; in
+        Community from MySQL 9.7) unlogged, so no member's executed set changes; it is kept in the
+        datadir (mysql.component) and loaded at every later start, and a clone copies it. False
+        when this server has no such component (telemetry then has no GR flow-control figure)."""
+        try:
+            with self.connect(5.0) as conn, conn.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM mysql.component WHERE component_urn = %s",
+                            (FLOW_CONTROL_COMPONENT,))  # fmt: skip
+                row = cur.fetchone()
+                if row and int(row[0]):
+                    return True
+                cur.execute("SET SESSION sql_log_bin=0")
+                cur.execute(f"INSTALL COMPONENT {sql_quote(FLOW_CONTROL_COMPONENT)}")
+                return True
+        except pymysql.MySQLError:
+            return False
 
     # --- Group Replication ---
 
