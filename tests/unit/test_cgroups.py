@@ -181,11 +181,25 @@ def test_remove_busy_group(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
 
     monkeypatch.setattr(cgroups.os, "rmdir", busy)
     with pytest.raises(PreflightError) as info:
-        CgroupV1(tmp_path).remove(tmp_path / "cpu/clusterbench/lab-n1")
+        CgroupV1(tmp_path).remove(tmp_path / "cpu/clusterbench/lab-n1", wait=0.2)
     assert (
         str(info.value)
         == f"cgroup {tmp_path / 'cpu/clusterbench/lab-n1'} still has processes; stop them first"
     )
+
+
+def test_remove_waits_for_killed_processes_to_leave(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # SIGKILLed, the server is still exiting when down removes its group: busy twice, then empty
+    calls: list[object] = []
+
+    def rmdir(path: object) -> None:
+        calls.append(path)
+        if len(calls) < 3:
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), str(path))
+
+    monkeypatch.setattr(cgroups.os, "rmdir", rmdir)
+    CgroupV1(tmp_path).remove(tmp_path / "cpu/clusterbench/lab-n1")
+    assert len(calls) == 3
 
 
 def test_remove_other_errors_propagate(tmp_path: Path) -> None:

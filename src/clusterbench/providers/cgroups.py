@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from clusterbench.errors import PreflightError
 
 CFS_PERIOD_US = 100_000
+# how long removing a group waits for just-killed processes to leave it
+BUSY_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -88,15 +91,22 @@ class CgroupV1:
                 with contextlib.suppress(OSError):
                     os.rmdir(d)
 
-    def remove(self, path: Path) -> None:
-        try:
-            os.rmdir(path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            if exc.errno == errno.EBUSY:
-                raise PreflightError(f"cgroup {path} still has processes; stop them first") from None
-            raise
+    def remove(self, path: Path, wait: float = BUSY_WAIT_S) -> None:
+        """Remove a group; one whose processes were just killed may stay busy while the kernel
+        finishes their exit (a big mysqld's memory), so EBUSY is retried for up to `wait` s."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                os.rmdir(path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise PreflightError(f"cgroup {path} still has processes; stop them first") from None
+                time.sleep(0.1)
 
 
 def _read(path: Path) -> str:
