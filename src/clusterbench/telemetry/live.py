@@ -20,6 +20,8 @@ def live_line(latest: Mapping[tuple[str, str], float]) -> str:
         if top is None:
             continue
         src, v = top
+        if metric == "flow_control_paused":
+            v = min(v, 1.0)  # summed over sessions (GR) it can pass all of the time
         where = "" if metric == "host_cpu_busy" and src == "host" else f" {src}"
         parts.append(f"{label}{where} {v:.0%}")
     return " · ".join(parts)

@@ -193,6 +193,7 @@ def test_live_line() -> None:
     latest = {("n1", "cpu_util"): 0.4, ("n2", "cpu_util"): 0.98, ("n3", "net_util"): 0.5,
               ("n1", "flow_control_paused"): 0.0, ("host", "host_cpu_busy"): 1.0}  # fmt: skip
     assert live_line(latest) == "cpu n2 98% · link n3 50% · fc n1 0% · host cpu 100%"
+    assert live_line({("n1", "flow_control_paused"): 3.2}) == "fc n1 100%"
     assert live_line({}) == ""
 
 
