@@ -42,6 +42,14 @@ from clusterbench.analysis.report import (
 )
 from clusterbench.analysis.variables import cell as variable_cell
 from clusterbench.analysis.variables import variable_report
+from clusterbench.analysis.workload_tables import (
+    ACCESS_HEADER,
+    ACCESS_NOTE,
+    SLAP_HEADER,
+    SLAP_NOTE,
+    access_table,
+    slap_table,
+)
 from clusterbench.store import Store
 from clusterbench.telemetry.report import bottleneck_section, telemetry_figures, telemetry_section
 
@@ -399,6 +407,14 @@ def build_report(
         if tele is not None:
             sections.append(tele)
     sections += _tpcc_and_stall_sections(store, run_id, trials)
+    access = access_table(store, run_id)
+    if access:
+        sections.append(Section("access-methods", "Access methods", tables=[
+            Table(ACCESS_HEADER, access, _align(ACCESS_HEADER, [1]))], paragraphs=[ACCESS_NOTE]))  # fmt: skip
+    slap = slap_table(store, run_id)
+    if slap:
+        sections.append(Section("mysqlslap", "mysqlslap", tables=[
+            Table(SLAP_HEADER, slap, _align(SLAP_HEADER, []))], paragraphs=[SLAP_NOTE]))  # fmt: skip
     for tr in trials:
         if multi_client(store, tr.id):
             sec = Section(f"clients-{tr.seq}", f"Clients of trial {tr.seq} ({tr.workload})")

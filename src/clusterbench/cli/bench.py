@@ -32,6 +32,7 @@ from clusterbench.analysis.report import (
     summary_parts,
     table_align,
 )
+from clusterbench.analysis.workload_tables import ACCESS_HEADER, SLAP_HEADER, access_table, slap_table
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     JsonOpt,
@@ -285,6 +286,15 @@ def bottlenecks_table(store: Store, run_id: int) -> Table | None:
 def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
     console.out.print(summary_table(store, outcome.run_id, title))
     print_clients(store, outcome.run_id)
+    for header, rows, title_ in (
+        (ACCESS_HEADER, access_table(store, outcome.run_id), "access methods (µs per row read)"),
+        (SLAP_HEADER, slap_table(store, outcome.run_id), "mysqlslap (seconds per run of all queries)"),
+    ):
+        if rows:
+            t = Table(*header, title=title_, box=box.SIMPLE_HEAD)
+            for row in rows:
+                t.add_row(*row)
+            console.out.print(t)
     necks = bottlenecks_table(store, outcome.run_id) if len(outcome.trials) > 1 else None
     if necks is not None:
         console.out.print(necks)
@@ -343,8 +353,9 @@ def run(
         str,
         typer.Option(
             "--workload", "-w", "--tests",
-            help="sysbench test, e.g. oltp_read_write, or tpcc (TPC-C-like, scale: --warehouses) "
-            "(alias: --tests).",
+            help="A sysbench test (e.g. oltp_read_write), tpcc (TPC-C-like, scale: --warehouses), an "
+            "access-method test (access_pk, access_pk_batch, access_uk, access_uk_batch, access_eq, "
+            "access_range, access_scan, access_noop) or mysqlslap (alias: --tests).",
         ),  # fmt: skip
     ],
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,

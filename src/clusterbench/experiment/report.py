@@ -35,6 +35,8 @@ from clusterbench.analysis.document import (
     render_markdown_report,
 )
 from clusterbench.analysis.report import fault_windows, trial_series
+from clusterbench.analysis.stats import median_ci
+from clusterbench.analysis.workload_tables import ACCESS_NOTE
 from clusterbench.experiment.planner import label
 from clusterbench.experiment.results import (
     POINT_CSV,
@@ -46,6 +48,7 @@ from clusterbench.experiment.results import (
 from clusterbench.experiment.runner import trial_rows
 from clusterbench.store import Store
 from clusterbench.telemetry.report import busiest_per_second, point_bottleneck
+from clusterbench.workloads.sysbench import ACCESS_TESTS, access_rows
 
 CI_NOTE = (
     "tps: the median over a point's repetitions with its order-statistic confidence interval (95 %; "
@@ -506,6 +509,49 @@ def _overview(info: dict[str, Any], points: Sequence[PointStats]) -> Section:
     return sec
 
 
+def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Section | None:
+    """µs per access of the access-method points (median over repetitions, with its CI; p95 from
+    the repetitions' merged histogram), and batched ÷ serial per row size."""
+    rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    table: list[list[str]] = []
+    medians: dict[tuple[str, str, str, int, int], float] = {}
+    for p in points:
+        trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
+        if not trs or trs[0].get("test") not in ACCESS_TESTS:
+            continue
+        first = trs[0]
+        test, size, batch = str(first["test"]), int(first.get("row_size", 20)), int(first.get("batch", 32))
+        n_rows = access_rows(test, batch, int(first.get("table_size", 10000)))
+        us = [float(r["summary"]["lat_avg"]) * 1000.0 / n_rows for r in trs if r.get("summary")]
+        acc = [float(r["summary"]["tps"]) * n_rows for r in trs if r.get("summary")]
+        if not us:
+            continue
+        ci = median_ci(us)
+        pooled = p.p95_pooled * 1000.0 / n_rows if p.p95_pooled is not None else None
+        others = " ".join(f"{k}={level_text(v)}" for k, v in p.point.items()
+                          if k not in ("workload", "row_size", "batch"))  # fmt: skip
+        medians[(p.part, others, test, size, batch)] = ci.median
+        table.append([p.part, others or "—", test.removeprefix("access_"), str(size), str(n_rows),
+                      str(len(us)), f"{ci.median:,.2f} [{ci.low:,.2f}, {ci.high:,.2f}]", _f(pooled, ",.2f"),
+                      _f(statistics.median(acc), ",.0f")])  # fmt: skip
+    if not table:
+        return None
+    head = ["part", "point", "method", "row bytes", "rows/access", "n", "µs/access median [95 % CI]",
+            "µs p95 pooled", "accesses/s"]  # fmt: skip
+    sec = Section("access-methods", "Access methods", tables=[Table(head, table, ["l"] * 3 + ["r"] * 6)])
+    ratios = []
+    for (part, others, test, size, batch), batched in medians.items():
+        serial = medians.get((part, others, test.removesuffix("_batch"), size, batch))
+        if test.endswith("_batch") and serial:
+            ratios.append([part, others or "—", test.removeprefix("access_"), str(size), str(batch),
+                           f"{batched / serial:.3f}"])  # fmt: skip
+    if ratios:
+        ratio_head = ["part", "point", "method", "row bytes", "batch", "batched ÷ serial µs/access"]
+        sec.tables.append(Table(ratio_head, ratios, ["l", "l", "l", "r", "r", "r"]))
+    sec.paragraphs.append(ACCESS_NOTE)
+    return sec
+
+
 def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = False) -> Report:
     from clusterbench.experiment.doe_report import design_sections
     from clusterbench.experiment.search_report import search_sections
@@ -557,6 +603,7 @@ def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = Fa
     sections += search_sections(store, run_id)
     several = len({p.part for p in points}) > 1
     for extra in (
+        access_section(store, run_id, points),
         fault_section(fault_effects(store, run_id), several),
         client_section(clients, several),
         series_section(store, run_id, points),

@@ -285,7 +285,14 @@ class SlapRunner:
                 if res.killed or res.returncode != 0:
                     rc, killed = res.returncode, res.killed
                     break
-                rep = parse_slap_output(res.stdout)
+                try:
+                    rep = parse_slap_output(res.stdout)
+                except WorkloadError as exc:
+                    # it exited 0 without its Benchmark block: what it said is the reason
+                    said = [ln for ln in res.stderr + res.stdout if ln.strip()][-3:]
+                    stderr = (stderr + [str(exc), *said])[-40:]
+                    rc = 1
+                    break
                 if measured_from is None:
                     continue  # a warm-up run
                 reports.append(rep)

@@ -32,7 +32,7 @@ SYSBENCH_TESTS: tuple[str, ...] = (
 )
 
 # The access-method microbenchmark (lua/cb_access.lua, our own script run through the report
-# hook): one test per access method, named access_<method>; see ACCESS_ROWS for what one event reads.
+# hook): one test per access method, named access_<method>; see access_rows() for what one event reads.
 ACCESS_GROUP = "access"
 ACCESS_MODULE = "cb_access"
 ACCESS_METHODS: tuple[str, ...] = ("pk", "pk_batch", "uk", "uk_batch", "eq", "range", "scan", "noop")
