@@ -71,7 +71,7 @@ from clusterbench.runner import (
 from clusterbench.runner.bench import check_tpcc, choose_client_hosts, default_clients
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
-from clusterbench.workloads import KNOWN_TESTS
+from clusterbench.workloads import KNOWN_TESTS, tpcc
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.sysbench import SYSBENCH_TESTS
 
@@ -676,6 +676,8 @@ def results_show(
         if r.command_line:
             console.out.print(f"  command: {shown_command(r.command_line)}", markup=False)
         console.out.print(summary_table(store, run_id, "summary"))
+        for line in tpcc_lines(store, run_id):
+            console.out.print(line, markup=False, soft_wrap=True)
         print_clients(store, run_id)
         necks = bottlenecks_table(store, run_id)
         if necks is not None:
@@ -691,6 +693,27 @@ def results_show(
         for e in store.events(run_id):
             console.out.print(f"  {e['at']} {e['kind']} {json.dumps(e['detail'], sort_keys=True)}",
                               markup=False, soft_wrap=True)  # fmt: skip
+
+
+def tpcc_lines(store: Store, run_id: int) -> list[str]:
+    """TPC-C figures, consistency verdicts and stalls of a run's trials, one line each."""
+    prov = store.provenance(run_id)
+    out = [f"  {tpcc.load_line(prov['tpcc_load'])}"] if prov.get("tpcc_load") else []
+    for tr in store.trials(run_id):
+        tp = store.provenance(run_id, tr.id)
+        if tp.get("tpcc"):
+            out += [f"  trial {tr.seq}: {line}" for line in tpcc.figure_lines(tp["tpcc"])]
+        for key, rep in sorted(tp.items()):
+            if key.startswith("tpcc_consistency:"):
+                bad = [f"condition {c['condition']} {c['status']}" for c in rep["conditions"]
+                       if c["status"] != "PASS"]  # fmt: skip
+                note = f" ({', '.join(bad)})" if bad else ""
+                out.append(f"  trial {tr.seq}: TPC-C consistency {rep['verdict']}{note}")
+        st = tp.get("stalls") or {}
+        if st.get("count"):
+            longest = f"{st['longest']:g}"
+            out.append(f"  trial {tr.seq}: {st['count']} stalled interval(s), longest {longest} in a row")
+    return out
 
 
 EXPORT_FORMATS = ("csv", "summary", "json", "edn", "telemetry")
