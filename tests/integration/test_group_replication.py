@@ -5,6 +5,7 @@ heal rules. Behaviour both engines share runs on both (the `either` fixture)."""
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from typing import Any
 import pymysql
 import pytest
 
+from clusterbench.checkers import check_convergence, check_ledger
 from clusterbench.checkers.verdict import Result
 from clusterbench.cluster import Cluster
 from clusterbench.engines.group_replication import rootfs
@@ -25,6 +27,7 @@ from clusterbench.scenario.engine import ScenarioEngine, ScenarioOutcome
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.spec.topology import Topology
+from clusterbench.verify import History, LedgerWorkload, Outcome, Timebase, collect_convergence
 from clusterbench.workloads import SysbenchRunner, build_shim
 
 from .conftest import clear_stale, leftovers, make_topology
@@ -489,3 +492,99 @@ def test_cli_fault_kill_primary_under_load_passes_and_prints_the_failover(gr_clu
     all_ready(c)
     (after,) = writers(c)
     assert after != before
+
+
+def test_cli_status_sql_logs_and_a_missing_rootfs(gr_cluster: Cluster, tmp_path: Path) -> None:
+    c = gr_cluster
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(c.home), "COLUMNS": "200"}
+
+    def cli(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "clusterbench", *args], env={**env, **extra}, capture_output=True,
+            text=True, timeout=120,
+        )  # fmt: skip
+
+    (primary,) = writers(c)
+    st = cli("status", "-n", c.topology.name)
+    assert st.returncode == 0, st.stderr
+    rows = [ln.replace("│", " ").split() for ln in st.stdout.splitlines()]
+    roles: dict[str, list[str]] = {}
+    for r in rows:
+        if r and r[0] in ("n1", "n2", "n3"):
+            roles.setdefault(r[0], r)  # the node table comes first
+    assert set(roles) == {"n1", "n2", "n3"}, st.stdout
+    assert "PRIMARY" in roles[f"n{primary}"] and all("ONLINE" in r for r in roles.values()), st.stdout
+    secondary = next(i for i in (1, 2, 3) if i != primary)
+    assert "SECONDARY" in roles[f"n{secondary}"], st.stdout
+    q = cli("sql", str(secondary), "-n", c.topology.name, "-e", "SELECT @@super_read_only, @@version_comment")
+    assert q.returncode == 0, q.stderr
+    assert "1" in q.stdout.split() and "(Debian)" in q.stdout, q.stdout
+    lg = cli("logs", str(primary), "-n", c.topology.name, "--lines", "5")
+    assert lg.returncode == 0 and len(lg.stdout.strip().splitlines()) >= 1, lg.stderr
+    # The rootfs missing: `up` says how to make it, in one line, exit 2, nothing started.
+    topo = tmp_path / "gr.toml"
+    topo.write_text(
+        '[cluster]\nname = "cbgrnr2"\nsubnet = "198.18.204.0/24"\n[engine]\nkind = "group_replication"\n'
+    )
+    up = cli("up", "-f", str(topo), CLUSTERBENCH_ROOTFS=str(tmp_path / "no-rootfs"))
+    assert up.returncode == 2, up.stdout + up.stderr
+    err = [ln for ln in up.stderr.splitlines() if ln.strip()]
+    assert (
+        len(err) == 1 and "clusterbench rootfs build" in err[0] and str(tmp_path / "no-rootfs") in err[0]
+    ), err
+    assert leftovers("cbgrnr2") == []
+
+
+def test_shared_negative_controls_a_change_on_one_node_fails_convergence_and_ledger(either: Cluster) -> None:
+    """The checkers can fail on either engine: a change made on one writer only, through the
+    engine's own unreplicated session (Galera: wsrep_on=OFF; GR: sql_log_bin=0 on the primary)."""
+    c = either
+    w = writers(c)[0]
+    node = c.node(w)
+
+    def local(*statements: str) -> None:
+        with node.connect() as conn, conn.cursor() as cur:
+            for s in (*node.session.unreplicated, *statements):
+                cur.execute(s)
+
+    def converged() -> Any:
+        return check_convergence(collect_convergence(c.nodes(), ["sbtest"], timeout=30), 3)
+
+    table = f"sbtest.cb_negc_{secrets.token_hex(3)}"
+    h = History()
+    led = LedgerWorkload(
+        [c.endpoint("balancer")], h, Timebase(), table=f"cb_negl_{secrets.token_hex(3)}", clients=2, rate=20
+    )
+    node.query(f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT NOT NULL)")
+    try:
+        node.query(f"INSERT INTO {table} VALUES (1, 10), (2, 20), (3, 30)")
+        assert converged().result is Result.PASS
+        local(f"UPDATE {table} SET v = 21 WHERE id = 2")
+        bad = converged()
+        assert bad.result is Result.FAIL, bad.summary
+        assert list(bad.evidence["mismatched_tables"]) == [table]
+        per = bad.evidence["mismatched_tables"][table]
+        others = [f"n{i}" for i in c.topology.node_indexes() if i != w]
+        assert per[others[0]] == per[others[1]] != per[f"n{w}"]
+        local(f"UPDATE {table} SET v = 20 WHERE id = 2")
+        assert converged().result is Result.PASS
+
+        led.setup(node)
+        led.start()
+        time.sleep(1.5)
+        assert led.stop() == []
+        ok = [o for o in h.ops("ledger") if o.outcome is Outcome.OK]
+        assert len(ok) >= 20
+        assert check_ledger(h.ops("ledger"), led.read_all(c.nodes())).result is Result.PASS
+        assert ok[5].key is not None
+        cl, seq = ok[5].key.split(":")
+        local(f"DELETE FROM {led.table} WHERE client = {cl} AND seq = {seq}")
+        lost = check_ledger(h.ops("ledger"), led.read_all(c.nodes()))
+        assert lost.result is Result.FAIL
+        assert lost.evidence["lost"] == {"count": 1, "examples": [{"key": ok[5].key, "nodes": [f"n{w}"]}]}
+        local(f"INSERT INTO {led.table} VALUES ({cl}, {seq}, '{cl}-{seq}')")
+        assert check_ledger(h.ops("ledger"), led.read_all(c.nodes())).result is Result.PASS
+    finally:
+        node.query(f"DROP TABLE IF EXISTS {table}")
+        led.drop(node)
+        all_ready(c)
