@@ -4,6 +4,7 @@ heal rules. Behaviour both engines share runs on both (the `either` fixture)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -588,3 +589,69 @@ def test_shared_negative_controls_a_change_on_one_node_fails_convergence_and_led
         node.query(f"DROP TABLE IF EXISTS {table}")
         led.drop(node)
         all_ready(c)
+
+
+def test_coordinated_crash_with_flush_0_on_a_group_loses_what_the_ledger_says(gr_cluster: Cluster) -> None:
+    """N1 on Group Replication: every member killed within 0.3 s while the primary acknowledges
+    inserts with innodb_flush_log_at_trx_commit=0 (and sync_binlog=0), then the engine's cold start
+    from the member with the most transactions. The ledger's lost keys must be exactly the
+    acknowledged keys an independent SELECT on each member misses."""
+    from clusterbench.checkers.ledger import check_ledger
+    from clusterbench.checkers.verdict import Result
+    from clusterbench.faults.actions import CoordinatedCrash
+    from clusterbench.faults.spec import FaultSpec, plan
+    from clusterbench.verify.history import History, Timebase
+    from clusterbench.verify.ledger import LedgerWorkload
+
+    c = gr_cluster
+    (primary,) = writers(c)
+    for n in c.nodes():
+        n.query("SET GLOBAL innodb_flush_log_at_trx_commit = 0")
+    ledger = LedgerWorkload(
+        [c.endpoint(f"node:{primary}")], History(), Timebase(), clients=6, rate=100, table="cb_ledger_grn1"
+    )
+    ledger.setup(c.node(primary))
+    spec = FaultSpec.model_validate({"kind": "coordinated-crash", "at": 0, "for": 1, "window": 0.3})
+    (fault,) = plan([spec], nodes=3, balancers=1, trial_time=10, seed=5)
+    crash = CoordinatedCrash(c, fault)
+    try:
+        ledger.start()
+        time.sleep(3)
+        detail = crash.apply()
+        assert len(detail["killed"]) == 3 and detail["at_s"][-1] <= 0.3 + 0.5
+        time.sleep(0.5)
+        ledger.stop()
+        healed = crash.heal()
+        all_ready(c)
+        assert {int(n.query("SELECT @@innodb_flush_log_at_trx_commit")[0][0]) for n in c.nodes()} == {
+            c.topology.mysql.innodb_flush_log_at_trx_commit
+        }, healed
+        verdict = check_ledger(ledger.ops(), ledger.read_all(c.nodes()))
+        ok_keys = {
+            tuple(map(int, o.key.split(":"))) for o in ledger.ops() if o.outcome.value == "ok" and o.key
+        }
+        missing = {}
+        for n in c.nodes():
+            with n.connect(5.0) as conn, conn.cursor() as cur:
+                cur.execute("SET SESSION group_replication_consistency='BEFORE'")
+                cur.execute("SELECT client, seq FROM sbtest.cb_ledger_grn1")
+                present = {(int(a), int(b)) for a, b in cur.fetchall()}
+            missing[n.name] = ok_keys - present
+        lost_any = set().union(*missing.values())
+        assert len(ok_keys) > 100
+        if lost_any:
+            assert verdict.result is Result.FAIL, verdict.summary
+            assert verdict.evidence["lost"]["count"] == len(lost_any)
+        else:
+            assert verdict.result is Result.PASS, verdict.summary
+        print(
+            f"GR N1: {len(ok_keys)} acknowledged, {len(lost_any)} lost; ledger: {verdict.summary}; "
+            f"heal: {healed}"
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            ledger.stop()
+        crash.heal()
+        all_ready(c)
+        with contextlib.suppress(Exception):
+            ledger.drop(c.node(writers(c)[0]))
