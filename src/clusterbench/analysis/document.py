@@ -66,6 +66,8 @@ ERROR_CODES: dict[int, str] = {
     2011: "TCP connection error (client)",
     2013: "lost connection during a query",
     2055: "lost connection (client, with the system error)",
+    3101: "COMMIT rolled back by the replication plugin (Group Replication multi-primary: the write set "
+    "lost certification against another member's)",
     4031: "disconnected by the server (MySQL: idle timeout)",
 }
 
