@@ -287,6 +287,10 @@ class RunResult:
             return f"sysbench {self.test} failed: {fatal.strip()}"
         if self.test == SLAP_TEST:
             last = self.stderr_tail[-1].strip() if self.stderr_tail else f"exit code {self.exit_code}"
+            if "Deadlock found" in last:
+                # mariadb-slap gives up on the first 1213; through a balancer over several writable
+                # Galera nodes its concurrent writes conflict at certification
+                last += " (mariadb-slap does not retry conflicts: use --target node:N or a read load type)"
             return f"mysqlslap failed: {last}"
         if self.exit_code == 139 or self.exit_code == -11:
             return f"sysbench {self.test} crashed (SIGSEGV); is the reconnect shim loaded?"

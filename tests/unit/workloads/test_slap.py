@@ -168,3 +168,20 @@ def test_run_histogram_percentiles() -> None:
     h = run_histogram([0.010, 0.020, 0.030])
     assert h.total == 3
     assert h.percentile(50) == pytest.approx(20.0, rel=0.02)
+
+
+def test_exit_0_without_a_benchmark_block_fails_the_trial_with_its_own_line() -> None:
+    # what mariadb-slap 10.11 did through HAProxy over 3 Galera nodes: the error, then exit 0
+    clock = FakeClock()
+    said = "mariadb-slap: Cannot run query INSERT INTO t1 VALUES (1,'x') ERROR : Deadlock found when trying"
+
+    def spawn(host: ClientHost, argv: list[str], timeout: float) -> SlapOutcome:
+        clock.now += 0.1
+        return SlapOutcome(0, [], [said])
+
+    res = SlapRunner(spawn=spawn, monotonic=clock).run(SysbenchOptions(test="mysqlslap", time=5), EP)
+    assert not res.ok and res.exit_code == 1
+    assert res.failure() == (
+        f"mysqlslap failed: {said} (mariadb-slap does not retry conflicts: use --target node:N or a read "
+        "load type)"
+    )
