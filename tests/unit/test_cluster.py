@@ -346,7 +346,7 @@ def test_rejoin_retries_once_with_another_donor_when_the_donor_died(tmp_path: Pa
     host.files[n.cfg.error_log] = died
     first = {"done": False}
 
-    def dies_once(timeout: float, expect_size: int | None = None) -> object:
+    def dies_once(timeout: float, expect_size: int | None = None, give_up: object = None) -> object:
         if not first["done"]:
             first["done"] = True
             assert n.proc is not None
@@ -361,6 +361,49 @@ def test_rejoin_retries_once_with_another_donor_when_the_donor_died(tmp_path: Pa
         f"--defaults-file={n.cfg.cnf_path}",
         "--wsrep-sst-donor=n2",
     ]
+    assert msg.endswith("(its donor n1 failed during the transfer; retried with donor n2)")
+
+
+def test_a_joiner_stranded_by_its_dead_donor_is_stopped_and_retried_with_another(tmp_path: Path) -> None:
+    """Seen in the donor-kill integration test: the joiner does not die with its donor but runs
+    on outside any component ('Sending JOIN failed: -103', Initialized, 0 members) until the
+    180 s timeout. The wait gives up once the chosen donor is dead and the joiner is outside the
+    cluster: the joiner is killed and started again with the other donor."""
+    from clusterbench.engines import server as server_mod
+
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 3)
+    others = {i: _fake_node(c, i)[0] for i in (1, 2)}
+    others[2].proc = ProcessRef(102, 1)
+    others[2].host.live.add(102)  # type: ignore[attr-defined]
+    c.nodes = lambda: [others[1], others[2], n]  # type: ignore[method-assign]
+    host.files[n.cfg.error_log] = (
+        "WSREP: Member 2.0 (n3) requested state transfer from '*any*'. Selected 0.0 (n1)(SYNCED) as donor.\n"
+        "[ERROR] WSREP: ./gcs/src/gcs.cpp:s_join():988: Sending JOIN failed: -103 (Connection was closed).\n"
+    )
+    stranded = WsrepStatus(1, "Initialized", 0, "Disconnected", False, False, -1, 0.0, UUID, -1)
+    attempts: list[str] = []
+
+    def status() -> WsrepStatus:
+        if len(attempts) == 1:
+            return stranded
+        return _synced()
+
+    n.status = status  # type: ignore[method-assign]
+    real_spawn = n.spawn
+
+    def spawn(argv: list[str]) -> ProcessRef:
+        attempts.append(argv[-1])
+        if len(attempts) == 2:
+            host.files[n.cfg.error_log] += "WSREP_SST: [INFO] rsync SST completed on joiner\n"
+        return real_spawn(argv)
+
+    n.spawn = spawn  # type: ignore[method-assign]
+    t0 = c.clock.now()
+    msg = rejoin(c, n)
+    assert attempts == [f"--defaults-file={n.cfg.cnf_path}", "--wsrep-sst-donor=n2"]
+    assert c.clock.now() - t0 < server_mod.GIVE_UP_EVERY + 1  # not the 60 s timeout
+    assert [s.sig for s in host.signals] == [signal.SIGKILL]  # the stranded joiner
     assert msg.endswith("(its donor n1 failed during the transfer; retried with donor n2)")
 
 

@@ -96,7 +96,7 @@ class StartableNode(FakeNode):
     def grastate(self) -> None:
         return None
 
-    def wait_synced(self, timeout: float, expect_size: int | None = None) -> None:
+    def wait_synced(self, timeout: float, expect_size: int | None = None, give_up: object = None) -> None:
         assert expect_size is not None
         self.waited.append(expect_size)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -339,10 +339,17 @@ class ServerNode(ABC):
     def health(self) -> NodeHealth | None:
         """How the node sees itself and its group; None when it does not answer."""
 
-    def wait_ready(self, timeout: float, expect_size: int | None = None) -> NodeHealth:
+    def wait_ready(
+        self,
+        timeout: float,
+        expect_size: int | None = None,
+        give_up: Callable[[], str | None] | None = None,
+    ) -> NodeHealth:
         """Wait until the node is a ready member (of a view of at least `expect_size`); fail at
-        once, quoting this start's errors, if the process dies."""
+        once, quoting this start's errors, if the process dies, or when `give_up` (asked every
+        GIVE_UP_EVERY s) names a reason the wait cannot succeed."""
         deadline = self.clock.now() + timeout
+        ask_at = self.clock.now() + GIVE_UP_EVERY
         last: NodeHealth | None = None
         while self.clock.now() < deadline:
             if not self.alive():
@@ -350,6 +357,12 @@ class ServerNode(ABC):
                     f"node {self.name} exited while joining; errors from {self.error_log} since its start: "
                     f"{self.error_log_tail()}"
                 )
+            if give_up is not None and self.clock.now() >= ask_at:
+                ask_at = self.clock.now() + GIVE_UP_EVERY
+                why = give_up()
+                if why:
+                    raise GaveUp(f"node {self.name} {why}; errors from {self.error_log} since its start: "
+                                 f"{self.error_log_tail(3)}")  # fmt: skip
             last = self.health()
             if last is not None and last.ready and (expect_size is None or last.size >= expect_size):
                 return last
@@ -359,6 +372,14 @@ class ServerNode(ABC):
             f"node {self.name} not ready after {timeout:g} s ({where}); see {self.error_log}: "
             f"{self.error_log_tail(3)}"
         )
+
+
+# How often wait_ready asks its give_up callback (it may read logs and ask other nodes).
+GIVE_UP_EVERY = 2.0
+
+
+class GaveUp(ComponentError):
+    """wait_ready stopped waiting early: the process runs but cannot become ready."""
 
 
 def _number(value: Any) -> float | None:

@@ -18,7 +18,7 @@ from clusterbench.engines.base import Credentials, DbNode, Report, Site
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode, account_sql
 from clusterbench.engines.galera.status import GraState
-from clusterbench.engines.server import HEALTH_PORT
+from clusterbench.engines.server import HEALTH_PORT, GaveUp
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.spec.topology import Topology
@@ -203,12 +203,26 @@ class GaleraEngine:
         self._start(site, n, start_position=position)
         offset = n.log_offset or 0
         retried = ""
+
+        def stranded() -> str | None:
+            # Seen after kill -9 of the donor mid-SST: the joiner runs on outside any component
+            # ('Sending JOIN failed: -103', Initialized, 0 members) until the timeout.
+            donor = n.donor_since(offset)
+            if donor is None or any(o.name == donor and o.alive() for o in site.nodes()):
+                return None
+            h = n.health()
+            if h is not None and h.in_quorum:
+                return None
+            return f"lost its donor {donor} during the state transfer and is outside the cluster"
+
         try:
-            n.wait_synced(timeout)
+            n.wait_synced(timeout, give_up=stranded)
         except ComponentError as first_error:
             # Galera aborts a joiner whose donor dies during the transfer instead of choosing
-            # another donor (seen with kill -9 of a donor mid-SST): try once more, from a donor
-            # other than the one that failed, if one is left.
+            # another donor, or leaves it stranded (stopped here): either way, try once more,
+            # from a donor other than the one that failed, if one is left.
+            if isinstance(first_error, GaveUp):
+                n.kill()
             if n.alive():
                 raise
             failed = n.donor_since(offset)

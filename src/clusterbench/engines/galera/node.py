@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from clusterbench.clock import Clock
@@ -216,8 +217,10 @@ class GaleraNode(ServerNode):
         rows = self.query("SHOW GLOBAL VARIABLES LIKE 'wsrep_desync'", timeout=1.0)
         return bool(rows) and str(rows[0][1]).upper() == "ON"
 
-    def wait_synced(self, timeout: float, expect_size: int | None = None) -> NodeHealth:
-        return self.wait_ready(timeout, expect_size)
+    def wait_synced(
+        self, timeout: float, expect_size: int | None = None, give_up: Callable[[], str | None] | None = None
+    ) -> NodeHealth:
+        return self.wait_ready(timeout, expect_size, give_up)
 
     def wait_in_view(self, size: int, timeout: float, joiner: GaleraNode | None = None) -> None:
         """Wait until this node sees a Primary view of at least `size` members; fail at once if
