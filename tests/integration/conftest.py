@@ -15,6 +15,7 @@ import pytest
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode
 from clusterbench.engines.galera.node import GaleraNode
+from clusterbench.engines.group_replication import rootfs
 from clusterbench.providers.naming import Names
 from clusterbench.spec.topology import Topology
 
@@ -139,3 +140,41 @@ def cluster(cb_home: Path) -> Iterator[Cluster]:
     finally:
         c.down()
     assert leftovers(name) == []
+
+
+# --- the session's Group Replication cluster ---
+
+NAME = os.environ.get("CB_TEST_GR_CLUSTER", "cbgr")
+SUBNET = os.environ.get("CB_TEST_GR_SUBNET", "198.18.203.0/24")
+
+
+def gr_skip_reason() -> str | None:
+    """Why the Group Replication tests cannot run here (printed by pytest -ra, never silent)."""
+    bad = rootfs.problem(rootfs.rootfs_dir())
+    return f"Group Replication tests skipped: {bad}" if bad else None
+
+
+def gr_topology(name: str = NAME, subnet: str = SUBNET, nodes: int = 3, mode: str | None = None) -> Topology:
+    engine: dict[str, object] = {"kind": "group_replication"}
+    if mode:
+        engine["mode"] = mode
+    # A 1 s expel timeout keeps the failover tests short (MySQL's default is 5 s).
+    return make_topology(name, subnet, nodes, engine=engine, mysql={"member_expel_timeout": 1})
+
+
+@pytest.fixture(scope="session")
+def gr_cluster(cb_home: Path) -> Iterator[Cluster]:
+    """The session's 3-member Group Replication cluster + HAProxy (single primary), shared by every
+    test module that asks for it (defined here so there is one per session)."""
+    reason = gr_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    clear_stale(gr_topology(), cb_home)
+    c = Cluster(gr_topology(), home=cb_home)
+    timings = c.up()
+    print(f"\nGroup Replication: 3 members + HAProxy up in {timings['total']:.1f} s", flush=True)
+    try:
+        yield c
+    finally:
+        c.down()
+    assert leftovers(NAME) == []

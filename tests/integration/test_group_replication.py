@@ -10,7 +10,6 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,46 +26,12 @@ from clusterbench.faults import leftovers as fault_leftovers
 from clusterbench.scenario.engine import ScenarioEngine, ScenarioOutcome
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.scenario.verification import companions, run_checkers
-from clusterbench.spec.topology import Topology
 from clusterbench.verify import History, LedgerWorkload, Outcome, Timebase, collect_convergence
 from clusterbench.workloads import SysbenchRunner, build_shim
 
-from .conftest import clear_stale, leftovers, make_topology
+from .conftest import NAME, gr_skip_reason, gr_topology, leftovers
 
 pytestmark = pytest.mark.integration
-
-NAME = os.environ.get("CB_TEST_GR_CLUSTER", "cbgr")
-SUBNET = os.environ.get("CB_TEST_GR_SUBNET", "198.18.203.0/24")
-
-
-def gr_skip_reason() -> str | None:
-    """Why the Group Replication tests cannot run here (printed by pytest -ra, never silent)."""
-    bad = rootfs.problem(rootfs.rootfs_dir())
-    return f"Group Replication tests skipped: {bad}" if bad else None
-
-
-def gr_topology(name: str = NAME, subnet: str = SUBNET, nodes: int = 3, mode: str | None = None) -> Topology:
-    engine: dict[str, object] = {"kind": "group_replication"}
-    if mode:
-        engine["mode"] = mode
-    # A 1 s expel timeout keeps the failover tests short (MySQL's default is 5 s).
-    return make_topology(name, subnet, nodes, engine=engine, mysql={"member_expel_timeout": 1})
-
-
-@pytest.fixture(scope="session")
-def gr_cluster(cb_home: Path) -> Iterator[Cluster]:
-    reason = gr_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    clear_stale(gr_topology(), cb_home)
-    c = Cluster(gr_topology(), home=cb_home)
-    timings = c.up()
-    print(f"\nGroup Replication: 3 members + HAProxy up in {timings['total']:.1f} s", flush=True)
-    try:
-        yield c
-    finally:
-        c.down()
-    assert leftovers(NAME) == []
 
 
 @pytest.fixture(params=["galera", "group_replication"])

@@ -19,7 +19,7 @@ import pytest
 from clusterbench.cluster import Cluster
 from clusterbench.store import Store
 from clusterbench.telemetry.verdict import Bottleneck
-from tests.integration.test_group_replication import all_ready, gr_cluster, sql  # noqa: F401 (a fixture)
+from tests.integration.test_group_replication import all_ready, sql
 from tests.integration.test_telemetry import SECONDS, candidate, limits, run_trial
 
 pytestmark = pytest.mark.integration
@@ -61,7 +61,7 @@ def flow_control_thresholds(c: Cluster, value: int) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def gr_store(gr_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+def gr_store(gr_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store whose first run prepared the tables (an earlier test may have left sbtest tables)."""
     for t in ("sbtest1", "sbtest2"):
         sql(gr_cluster, f"DROP TABLE IF EXISTS sbtest.{t}")
@@ -70,7 +70,7 @@ def gr_store(gr_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> P
     return path
 
 
-def test_gr_figures_through_the_engine_interface(gr_cluster: Cluster, gr_store: Path) -> None:  # noqa: F811
+def test_gr_figures_through_the_engine_interface(gr_cluster: Cluster, gr_store: Path) -> None:
     primary, secondaries = primary_and_secondaries(gr_cluster)
     trial_id, seen = run_trial(gr_cluster, gr_store)
     v = seen.verdict
@@ -104,8 +104,7 @@ def test_gr_figures_through_the_engine_interface(gr_cluster: Cluster, gr_store: 
 
 
 def test_a_slow_secondary_is_named_with_flow_control_at_the_primary(
-    gr_cluster: Cluster,  # noqa: F811
-    gr_store: Path,
+    gr_cluster: Cluster, gr_store: Path
 ) -> None:
     c = gr_cluster
     primary, secondaries = primary_and_secondaries(c)
