@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -620,3 +621,48 @@ def test_coordinated_crash_with_flush_0_on_a_group_loses_what_the_ledger_says(gr
         all_ready(c)
         with contextlib.suppress(Exception):
             ledger.drop(c.node(writers(c)[0]))
+
+
+def test_keepalived_pair_in_front_of_the_primary_moves_the_vip(cb_home: Path) -> None:
+    """Two HAProxies sharing a VIP work unchanged in front of Group Replication: the VIP's port is
+    the write endpoint (the primary), and killing the HAProxy that holds it moves it."""
+    reason = gr_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if shutil.which("keepalived", path="/usr/sbin:/usr/bin:/sbin:/bin") is None:
+        pytest.skip("keepalived is not installed; run `make setup`")
+    name = os.environ.get("CB_TEST_GR_VIP_CLUSTER", "cbgrvip")
+    subnet = os.environ.get("CB_TEST_GR_VIP_SUBNET", "198.18.217.0/24")
+    topo = make_topology(
+        name, subnet, engine={"kind": "group_replication"}, mysql={"member_expel_timeout": 1},
+        balancer={"count": 2, "advert_int": 1.0},
+    )  # fmt: skip
+    c = Cluster(topo, home=cb_home)
+    c.up()
+    try:
+        assert c.wait_vip(15) == "lb1"
+        (primary,) = writers(c)
+        sql(c, "CREATE TABLE sbtest.grvip (id INT PRIMARY KEY)", target="vip")
+        sql(c, "INSERT INTO sbtest.grvip VALUES (1)", target="vip")
+        assert sql(c, "SELECT @@report_host", target="vip") == ((topo.node_address(primary),),)
+        assert c.balancer_kill(1) == "haproxy lb1 killed (it held the VIP)"
+        t0 = time.monotonic()
+        assert c.wait_vip(15, not_on="lb1", poll=0.02) == "lb2"
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                sql(c, "INSERT INTO sbtest.grvip VALUES (2)", target="vip")
+                break
+            except pymysql.MySQLError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        took = time.monotonic() - t0
+        print(f"VIP moved to lb2 and writes through it reached the primary again {took:.1f} s after the kill")
+        assert sql(c, "SELECT @@report_host, COUNT(*) FROM sbtest.grvip", target="vip") == (
+            (topo.node_address(primary), 2),
+        )
+        assert c.balancer_start(1).startswith("haproxy lb1")
+        assert c.vip_holder() == "lb2"  # nopreempt
+    finally:
+        c.down()
+    assert leftovers(name) == []
