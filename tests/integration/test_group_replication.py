@@ -30,7 +30,7 @@ from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.verify import History, LedgerWorkload, Outcome, Timebase, collect_convergence
 from clusterbench.workloads import SysbenchRunner, build_shim
 
-from .conftest import NAME, gr_skip_reason, gr_topology, leftovers
+from .conftest import NAME, gr_skip_reason, gr_topology, leftovers, make_topology
 
 pytestmark = pytest.mark.integration
 
