@@ -37,7 +37,11 @@ class Phase(enum.StrEnum):
 
 
 # Definite aborts: the server rolled the transaction back (RELIABILITY, outcome table).
-DEFINITE_ABORT = frozenset({1213, 1020, 1205})
+# 3101: Group Replication rolled the COMMIT back (its write set lost certification, which every
+# member decides alike). Measured on a 3-member multi-primary group: 3,778 `v = v + 1` and
+# FOR UPDATE increments that ended in 3101 left every member's counter exactly at the
+# acknowledged count, i.e. none of them committed.
+DEFINITE_ABORT = frozenset({1213, 1020, 1205, 3101})
 # "WSREP has not yet prepared node for application use": definite only before COMMIT.
 WSREP_NOT_READY = 1047
 # Client-side connection errors: 2003 can't connect, 2006 gone away, 2013 lost, 2055 lost (SSL/other).
@@ -67,7 +71,8 @@ def classify_code(code: int | None, phase: Phase) -> Outcome:
       (code < 2000, e.g. 1062) → fail (the statement was refused); a lost connection or a
       timeout → unknown (RELIABILITY's table is conservative here: without COMMIT the server
       rolls back, but we do not rely on it).
-    - on COMMIT: 1213/1020/1205 → fail; anything else (1047 "not connected to Primary", 2013,
+    - on COMMIT: 1213/1020/1205, and 3101 (Group Replication: certification failed) → fail;
+      anything else (1047 "not connected to Primary", 2013,
       2006, timeouts) → unknown.
     """
     if phase in (Phase.CONNECT, Phase.READ):

@@ -48,6 +48,8 @@ F, U = Outcome.FAIL, Outcome.UNKNOWN
         (1213, Phase.COMMIT, F),
         (1020, Phase.COMMIT, F),
         (1205, Phase.COMMIT, F),
+        (3101, Phase.COMMIT, F),  # Group Replication: the write set lost certification
+        (1180, Phase.COMMIT, U),
         (1047, Phase.COMMIT, U),
         (1062, Phase.COMMIT, U),
         (2013, Phase.COMMIT, U),
