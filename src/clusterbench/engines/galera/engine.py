@@ -222,13 +222,16 @@ class GaleraEngine:
             # another donor, or leaves it stranded (stopped here): either way, try once more,
             # from a donor other than the one that failed, if one is left.
             if isinstance(first_error, GaveUp):
-                n.kill()
+                n.kill(wait=False)
+                if not n.wait_dead(30):
+                    raise ComponentError(f"{first_error}; not retried: it outlived SIGKILL by 30 s") from None
             if n.alive():
                 raise
             failed = n.donor_since(offset)
             others = [o.name for o in site.nodes() if o.index != n.index and o.name != failed and o.alive()]
             if failed is None or not others:
-                raise
+                why = "no donor was named in its log" if failed is None else "no other node is running"
+                raise ComponentError(f"{first_error}; not retried: {why}") from None
             g = n.grastate()
             position = n.recover_position() if g is not None and g.crashed else None
             self._start(site, n, start_position=position, donor=others[0])
