@@ -154,3 +154,22 @@ def test_the_flow_control_component_is_installed_once_and_unlogged(node: tuple[G
     assert server.sent[i - 1] == "SET SESSION sql_log_bin=0"  # no GTID: members' executed sets stay equal
     assert n.install_metrics_component() is True
     assert server.components == [FLOW_CONTROL_COMPONENT]  # already there: not installed twice
+
+
+@pytest.mark.parametrize(
+    ("consistency", "stale_documented"),
+    [("EVENTUAL", True), ("BEFORE_ON_PRIMARY_FAILOVER", True), ("BEFORE", False), ("AFTER", False),
+     ("BEFORE_AND_AFTER", False)],
+)  # fmt: skip
+def test_a_node_documents_default_stale_reads_only_below_before(
+    consistency: str, stale_documented: bool, tmp_path: Path
+) -> None:
+    from clusterbench.engines.group_replication.node import GR_SESSION
+    from clusterbench.spec.engine import MySQLSettings
+
+    cfg = member(MySQLSettings(consistency=consistency), d=tmp_path / "n2")
+    n = GRNode(cfg, FakeHost("cb-grlab-n2"), tmp_path / "rootfs", (999, 999), CREDS)
+    assert ("stale-read" in n.session.documented_default) is stale_documented
+    # The statements stay the engine's; the causal session never documents a stale read.
+    assert (n.session.default, n.session.causal) == (GR_SESSION.default, GR_SESSION.causal)
+    assert "stale-read" not in n.session.documented_causal

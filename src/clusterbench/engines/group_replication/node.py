@@ -10,6 +10,7 @@ chroot, mysqld), so the PID we record is mysqld's own.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,20 @@ GR_SESSION = SessionSql(
     # Not in the binary log, so never sent to the group (and no GTID: positions stay equal).
     unreplicated=("SET SESSION sql_log_bin=0",),
 )
+
+# Levels whose default session promises what the causal one does: BEFORE makes every read wait
+# for what the group ordered before it, AFTER makes every write wait until all members applied it.
+NO_STALE_LEVELS = frozenset({"BEFORE", "AFTER", "BEFORE_AND_AFTER"})
+
+
+def gr_session(consistency: str) -> SessionSql:
+    """GR's sessions for a group whose default group_replication_consistency is `consistency`
+    (the topology's [mysql] consistency): with BEFORE, AFTER or BEFORE_AND_AFTER a stale read in
+    the default session breaks a promise instead of being documented."""
+    if consistency in NO_STALE_LEVELS:
+        return dataclasses.replace(GR_SESSION, documented_default=GR_SESSION.documented_causal)
+    return GR_SESSION
+
 
 # Group Replication's figures for telemetry (engines/base.py METRICS), as status variables: name →
 # (neutral name, factor). The Gr_flow_control_* variables exist only while the flow-control
@@ -152,6 +167,7 @@ class GRNode(ServerNode):
     ) -> None:
         super().__init__(cfg.index, host, creds, proc=proc, check_proc=check_proc, clock=clock)
         self.cfg = cfg
+        self.session = gr_session(cfg.settings.consistency)
         self.rootfs = rootfs
         self.owner = owner  # uid, gid of the rootfs's mysql user
 
