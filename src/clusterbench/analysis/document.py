@@ -537,7 +537,10 @@ def write_report(
     return md, page
 
 
-TPCC_HEADER = ["trial", "transaction", "count", "share %", "standard %", "rolled back", "retries", "mean ms"]
+TPCC_HEADER = [
+    "trial", "transaction", "count", "share %", "standard %", "rolled back", "retries", "mean ms", "p95 ms",
+    "p99 ms",
+]  # fmt: skip
 STALL_HEADER = [
     "trial", "workload", "median tps", "stall below tps", "stalled intervals", "longest run", "at s",
 ]  # fmt: skip
@@ -570,7 +573,8 @@ def _tpcc_and_stall_sections(store: Store, run_id: int, trials: Sequence[Any]) -
                 x = f["types"][t]
                 tpcc_rows.append([str(tr.seq), t, str(x["count"]), _fmt(x["share_pct"], ".1f"),
                                   f"{MIX[t]:.0f}", str(x["rollbacks"]), str(x["retries"]),
-                                  _fmt(x["mean_ms"])])  # fmt: skip
+                                  _fmt(x["mean_ms"]), _fmt(x.get("p95_ms")),
+                                  _fmt(x.get("p99_ms"))])  # fmt: skip
         for key, rep in sorted(prov.items()):
             if key.startswith("tpcc_consistency:"):
                 bad = [c for c in rep["conditions"] if c["status"] != "PASS"]

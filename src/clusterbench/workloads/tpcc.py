@@ -62,6 +62,51 @@ class TpccClient:
     final_extra: Mapping[str, Any] | None = None
 
 
+# cb_tpcc.lua's per-type latency histograms: bucket b holds [2^(b/8), 2^((b+1)/8)) microseconds
+HIST_STEPS_PER_DOUBLING = 8
+
+Hist = dict[int, int]
+
+
+def hists(extra: Mapping[str, Any] | None) -> dict[str, Hist] | None:
+    """The per-type latency histograms of a report line's `extra` (cumulative), or None."""
+    if not extra or not isinstance(extra.get("tpcc_hist"), dict):
+        return None
+    return {t: {int(b): int(c) for b, c in extra["tpcc_hist"].get(t) or []} for t in TYPES}
+
+
+def hist_minus(a: dict[str, Hist], b: dict[str, Hist] | None) -> dict[str, Hist]:
+    if b is None:
+        return a
+    return {t: {k: v - b[t].get(k, 0) for k, v in a[t].items() if v - b[t].get(k, 0) > 0} for t in TYPES}
+
+
+def hist_percentile(h: Hist, p: float) -> float | None:
+    """The p-th percentile in ms: the upper edge of the bucket where the count reaches p %."""
+    total = sum(h.values())
+    if total <= 0:
+        return None
+    want = p / 100.0 * total
+    seen = 0
+    for b in sorted(h):
+        seen += h[b]
+        if seen >= want:
+            return round(2 ** ((b + 1) / HIST_STEPS_PER_DOUBLING) / 1000.0, 3)
+    return None
+
+
+def measured_hists(c: TpccClient) -> dict[str, Hist] | None:
+    end = hists(c.final_extra)
+    if end is None and c.samples:
+        end = hists(c.samples[-1].extra)
+    if end is None:
+        return None
+    base = hists(c.checkpoint_extra)
+    if base is None and c.warmup_samples:
+        base = hists(c.warmup_samples[-1].extra)
+    return hist_minus(end, base)
+
+
 def measured_counters(c: TpccClient) -> Counters | None:
     """The client's counters over the measured part (after the warm-up)."""
     end = counters(c.final_extra)
@@ -94,11 +139,19 @@ def summarize(clients: Sequence[TpccClient], duration: float) -> dict[str, Any] 
     """tpmC (New-Order per minute, rolled-back ones included as the spec counts them), total tpm,
     per-type counts, rollbacks, retries and mean latency, the mix seen and per second counts."""
     total = zero()
+    merged: dict[str, Hist] | None = {t: {} for t in TYPES}
     for c in clients:
         m = measured_counters(c)
         if m is None:
             return None
         total = plus(total, m)
+        h = measured_hists(c)
+        if h is None or merged is None:
+            merged = None  # a client without histograms: no percentile beats a wrong one
+        else:
+            for t in TYPES:
+                for k, v in h[t].items():
+                    merged[t][k] = merged[t].get(k, 0) + v
     done = sum(total[t][0] for t in TYPES)
     minutes = duration / 60.0 if duration > 0 else 0.0
     types = {}
@@ -107,6 +160,9 @@ def summarize(clients: Sequence[TpccClient], duration: float) -> dict[str, Any] 
         types[t] = {
             "count": n, "rollbacks": rb, "retries": rt,
             "mean_ms": round(lat / n / 1000.0, 3) if n else None,
+            "p50_ms": hist_percentile(merged[t], 50) if merged is not None else None,
+            "p95_ms": hist_percentile(merged[t], 95) if merged is not None else None,
+            "p99_ms": hist_percentile(merged[t], 99) if merged is not None else None,
             "share_pct": round(100.0 * n / done, 2) if done else None,
         }  # fmt: skip
     return {
@@ -222,6 +278,8 @@ def figure_lines(f: Mapping[str, Any]) -> list[str]:
         + (f" ({types[t]['rollbacks']} rolled back)" if types[t]["rollbacks"] else "")
         for t in TYPES
     )
-    return [
-        f"tpmC {f['tpmC']:.0f}, tpm {f['tpm']:.0f}; {parts}; retries {f['retries']}",
-    ]
+    lines = [f"tpmC {f['tpmC']:.0f}, tpm {f['tpm']:.0f}; {parts}; retries {f['retries']}"]
+    p95 = [f"{t} {types[t]['p95_ms']:g}" for t in TYPES if types[t].get("p95_ms") is not None]
+    if p95:
+        lines.append(f"p95 ms per type: {', '.join(p95)}")
+    return lines

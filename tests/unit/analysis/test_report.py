@@ -195,6 +195,6 @@ def test_tpcc_figures_consistency_and_stalls_in_the_report(store: tuple[Store, i
     assert "tpcc load: 2 warehouse(s), 1000 rows in 2.0 s (500 rows/s), 96 MiB per warehouse" in md
     assert "Trial 1: tpmC 1,200 (New-Order per minute, rolled-back ones included), tpm 6,000" in md
     assert "Trial 1 consistency (sbtest): FAIL — condition 9 (D_YTD = sum(H_AMOUNT) for each district)" in md
-    assert "| 1 | new_order | 10 | 20.0 | 45 | 1 | 2 | 1.50 |" in md
+    assert "| 1 | new_order | 10 | 20.0 | 45 | 1 | 2 | 1.50 | — | — |" in md
     assert "| 1 | oltp_point_select | 90.00 | 9.00 | 2 | 2 | 2+1 |" in md
     assert "stall" in render_html(st, run)

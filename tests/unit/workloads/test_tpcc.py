@@ -126,3 +126,28 @@ def test_tpcc_is_a_prepare_group_of_its_own_with_nine_tables() -> None:
     assert [(g.name, g.tests) for g in groups] == [
         ("oltp", ("oltp_read_write", "oltp_insert")), ("tpcc", ("tpcc", "tpcc")),
     ]  # fmt: skip
+
+
+def test_per_type_percentiles_come_from_the_measured_part_of_the_histograms() -> None:
+    def with_hist(c: dict, no_hist: list[list[int]]) -> dict:
+        return {**c, "tpcc_hist": {"new_order": no_hist, "payment": [[80, 1]]}}
+
+    # bucket b: [2^(b/8), 2^((b+1)/8)) µs; b=80 is 1024..1116 µs, b=120 is 32768..35734 µs
+    lines = [
+        line("checkpoint", 1.0, 10, with_hist(counts(5, 1), [[80, 5]])),  # warm-up: 5 fast ones
+        line("interval", 2.0, 20, with_hist(counts(105, 1), [[80, 95], [120, 10]])),
+        line("summary", 1.0, 100, with_hist(counts(105, 1), [[80, 95], [120, 10]])),
+    ]
+    f = tpcc.summarize([client(1.0, lines)], duration=1.0)
+    assert f is not None
+    no = f["types"]["new_order"]
+    # measured: 90 in bucket 80, 10 in bucket 120
+    assert no["p50_ms"] == round(2 ** (81 / 8) / 1000, 3) and no["p95_ms"] == round(2 ** (121 / 8) / 1000, 3)
+    assert f["types"]["payment"]["p95_ms"] is None  # no payment measured after the warm-up
+    assert tpcc.hist_percentile({}, 95) is None
+
+
+def test_no_percentiles_when_a_client_has_no_histograms() -> None:
+    a = [line("interval", 1.0, 5, counts(2, 3)), line("summary", 1.0, 5, counts(2, 3))]
+    f = tpcc.summarize([client(0, a)], duration=1.0)
+    assert f is not None and f["types"]["new_order"]["p95_ms"] is None

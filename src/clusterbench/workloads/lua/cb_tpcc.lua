@@ -17,7 +17,7 @@
 local ffi = require("ffi")
 
 ffi.cdef[[
-void *malloc(size_t size);
+void *calloc(size_t nmemb, size_t size);
 void free(void *ptr);
 int setenv(const char *name, const char *value, int overwrite);
 char *getenv(const char *name);
@@ -39,24 +39,26 @@ local TYPES = {"new_order", "payment", "order_status", "delivery", "stock_level"
 local NO, PAY, OS, DLV, SL = 1, 2, 3, 4, 5
 local FIELDS = 4  -- done, rollbacks, retries, latency sum (us)
 local MAXT = 1024
-local SHM_ENV = "CB_TPCC_SHM"
+-- latency histogram per type: bucket b holds latencies in [2^(b/8), 2^((b+1)/8)) µs (9 % wide)
+local HB = 160
 
 -- ---- shared counters -------------------------------------------------------------------------
 
-local function shared_block()
-   local size = MAXT * #TYPES * FIELDS * 8
-   local mine = ffi.C.malloc(size)
-   ffi.fill(mine, size)
+-- a zeroed block of `size` bytes shared by every Lua state of this process: the first state to
+-- get here publishes its address in the environment variable `name`, the others use that one
+local function shared_block(name, size)
+   local mine = ffi.C.calloc(1, size)
    local addr = string.format("%.0f", tonumber(ffi.cast("uintptr_t", mine)))
-   ffi.C.setenv(SHM_ENV, addr, 0)  -- the first state to get here wins
-   local got = ffi.string(ffi.C.getenv(SHM_ENV))
+   ffi.C.setenv(name, addr, 0)  -- the first state to get here wins
+   local got = ffi.string(ffi.C.getenv(name))
    if got ~= addr then
       ffi.C.free(mine)
    end
    return ffi.cast("uint64_t *", ffi.cast("uintptr_t", tonumber(got)))
 end
 
-local CNT = shared_block()
+local CNT = shared_block("CB_TPCC_SHM", MAXT * #TYPES * FIELDS * 8)
+local HIST = shared_block("CB_TPCC_HIST", MAXT * #TYPES * HB * 8)
 
 local function slot(tid, ty, f)
    return ((tid % MAXT) * #TYPES + (ty - 1)) * FIELDS + f
@@ -67,20 +69,44 @@ local function bump(ty, f, by)
    CNT[i] = CNT[i] + (by or 1)
 end
 
+local LOG2 = math.log(2)
+local function bump_latency(ty, us)
+   local b = 0
+   if us >= 1 then
+      b = math.min(HB - 1, math.floor(math.log(us) / LOG2 * 8))
+   end
+   local i = (((sysbench.tid or 0) % MAXT) * #TYPES + (ty - 1)) * HB + b
+   HIST[i] = HIST[i] + 1
+end
+
 -- JSON of the counters summed over every thread (cumulative since the start of the run)
 function cb_extra_json()
+   -- rows written: the workers' (tid 0..threads-1) and the checkpoint thread's (tid = threads)
+   local NT = math.min(MAXT, (tonumber(sysbench.opt.threads) or MAXT - 1) + 1)
    local parts = {}
+   local hists = {}
    for ty = 1, #TYPES do
       local sums = {0, 0, 0, 0}
-      for t = 0, MAXT - 1 do
+      for t = 0, NT - 1 do
          for f = 0, FIELDS - 1 do
             sums[f + 1] = sums[f + 1] + tonumber(CNT[slot(t, ty, f)])
          end
       end
       parts[#parts + 1] = string.format('"%s":[%d,%d,%d,%d]', TYPES[ty], sums[1], sums[2], sums[3],
                                         sums[4])
+      local h = {}
+      for b = 0, HB - 1 do
+         local c = 0
+         for t = 0, NT - 1 do
+            c = c + tonumber(HIST[(t * #TYPES + (ty - 1)) * HB + b])
+         end
+         if c > 0 then
+            h[#h + 1] = string.format("[%d,%d]", b, c)
+         end
+      end
+      hists[#hists + 1] = string.format('"%s":[%s]', TYPES[ty], table.concat(h, ","))
    end
-   return '{"tpcc":{' .. table.concat(parts, ",") .. '}}'
+   return '{"tpcc":{' .. table.concat(parts, ",") .. '},"tpcc_hist":{' .. table.concat(hists, ",") .. '}}'
 end
 
 local TS = ffi.new("cb_timespec_t")
@@ -609,5 +635,7 @@ function event()
    if res then
       bump(t.kind, 1)
    end
-   bump(t.kind, 3, now_us() - t.start)
+   local us = now_us() - t.start
+   bump(t.kind, 3, us)
+   bump_latency(t.kind, us)
 end
