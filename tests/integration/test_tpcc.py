@@ -31,8 +31,8 @@ def cb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path) -> None:
     name = cluster.topology.name
     results = tmp_path / "results.db"
-    res = cb("run", "-n", name, "-w", "tpcc", "--warehouses", "1", "--threads", "4", "--duration", "10", "--warmup", "2",
-             "--database", DB, "--results", str(results), "--no-telemetry")  # fmt: skip
+    res = cb("run", "-n", name, "-w", "tpcc", "--warehouses", "1", "--threads", "4", "--duration", "10",
+             "--warmup", "2", "--database", DB, "--results", str(results), "--no-telemetry")  # fmt: skip
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert "TPC-C consistency after load: PASS" in out, out
