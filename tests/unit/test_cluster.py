@@ -466,3 +466,32 @@ def test_node_start_stops_and_names_what_its_earlier_server_left_running(tmp_pat
     assert {s.proc.pid for s in host.signals} == {800, 801}
     assert host.live & {800, 801} == set() and 900 in host.live
     assert host.spawned[0].argv == ["mariadbd", f"--defaults-file={n.cfg.cnf_path}"]
+
+
+def test_no_retry_when_the_donors_death_took_the_quorum_and_the_message_says_what_to_start(
+    tmp_path: Path,
+) -> None:
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 3)
+    others = {i: _fake_node(c, i)[0] for i in (1, 2)}
+    others[2].proc = ProcessRef(102, 1)
+    others[2].host.live.add(102)  # type: ignore[attr-defined]
+    alone = WsrepStatus(4, "Initialized", 1, "non-Primary", False, True, -1, 0.0, UUID, 9)
+    others[2].status = lambda: alone  # type: ignore[method-assign]
+    c.nodes = lambda: [others[1], others[2], n]  # type: ignore[method-assign]
+    host.files[n.cfg.error_log] = (
+        "WSREP: Member 2.0 (n3) requested state transfer from '*any*'. Selected 0.0 (n1)(SYNCED) as donor.\n"
+    )
+
+    def dies(timeout: float, expect_size: int | None = None, give_up: object = None) -> object:
+        assert n.proc is not None
+        host.live.discard(n.proc.pid)
+        raise ComponentError("node n3 exited while joining")
+
+    n.wait_synced = dies  # type: ignore[method-assign, assignment]
+    with pytest.raises(ComponentError) as info:
+        rejoin(c, n)
+    assert str(info.value) == (
+        "node n3 exited while joining; not retried: no other node is in a Primary component "
+        "(n2 running); start n1 again first, then this node"
+    )

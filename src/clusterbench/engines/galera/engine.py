@@ -228,9 +228,18 @@ class GaleraEngine:
             if n.alive():
                 raise
             failed = n.donor_since(offset)
-            others = [o.name for o in site.nodes() if o.index != n.index and o.name != failed and o.alive()]
+            running = [o for o in site.nodes() if o.index != n.index and o.name != failed and o.alive()]
+            # Only a node in a Primary component can be a donor: the donor's death may have taken
+            # the survivors' quorum with it (the joiner had counted as a member).
+            others = [o.name for o in running if (h := o.health()) is not None and h.in_quorum]
             if failed is None or not others:
-                why = "no donor was named in its log" if failed is None else "no other node is running"
+                names = ", ".join(o.name for o in running) or "none"
+                why = (
+                    "no donor was named in its log"
+                    if failed is None
+                    else f"no other node is in a Primary component ({names} running); "
+                    f"start {failed} again first, then this node"
+                )
                 raise ComponentError(f"{first_error}; not retried: {why}") from None
             g = n.grastate()
             position = n.recover_position() if g is not None and g.crashed else None
