@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +27,8 @@ from clusterbench.cluster import Cluster
 from clusterbench.faults import leftovers as fault_leftovers
 from clusterbench.faults.actions import CutVrrp, heal_vrrp
 from clusterbench.faults.spec import PlannedFault
+from clusterbench.hosts import process
+from clusterbench.loadclients import LoadClients
 from clusterbench.store import Store
 
 from .conftest import leftovers, make_topology
@@ -300,6 +303,9 @@ def test_cut_vrrp_is_a_split_brain_fail_with_its_duration(vip_cluster: Cluster, 
         if drill.poll() is None:
             drill.kill()
             drill.wait()
+            # its sysbench outlives a SIGKILLed clusterbench (seen here: still running 91 min later)
+            for r in LoadClients(c.home, NAME).records():
+                process.send(r.pid, r.start_ticks, signal.SIGKILL)
     print(out)
     assert drill.returncode == 1, (out, err)
     assert "overall: FAIL" in out
