@@ -232,6 +232,10 @@ class GaleraEngine:
             # Only a node in a Primary component can be a donor: the donor's death may have taken
             # the survivors' quorum with it (the joiner had counted as a member).
             others = [o.name for o in running if (h := o.health()) is not None and h.in_quorum]
+            restored = ""
+            if failed is not None and running and isinstance(first_error, GaveUp):
+                restored = self._restore_primary_of_survivors(site, running)
+                others = [o.name for o in running if (h := o.health()) is not None and h.in_quorum]
             if failed is None or not others:
                 names = ", ".join(o.name for o in running) or "none"
                 why = (
@@ -251,12 +255,41 @@ class GaleraEngine:
                 raise ComponentError(
                     f"{first_error}; a second attempt with donor {others[0]} failed too: {second}"
                 ) from None
-            retried = f" (its donor {failed} failed during the transfer; retried with donor {others[0]})"
+            retried = (
+                f" (its donor {failed} failed during the transfer;{restored} retried with donor {others[0]})"
+            )
         n.start_health_agent()
         site.recorded(n)
         kind = n.join_kind_since(offset)
         how = f" after recovering {position}" if position else ""
         return f"n{n.index} rejoined by {kind}{how} in {time.monotonic() - t0:.1f} s{retried}"
+
+    def _restore_primary_of_survivors(self, site: Site, running: Sequence[DbNode]) -> str:
+        """After a donor died mid-transfer and its stranded joiner was killed, the one or two nodes
+        left may have lost Primary: the dead donor and the joiner had counted as members of the
+        3-member view. Every member outside the survivors is then a stopped process (checked here,
+        not guessed from the network), so no other component can exist: re-forming Primary on the
+        most advanced survivor (pc.bootstrap, Galera's documented recovery) picks no winner. Done
+        only when every survivor sees exactly the survivors, in one component."""
+        if self._survivors_primary(site):
+            return ""
+        names = {o.name for o in running}
+        deadline = site.clock.now() + self.topology.mariadb.evs_inactive_timeout + 10
+        while True:
+            views = [o.health() for o in running]
+            settled = all(h is not None and not h.in_quorum and h.size == len(running) for h in views)
+            if settled or site.clock.now() >= deadline:
+                break
+            site.clock.sleep(0.5)
+        if not settled or any(o.alive() for o in site.nodes() if o.name not in names):
+            return ""
+        best = max(running, key=lambda o: (h.progress if (h := o.health()) is not None else -1))
+        best.query("SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'")
+        _galera(best).wait_synced(30)
+        return (
+            f" the survivors had lost Primary with it ({', '.join(sorted(names))}; every other member "
+            f"stopped), re-formed on {best.name};"
+        )
 
     # ------------------------------------------------------------------ heal and cold start
 
