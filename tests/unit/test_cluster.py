@@ -376,6 +376,8 @@ def test_a_joiner_stranded_by_its_dead_donor_is_stopped_and_retried_with_another
     others = {i: _fake_node(c, i)[0] for i in (1, 2)}
     others[2].proc = ProcessRef(102, 1)
     others[2].host.live.add(102)  # type: ignore[attr-defined]
+    # n2 kept Primary: its view counts only itself once the dead donor and the killed joiner left.
+    others[2].status = lambda: _synced(1)  # type: ignore[method-assign]
     c.nodes = lambda: [others[1], others[2], n]  # type: ignore[method-assign]
     host.files[n.cfg.error_log] = (
         "WSREP: Member 2.0 (n3) requested state transfer from '*any*'. Selected 0.0 (n1)(SYNCED) as donor.\n"
@@ -495,3 +497,58 @@ def test_no_retry_when_the_donors_death_took_the_quorum_and_the_message_says_wha
         "node n3 exited while joining; not retried: no other node is in a Primary component "
         "(n2 running); start n1 again first, then this node"
     )
+
+
+def _stranded_with_survivor_alone(tmp_path: Path, survivor_size: int) -> tuple[Cluster, GaleraNode, list[str]]:
+    """n1 (the donor) died mid-SST, n3 is stranded, n2 is left non-Primary in a view of
+    `survivor_size` members."""
+    c = cluster(tmp_path)
+    n, host = _fake_node(c, 3)
+    others = {i: _fake_node(c, i)[0] for i in (1, 2)}
+    others[2].proc = ProcessRef(102, 1)
+    others[2].host.live.add(102)  # type: ignore[attr-defined]
+    c.nodes = lambda: [others[1], others[2], n]  # type: ignore[method-assign]
+    host.files[n.cfg.error_log] = (
+        "WSREP: Member 2.0 (n3) requested state transfer from '*any*'. Selected 0.0 (n1)(SYNCED) as donor.\n"
+        "[ERROR] WSREP: ./gcs/src/gcs.cpp:s_join():988: Sending JOIN failed: -103 (Connection was closed).\n"
+    )
+    stranded = WsrepStatus(1, "Initialized", 0, "Disconnected", False, False, -1, 0.0, UUID, -1)
+    alone = WsrepStatus(4, "Initialized", survivor_size, "non-Primary", False, True, -1, 0.0, UUID, 9)
+    said: list[str] = []
+    attempts: list[str] = []
+    n.status = lambda: stranded if len(attempts) == 1 else _synced()  # type: ignore[method-assign]
+    others[2].status = lambda: _synced() if said else alone  # type: ignore[method-assign]
+
+    def query(sql: str, timeout: float = 2.0) -> list[tuple[object, ...]]:
+        said.append(sql)
+        return []
+
+    others[2].query = query  # type: ignore[method-assign]
+    real_spawn = n.spawn
+
+    def spawn(argv: list[str]) -> ProcessRef:
+        attempts.append(argv[-1])
+        if len(attempts) == 2:
+            host.files[n.cfg.error_log] += "WSREP_SST: [INFO] rsync SST completed on joiner\n"
+        return real_spawn(argv)
+
+    n.spawn = spawn  # type: ignore[method-assign]
+    return c, n, said
+
+
+def test_a_survivor_left_non_primary_by_the_dead_donor_is_re_formed_before_the_retry(tmp_path: Path) -> None:
+    c, n, said = _stranded_with_survivor_alone(tmp_path, survivor_size=1)
+    msg = rejoin(c, n)
+    assert said == ["SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'"]
+    assert msg.endswith(
+        "(its donor n1 failed during the transfer; the survivors had lost Primary with it (n2; every "
+        "other member stopped), re-formed on n2; retried with donor n2)"
+    ), msg
+
+
+def test_no_bootstrap_while_the_survivor_sees_a_member_it_cannot_account_for(tmp_path: Path) -> None:
+    # n2's view still holds two members although only n2 runs here: not settled, nothing bootstrapped.
+    c, n, said = _stranded_with_survivor_alone(tmp_path, survivor_size=2)
+    with pytest.raises(ComponentError, match="no other node is in a Primary component"):
+        rejoin(c, n)
+    assert said == []
