@@ -499,7 +499,9 @@ def test_no_retry_when_the_donors_death_took_the_quorum_and_the_message_says_wha
     )
 
 
-def _stranded_with_survivor_alone(tmp_path: Path, survivor_size: int) -> tuple[Cluster, GaleraNode, list[str]]:
+def _stranded_with_survivor_alone(
+    tmp_path: Path, survivor_size: int
+) -> tuple[Cluster, GaleraNode, list[str]]:
     """n1 (the donor) died mid-SST, n3 is stranded, n2 is left non-Primary in a view of
     `survivor_size` members."""
     c = cluster(tmp_path)
