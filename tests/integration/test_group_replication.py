@@ -376,11 +376,13 @@ FAULT_GROUPS: dict[str, tuple[int, list[dict[str, Any]]]] = {
             {"kind": "throttle-link", "target": "node:2", "at": 32, "for": 5, "rate": "1mbit"},
         ],
     ),
+    # GR: writes through HAProxy came back 10.7 s after the partition's heal in one run and later
+    # than 8 s in another (a loaded CI run): the balancer kill starts 14 s after the heal.
     "partition-kill-balancer": (
-        30,
+        36,
         [
             {"kind": "partition", "groups": [[1], [2, 3]], "at": 3, "for": 9},
-            {"kind": "kill-balancer", "target": "balancer", "at": 20, "for": 4},
+            {"kind": "kill-balancer", "target": "balancer", "at": 26, "for": 4},
         ],
     ),
     "rolling-restart": (40, [{"kind": "rolling-restart", "target": "all", "at": 3}]),
@@ -398,9 +400,17 @@ def run_scenario(c: Cluster, data: dict[str, Any]) -> ScenarioOutcome:
     return engine.run("test", checkers=run_checkers)
 
 
-@pytest.mark.parametrize("group", list(FAULT_GROUPS))
-def test_shared_every_fault_under_load_keeps_every_checker_passing(either: Cluster, group: str) -> None:
-    c = either
+# Every group on Group Replication; on Galera only the rolling restart, which no other test runs
+# there (test_faults.py, test_keepalived.py and test_experiment.py run the other kinds on Galera
+# under the same checkers): the suite stays under 30 minutes.
+SHARED_FAULT_TRIALS = [("group_replication", g) for g in FAULT_GROUPS] + [("galera", "rolling-restart")]
+
+
+@pytest.mark.parametrize(("engine", "group"), SHARED_FAULT_TRIALS)
+def test_shared_every_fault_under_load_keeps_every_checker_passing(
+    request: pytest.FixtureRequest, engine: str, group: str
+) -> None:
+    c: Cluster = request.getfixturevalue("cluster" if engine == "galera" else "gr_cluster")
     seconds, faults = FAULT_GROUPS[group]
     out = run_scenario(
         c,
