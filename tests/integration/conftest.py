@@ -9,6 +9,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,26 @@ def galera(node: DbNode) -> GaleraNode:
     """A node of a Galera cluster, for tests of Galera's own behaviour (grastate, wsrep status)."""
     assert isinstance(node, GaleraNode), f"{node.name} is not a Galera node"
     return node
+
+
+def acknowledged_missing(
+    c: Cluster, ops: list[Any], table: str, session: str
+) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
+    """An independent count beside the ledger checker: the (client, seq) keys of acknowledged
+    inserts, and those missing on at least one node (read with `session` set first)."""
+    ok_keys: set[tuple[int, int]] = set()
+    for o in ops:
+        if o.outcome.value == "ok" and o.key:
+            client, seq = o.key.split(":")
+            ok_keys.add((int(client), int(seq)))
+    missing: set[tuple[int, int]] = set()
+    for n in c.nodes():
+        with n.connect(5.0) as conn, conn.cursor() as cur:
+            cur.execute(session)
+            cur.execute(f"SELECT client, seq FROM sbtest.{table}")
+            present = {(int(a), int(b)) for a, b in cur.fetchall()}
+        missing |= ok_keys - present
+    return ok_keys, missing
 
 
 def make_topology(name: str, subnet: str, nodes: int = 3, **extra: object) -> Topology:

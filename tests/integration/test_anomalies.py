@@ -43,6 +43,8 @@ from clusterbench.verify.stale_read import StaleReadProbe, ring_pairs
 from clusterbench.verify.txn import txns_from_ops
 from clusterbench.workloads import SysbenchRunner, build_shim
 
+from .conftest import acknowledged_missing
+
 pytestmark = pytest.mark.integration
 
 
@@ -192,18 +194,10 @@ def test_coordinated_crash_with_flush_0_loses_what_the_ledger_says(cluster: Clus
         }, healed
         per_node = ledger.read_all(c.nodes())
         verdict = check_ledger(ledger.ops(), per_node)
-        ok_keys = {
-            tuple(map(int, o.key.split(":"))) for o in ledger.ops() if o.outcome.value == "ok" and o.key
-        }
         # An independent count: which acknowledged rows does each node have?
-        missing = {}
-        for n in c.nodes():
-            with n.connect(5.0) as conn, conn.cursor() as cur:
-                cur.execute("SET SESSION wsrep_sync_wait=0")
-                cur.execute("SELECT client, seq FROM sbtest.cb_ledger_n1")
-                present = {(int(a), int(b)) for a, b in cur.fetchall()}
-            missing[n.name] = ok_keys - present
-        lost_any = set().union(*missing.values())
+        ok_keys, lost_any = acknowledged_missing(
+            c, ledger.ops(), "cb_ledger_n1", "SET SESSION wsrep_sync_wait=0"
+        )
         assert len(ok_keys) > 100
         if lost_any:
             assert verdict.result is Result.FAIL, verdict.summary

@@ -30,7 +30,7 @@ from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.verify import History, LedgerWorkload, Outcome, Timebase, collect_convergence
 from clusterbench.workloads import SysbenchRunner, build_shim
 
-from .conftest import NAME, gr_skip_reason, gr_topology, leftovers, make_topology
+from .conftest import NAME, acknowledged_missing, gr_skip_reason, gr_topology, leftovers, make_topology
 
 pytestmark = pytest.mark.integration
 
@@ -603,17 +603,9 @@ def test_coordinated_crash_with_flush_0_on_a_group_loses_what_the_ledger_says(gr
             c.topology.mysql.innodb_flush_log_at_trx_commit
         }, healed
         verdict = check_ledger(ledger.ops(), ledger.read_all(c.nodes()))
-        ok_keys = {
-            tuple(map(int, o.key.split(":"))) for o in ledger.ops() if o.outcome.value == "ok" and o.key
-        }
-        missing = {}
-        for n in c.nodes():
-            with n.connect(5.0) as conn, conn.cursor() as cur:
-                cur.execute("SET SESSION group_replication_consistency='BEFORE'")
-                cur.execute("SELECT client, seq FROM sbtest.cb_ledger_grn1")
-                present = {(int(a), int(b)) for a, b in cur.fetchall()}
-            missing[n.name] = ok_keys - present
-        lost_any = set().union(*missing.values())
+        ok_keys, lost_any = acknowledged_missing(
+            c, ledger.ops(), "cb_ledger_grn1", "SET SESSION group_replication_consistency='BEFORE'"
+        )
         assert len(ok_keys) > 100
         if lost_any:
             assert verdict.result is Result.FAIL, verdict.summary
