@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -371,42 +372,15 @@ def test_a_joiner_stranded_by_its_dead_donor_is_stopped_and_retried_with_another
     cluster: the joiner is killed and started again with the other donor."""
     from clusterbench.engines import server as server_mod
 
-    c = cluster(tmp_path)
-    n, host = _fake_node(c, 3)
-    others = {i: _fake_node(c, i)[0] for i in (1, 2)}
-    others[2].proc = ProcessRef(102, 1)
-    others[2].host.live.add(102)  # type: ignore[attr-defined]
     # n2 kept Primary: its view counts only itself once the dead donor and the killed joiner left.
-    others[2].status = lambda: _synced(1)  # type: ignore[method-assign]
-    c.nodes = lambda: [others[1], others[2], n]  # type: ignore[method-assign]
-    host.files[n.cfg.error_log] = (
-        "WSREP: Member 2.0 (n3) requested state transfer from '*any*'. Selected 0.0 (n1)(SYNCED) as donor.\n"
-        "[ERROR] WSREP: ./gcs/src/gcs.cpp:s_join():988: Sending JOIN failed: -103 (Connection was closed).\n"
-    )
-    stranded = WsrepStatus(1, "Initialized", 0, "Disconnected", False, False, -1, 0.0, UUID, -1)
-    attempts: list[str] = []
-
-    def status() -> WsrepStatus:
-        if len(attempts) == 1:
-            return stranded
-        return _synced()
-
-    n.status = status  # type: ignore[method-assign]
-    real_spawn = n.spawn
-
-    def spawn(argv: list[str]) -> ProcessRef:
-        attempts.append(argv[-1])
-        if len(attempts) == 2:
-            host.files[n.cfg.error_log] += "WSREP_SST: [INFO] rsync SST completed on joiner\n"
-        return real_spawn(argv)
-
-    n.spawn = spawn  # type: ignore[method-assign]
+    c, n, host, said, attempts = _stranded_joiner(tmp_path, survivor=lambda said: _synced(1))
     t0 = c.clock.now()
     msg = rejoin(c, n)
     assert attempts == [f"--defaults-file={n.cfg.cnf_path}", "--wsrep-sst-donor=n2"]
     assert c.clock.now() - t0 < server_mod.GIVE_UP_EVERY + 1  # not the 60 s timeout
     assert [s.sig for s in host.signals] == [signal.SIGKILL]  # the stranded joiner
     assert msg.endswith("(its donor n1 failed during the transfer; retried with donor n2)")
+    assert said == []  # n2 kept Primary: nothing to re-form
 
 
 def test_down_tears_down_even_when_the_engine_cannot_make_its_nodes(
@@ -499,11 +473,11 @@ def test_no_retry_when_the_donors_death_took_the_quorum_and_the_message_says_wha
     )
 
 
-def _stranded_with_survivor_alone(
-    tmp_path: Path, survivor_size: int
-) -> tuple[Cluster, GaleraNode, list[str]]:
-    """n1 (the donor) died mid-SST, n3 is stranded, n2 is left non-Primary in a view of
-    `survivor_size` members."""
+def _stranded_joiner(
+    tmp_path: Path, survivor: Callable[[list[str]], WsrepStatus]
+) -> tuple[Cluster, GaleraNode, FakeHost, list[str], list[str]]:
+    """n1, the donor, died mid-SST; n3 is stranded outside any component on its first start and
+    synced on its second; n2 runs and answers `survivor(said)`, `said` being the SQL sent to it."""
     c = cluster(tmp_path)
     n, host = _fake_node(c, 3)
     others = {i: _fake_node(c, i)[0] for i in (1, 2)}
@@ -515,11 +489,10 @@ def _stranded_with_survivor_alone(
         "[ERROR] WSREP: ./gcs/src/gcs.cpp:s_join():988: Sending JOIN failed: -103 (Connection was closed).\n"
     )
     stranded = WsrepStatus(1, "Initialized", 0, "Disconnected", False, False, -1, 0.0, UUID, -1)
-    alone = WsrepStatus(4, "Initialized", survivor_size, "non-Primary", False, True, -1, 0.0, UUID, 9)
     said: list[str] = []
     attempts: list[str] = []
     n.status = lambda: stranded if len(attempts) == 1 else _synced()  # type: ignore[method-assign]
-    others[2].status = lambda: _synced() if said else alone  # type: ignore[method-assign]
+    others[2].status = lambda: survivor(said)  # type: ignore[method-assign]
 
     def query(sql: str, timeout: float = 2.0) -> list[tuple[object, ...]]:
         said.append(sql)
@@ -535,11 +508,17 @@ def _stranded_with_survivor_alone(
         return real_spawn(argv)
 
     n.spawn = spawn  # type: ignore[method-assign]
-    return c, n, said
+    return c, n, host, said, attempts
+
+
+def _left_alone(size: int) -> Callable[[list[str]], WsrepStatus]:
+    """n2 non-Primary in a view of `size` members, until told pc.bootstrap; then synced."""
+    alone = WsrepStatus(4, "Initialized", size, "non-Primary", False, True, -1, 0.0, UUID, 9)
+    return lambda said: _synced() if said else alone
 
 
 def test_a_survivor_left_non_primary_by_the_dead_donor_is_re_formed_before_the_retry(tmp_path: Path) -> None:
-    c, n, said = _stranded_with_survivor_alone(tmp_path, survivor_size=1)
+    c, n, _, said, _ = _stranded_joiner(tmp_path, _left_alone(1))
     msg = rejoin(c, n)
     assert said == ["SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'"]
     assert msg.endswith(
@@ -550,7 +529,7 @@ def test_a_survivor_left_non_primary_by_the_dead_donor_is_re_formed_before_the_r
 
 def test_no_bootstrap_while_the_survivor_sees_a_member_it_cannot_account_for(tmp_path: Path) -> None:
     # n2's view still holds two members although only n2 runs here: not settled, nothing bootstrapped.
-    c, n, said = _stranded_with_survivor_alone(tmp_path, survivor_size=2)
+    c, n, _, said, _ = _stranded_joiner(tmp_path, _left_alone(2))
     with pytest.raises(ComponentError, match="no other node is in a Primary component"):
         rejoin(c, n)
     assert said == []
