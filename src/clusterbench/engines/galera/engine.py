@@ -231,11 +231,10 @@ class GaleraEngine:
             running = [o for o in site.nodes() if o.index != n.index and o.name != failed and o.alive()]
             # Only a node in a Primary component can be a donor: the donor's death may have taken
             # the survivors' quorum with it (the joiner had counted as a member).
-            others = [o.name for o in running if (h := o.health()) is not None and h.in_quorum]
             restored = ""
             if failed is not None and running and isinstance(first_error, GaveUp):
                 restored = self._restore_primary_of_survivors(site, running)
-                others = [o.name for o in running if (h := o.health()) is not None and h.in_quorum]
+            others = [o.name for o in running if (h := o.health()) is not None and h.in_quorum]
             if failed is None or not others:
                 names = ", ".join(o.name for o in running) or "none"
                 why = (
