@@ -115,7 +115,13 @@ def test_a_slow_secondary_is_named_with_flow_control_at_the_primary(
     v: Bottleneck | None = seen.verdict
     assert v is not None
     print(v.summary)
-    assert (v.resource, v.source) == ("cpu", f"n{slow}") and (v.utilization or 0) >= 0.90, v.summary
+    # Which of the two leads depends on how hard flow control held the primary back: at a 1-transaction
+    # threshold the slow member sometimes catches up and idles (measured: its CPU 96 % of the quota in
+    # one run, under 90 % in another). Either way the slow member must be the one named.
+    if v.resource == "cpu":
+        assert v.source == f"n{slow}" and (v.utilization or 0) >= 0.90, v.summary
+    else:
+        assert (v.resource, v.source, v.cause) == ("flow_control", f"n{primary}", f"n{slow}"), v.summary
     # the primary held its writers back (measured: 0.16 of the time at a 0.2 quota, summed over
     # its 4 sessions); the secondaries, which take no writes, throttled nothing
     fc = {x.source: x.utilization for x in v.candidates if x.resource == "flow_control"}

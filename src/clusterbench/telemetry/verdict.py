@@ -17,7 +17,10 @@ link or disk: the highest utilization among them) first, since the topology set 
 has it; then a saturated load client (its tps is then a floor, not the cluster's capacity); then a
 machine whose CPU was busy as a whole (on the local provider that machine is shared by every node,
 the balancer and the clients); then flow control (the symptom of a slow member, when none of the
-above explains it). Everything else near its limit is listed beside it. When nothing is near, the
+above explains it). A flow-control verdict also names its likely cause, the member furthest behind:
+the one with the longest queue of transactions waiting to be applied (on average, then at its
+longest), else the busiest CPU among the members; its CPU figure is given beside it. Everything else
+near its limit is listed beside it. When nothing is near, the
 verdict says so and names the highest figure for reference.
 """
 
@@ -46,6 +49,7 @@ class Candidate:
     threshold: float
     label: str  # "CPU of n2"
     detail: str  # "0.49 of its 0.5-CPU quota"
+    cause: str = ""  # flow control: the member furthest behind, the likely cause ("n3")
 
     @property
     def near(self) -> bool:
@@ -78,6 +82,7 @@ class Bottleneck:
     utilization: float | None
     summary: str
     candidates: list[Candidate] = field(default_factory=list)
+    cause: str = ""  # a flow-control verdict: the member furthest behind ("n3"), else ""
 
     @property
     def short(self) -> str:
@@ -99,6 +104,7 @@ class Bottleneck:
             "utilization": self.utilization,
             "summary": self.summary,
             "short": self.short,
+            "cause": self.cause,
             "candidates": [asdict(c) for c in self.candidates],
         }
 
@@ -133,6 +139,7 @@ def candidates(
         return window_mean(series.get((src, metric), ()), start, end)
 
     sources = sorted({s for s, _ in series})
+    behind = _furthest_behind(series, start, end)
     for src in sources:
         util = mean(src, "cpu_util")
         if util is not None:
@@ -175,8 +182,13 @@ def candidates(
             # An engine that sums the time over its waiting sessions (GR's throttle time) can pass
             # 100 %: the share of the time is at most all of it.
             share = min(util, 1.0)
+            detail = f"writes held back by flow control {share:.0%} of the time"
+            cause = ""
+            if behind is not None and share > 0:
+                cause = behind[0]
+                detail += f"; the member furthest behind: {cause} ({behind[1]})"
             out.append(Candidate("flow_control", src, share, FLOW_CONTROL_NEAR, f"flow control at {src}",
-                                 f"writes held back by flow control {share:.0%} of the time"))  # fmt: skip
+                                 detail, cause))  # fmt: skip
     for c in clients:
         saturated = bool(c.flags)
         util = c.demand if c.demand is not None else (1.0 if saturated else 0.0)
@@ -184,6 +196,31 @@ def candidates(
         out.append(Candidate("client", f"client {c.client}", util if not saturated else max(util, NEAR),
                              NEAR, f"load client {c.client} on {c.host}", detail))  # fmt: skip
     return out
+
+
+def _furthest_behind(series: Series, start: float, end: float) -> tuple[str, str] | None:
+    """The member that most likely caused flow control, and why: the longest applier queue (its
+    mean over the window, then its longest), else, when no member queued, the busiest CPU."""
+    members = sorted({s for s, m in series if m in ("recv_queue", "flow_control_paused")})
+    if not members:
+        return None
+
+    def stat(src: str, metric: str) -> tuple[float, float]:
+        pts = [v for t, v in series.get((src, metric), ()) if start < t <= end + 0.5]
+        return (statistics.fmean(pts), max(pts)) if pts else (0.0, 0.0)
+
+    queues = {m: stat(m, "recv_queue") for m in members}
+    cpus = {m: stat(m, "cpu_util")[0] for m in members}
+    top = max(members, key=lambda m: (queues[m], cpus[m]))
+    mean_q, max_q = queues[top]
+    if max_q <= 0:
+        top = max(members, key=lambda m: cpus[m])
+        if cpus[top] <= 0:
+            return None
+    why = [f"applier queue {mean_q:.1f} on average, up to {max_q:.0f}"] if max_q > 0 else []
+    if (top, "cpu_util") in series:
+        why.append(f"CPU at {cpus[top]:.0%} of its limit")
+    return top, ", ".join(why)
 
 
 NO_SERVERS = "no server telemetry (the endpoint is not a cluster clusterbench runs)"
@@ -217,7 +254,8 @@ def decide(
             )
         if others:
             summary += "; also near their limit: " + "; ".join(others)
-        return Bottleneck(top.resource, top.source, top.utilization, summary, list(cands))
+        cause = top.cause if top.resource == "flow_control" else ""
+        return Bottleneck(top.resource, top.source, top.utilization, summary, list(cands), cause)
     if not have_servers:
         return Bottleneck(
             "unknown", "", None, f"{no_servers}; the load client was not saturated", list(cands)

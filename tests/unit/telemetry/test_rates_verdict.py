@@ -161,6 +161,25 @@ def test_flow_control_only_when_nothing_else_explains_it() -> None:
     assert (v.resource, v.source) == ("flow_control", "n3")
 
 
+def test_flow_control_names_the_member_furthest_behind() -> None:
+    # GR: the primary n1 is throttled; n3's applier queue is the longest, n2 is the busier CPU
+    s = series(n1__flow_control_paused=[1.0, 1.0], n1__recv_queue=[0, 0], n1__cpu_util=[0.2, 0.2],
+               n2__flow_control_paused=[0, 0], n2__recv_queue=[0, 1], n2__cpu_util=[0.8, 0.8],
+               n3__flow_control_paused=[0, 0], n3__recv_queue=[2, 4], n3__cpu_util=[0.5, 0.7])  # fmt: skip
+    v = decide(candidates(s, 0, 2, []))
+    assert (v.resource, v.source, v.cause) == ("flow_control", "n1", "n3")
+    why = "the member furthest behind: n3 (applier queue 3.0 on average, up to 4, CPU at 60% of its limit)"
+    assert why in v.summary
+    assert v.to_json()["cause"] == "n3"
+    # negative control: with no queue anywhere, the busiest member's CPU names it
+    s2 = {k: ([(t, 0.0) for t, _ in p] if k[1] == "recv_queue" else p) for k, p in s.items()}
+    assert decide(candidates(s2, 0, 2, [])).cause == "n2"
+    # no flow control at all: no cause is named
+    s3 = {k: ([(t, 0.0) for t, _ in p] if k[1] == "flow_control_paused" else p) for k, p in s.items()}
+    v3 = decide(candidates(s3, 0, 2, []))
+    assert v3.cause == "" and "furthest behind" not in v3.summary
+
+
 def test_flow_control_summed_over_sessions_is_at_most_all_of_the_time() -> None:
     # GR's throttle time adds up every waiting session: 4 sessions throttled all the time = 4.0
     s = series(n1__flow_control_paused=[4.0, 3.0])
