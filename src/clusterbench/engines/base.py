@@ -213,6 +213,11 @@ class DbNode(Protocol):
     def error_log(self) -> Path: ...
 
     @property
+    def socket(self) -> Path:
+        """The server's Unix socket as a process on the node's host sees it (a chrooted server's
+        socket at its path outside the root file system), for clients on that host."""
+
+    @property
     def admin_cnf(self) -> Path:
         """A [client] option file (mode 0600, on the node's host) for the admin account."""
 

@@ -12,7 +12,9 @@ Ordering keeps rebuilds rare:
   cluster only ever shrinks inside a group: no node is started again, and there is no state
   transfer (IST or SST) at all between points.
 * Server variables (wsrep_slave_threads, innodb_flush_log_at_trx_commit) are set with SET GLOBAL;
-  threads, clients, rate, TLS, compression, target and the test are per-trial client options.
+  threads, clients, rate, TLS, compression, target, interconnect and the test are per-trial client
+  options (interconnect = shaped also puts every node's link under `shaped_bandwidth`, a runtime
+  limit like the bandwidth factor).
 * Repetitions of one point run back to back; trials whose rate depends on an earlier maximum
   (`rate_of_max`) run last among the trials of their node count (the maximum they need is
   measured at the same node count).
@@ -41,6 +43,7 @@ from clusterbench.experiment.spec import (
     Level,
     Workload,
     factor_kinds,
+    interconnect_target,
     server_default,
     server_value,
 )
@@ -91,6 +94,8 @@ class TrialSpec:
     client_hosts: int = 0  # the first N client machines of the topology; 0: all of them
     batch: int = 32  # access_* tests: rows per batched, eq-bound or range access
     row_size: int = 20  # access_* tests: approximate bytes per row
+    # how the client reaches the database (spec.INTERCONNECTS); "" when the target alone decides
+    interconnect: str = ""
 
     @property
     def point_label(self) -> str:
@@ -182,6 +187,8 @@ class TrialSpec:
         if self.test in ACCESS_TESTS:  # likewise: only the access-method tests read these
             out["batch"] = self.batch
             out["row_size"] = self.row_size
+        if self.interconnect:
+            out["interconnect"] = self.interconnect
         return out
 
 
@@ -240,9 +247,7 @@ class Plan:
         """Identifies what the trials are (not their order): a resumed run must have the same
         trials with the same settings, so an edited file (another duration, topology setting or
         fault schedule) starts a new run instead of mixing results measured two ways."""
-        trials = sorted(
-            [t.key, t.describe(), t.topology.model_dump(mode="json")] for t in self.trials
-        )
+        trials = sorted([t.key, t.describe(), t.topology.model_dump(mode="json")] for t in self.trials)
         what: list[Any] = [self.experiment.name, self.experiment.profile, trials]
         exp = self.experiment
         if exp.search is not None and exp.search_workload is not None:
@@ -385,7 +390,10 @@ def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
         for point, copies in points:
             p = dict(point)
             base = exp.base_topology(p.get("engine"))
-            topo = _topology_for(base, p, tls_server if any_tls else None)
+            limits = p
+            if p.get("interconnect", wl.interconnect) == "shaped" and "bandwidth" not in p:
+                limits = {**p, "bandwidth": wl.shaped_bandwidth}  # every node's link, both ways
+            topo = _topology_for(base, limits, tls_server if any_tls else None)
             nodes = int(p.get("nodes", base.cluster.nodes))
             server = point_server(topo, p, server_used, f"parts.{part} ({label(point)})")
             for rep in range(1, copies * exp.settings.repetitions + 1):
@@ -409,6 +417,9 @@ def _trial(
     def get(name: str, default: Any) -> Any:
         return p.get(name, default)
 
+    interconnect = str(get("interconnect", wl.interconnect or ""))
+    target = str(get("target", wl.target))
+
     return TrialSpec(
         part=part,
         point=point,
@@ -423,7 +434,7 @@ def _trial(
         rate=int(get("rate", wl.rate)),
         rate_of_max=None if "rate" in p else wl.rate_of_max,
         rand_type=str(get("rand_type", wl.rand_type)),
-        target=str(get("target", wl.target)),
+        target=interconnect_target(interconnect, target) if interconnect else target,
         tls=bool(get("tls", wl.tls)),
         compression=bool(get("compression", wl.compression)),
         tables=wl.tables,
@@ -435,6 +446,7 @@ def _trial(
         client_hosts=int(get("client_hosts", 0)),
         batch=int(get("batch", wl.batch)),
         row_size=int(get("row_size", wl.row_size)),
+        interconnect=interconnect,
     )
 
 

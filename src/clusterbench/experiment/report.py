@@ -46,6 +46,7 @@ from clusterbench.experiment.results import (
     point_stats,
 )
 from clusterbench.experiment.runner import trial_rows
+from clusterbench.experiment.spec import INTERCONNECTS
 from clusterbench.store import Store
 from clusterbench.telemetry.report import busiest_per_second, point_bottleneck
 from clusterbench.workloads.sysbench import ACCESS_TESTS, access_rows
@@ -515,6 +516,8 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
     table: list[list[str]] = []
     medians: dict[tuple[str, str, str, int, int], float] = {}
+    # (part, other factors, row bytes, batch) → method → interconnect → median µs/access
+    by_ic: dict[tuple[str, str, int, int], dict[str, dict[str, float]]] = {}
     for p in points:
         trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
         if not trs or trs[0].get("test") not in ACCESS_TESTS:
@@ -531,6 +534,11 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
         others = " ".join(f"{k}={level_text(v)}" for k, v in p.point.items()
                           if k not in ("workload", "row_size", "batch"))  # fmt: skip
         medians[(p.part, others, test, size, batch)] = ci.median
+        ic = str(first.get("interconnect") or "")
+        if ic:
+            rest = " ".join(f"{k}={level_text(v)}" for k, v in p.point.items()
+                            if k not in ("workload", "row_size", "batch", "interconnect"))  # fmt: skip
+            by_ic.setdefault((p.part, rest, size, batch), {}).setdefault(test, {})[ic] = ci.median
         table.append([p.part, others or "—", test.removeprefix("access_"), str(size), str(n_rows),
                       str(len(us)), f"{ci.median:,.2f} [{ci.low:,.2f}, {ci.high:,.2f}]", _f(pooled, ",.2f"),
                       _f(statistics.median(acc), ",.0f")])  # fmt: skip
@@ -548,8 +556,47 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     if ratios:
         ratio_head = ["part", "point", "method", "row bytes", "batch", "batched ÷ serial µs/access"]
         sec.tables.append(Table(ratio_head, ratios, ["l", "l", "l", "r", "r", "r"]))
+    sec.tables += interconnect_tables(by_ic)
     sec.paragraphs.append(ACCESS_NOTE)
+    if by_ic:
+        sec.paragraphs.append(INTERCONNECT_NOTE)
     return sec
+
+
+INTERCONNECT_NOTE = (
+    "By interconnect: socket = the node's Unix socket, the client on the node's own host; tcp = TCP to "
+    "the node over the bridge; haproxy = TCP through the balancer to a node; shaped = TCP to the node "
+    "with every node's link limited by tbf (workload.shaped_bandwidth). Each cell is the median µs per "
+    "access over the point's repetitions. The noop row (SELECT 1) is the client's own cost plus that "
+    "interconnect's round trip; a serial access minus it is the server's share."
+)
+
+
+def interconnect_tables(by_ic: dict[tuple[str, str, int, int], dict[str, dict[str, float]]]) -> list[Table]:
+    """The study's shape: access method × interconnect, µs per access (median over repetitions),
+    one table per part, other factors, row size and batch; then batched ÷ serial per interconnect."""
+    out: list[Table] = []
+    order = {t: i for i, t in enumerate(ACCESS_TESTS)}
+    for (part, rest, size, batch), methods in by_ic.items():
+        ics = [ic for ic in INTERCONNECTS if any(ic in v for v in methods.values())]
+        where = f"{part}{' ' + rest if rest else ''}, {size}-byte rows, batch {batch}"
+        rows = []
+        for test in sorted(methods, key=lambda t: order.get(t, len(order))):
+            cells = methods[test]
+            rows.append([test.removeprefix("access_")] + [_f(cells.get(ic), ",.2f") for ic in ics])
+        for test in sorted(methods, key=lambda t: order.get(t, len(order))):
+            serial = methods.get(test.removesuffix("_batch"), {})
+            if not test.endswith("_batch") or not serial:
+                continue
+            ratio = [
+                f"{methods[test][ic] / serial[ic]:.3f}" if ic in methods[test] and serial.get(ic) else "—"
+                for ic in ics
+            ]
+            method = test.removeprefix("access_")
+            rows.append([f"{method} ÷ {method.removesuffix('_batch')}", *ratio])
+        head = [f"µs/access ({where})", *ics]
+        out.append(Table(head, rows, ["l"] + ["r"] * len(ics)))
+    return out
 
 
 def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = False) -> Report:

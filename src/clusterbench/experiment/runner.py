@@ -410,9 +410,22 @@ class ExperimentRunner:
             )
         else:
             ep = c.endpoint(t.target, database=database)
+        if t.interconnect == "socket":
+            node = c.node(int(t.target[5:]))
+            ep = ep.model_copy(update={"name": f"{t.target} socket", "socket": node.socket})
         if t.tls and self.certs is not None:
             ep = ep.model_copy(update={"tls": True, "tls_dir": self.certs})
         return ep
+
+    def _client_hosts(self, t: TrialSpec) -> list[Any] | None:
+        """Where the trial's clients run: the target node's own host for interconnect = socket,
+        else the topology's client machines ([clients] hosts locally, role client over ssh),
+        round-robin; None: this machine."""
+        c = self.cluster
+        assert c is not None
+        if t.interconnect == "socket":
+            return [c.node(int(t.target[5:])).host]
+        return (self.client_hosts[: t.client_hosts] if t.client_hosts else self.client_hosts) or None
 
     # ---- data ---------------------------------------------------------------------------------
 
@@ -560,10 +573,7 @@ class ExperimentRunner:
                     separate_schemas=t.separate_schemas,
                     on_sample=on_sample,
                     preflight=False,
-                    # Client machines of the topology ([clients] hosts locally, role client over
-                    # ssh): the trial's client processes are spread over them round-robin.
-                    hosts=(self.client_hosts[: t.client_hosts] if t.client_hosts else self.client_hosts)
-                    or None,
+                    hosts=self._client_hosts(t),
                 )
         finally:
             load = self.ledger.monotonic() - t_load

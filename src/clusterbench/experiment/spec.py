@@ -66,11 +66,17 @@ CLIENT_FACTORS = (
     "compression",
     "batch",
     "row_size",
+    "interconnect",
 )
 # `engine` builds another cluster (galera or group_replication) from the same base topology: one
 # file compares the two engines on the same hardware and load.
 ALL_FACTORS = ("engine", "nodes", *TOPOLOGY_FACTORS, *SERVER_FACTORS, *CLIENT_FACTORS)
 ENGINES = ("galera", "group_replication")
+# How the load client reaches the database (the access-method study's interconnects): the node's
+# Unix socket with the client on the node's own host; TCP to the node over the bridge; TCP through
+# the balancer (HAProxy); TCP to the node over links shaped to `shaped_bandwidth` (tbf).
+INTERCONNECTS = ("socket", "tcp", "haproxy", "shaped")
+Interconnect = Literal["socket", "tcp", "haproxy", "shaped"]
 
 
 class _Strict(BaseModel):
@@ -92,6 +98,9 @@ class Factors(_Strict):
     # before `workload`, so a grid runs every method on one prepared table before the next one
     row_size: list[int] | None = None
     batch: list[int] | None = None
+    # how the client reaches the database (INTERCONNECTS); after row_size and batch so a grid
+    # changes link shaping only between interconnects, before workload for the same reason
+    interconnect: list[Interconnect] | None = None
     workload: list[str] | None = None
     threads: list[int] | None = None
     clients: list[int] | None = None
@@ -218,6 +227,10 @@ class Workload(_Strict):
     compression: bool = False
     batch: int = Field(32, ge=1, description="access_* tests: rows per batched, eq-bound or range access")
     row_size: int = Field(20, ge=16, le=16384, description="access_* tests: approximate bytes per row")
+    interconnect: Interconnect | None = Field(
+        None, description="socket, tcp, haproxy or shaped: how the client reaches the database (else: target)"
+    )
+    shaped_bandwidth: str = Field("100mbit", description="the links' rate for interconnect = shaped")
     duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
@@ -232,6 +245,13 @@ class Workload(_Strict):
         if isinstance(data, dict) and isinstance(data.get("workload"), str):
             data = {**data, "workload": [data["workload"]]}  # one test, as in scenario files
         return data
+
+    @field_validator("shaped_bandwidth")
+    @classmethod
+    def _shaped(cls, v: str) -> str:
+        if not RATE_RE.match(v):
+            raise ValueError(f"'{v}' is not a rate like '100mbit'")
+        return v
 
     @field_validator("tests")
     @classmethod
@@ -472,6 +492,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
                 "give them one way"
             )
         _check_own_workloads(wl, levels, f"{where}: parts.{name}")
+        _check_interconnect(wl, levels, topo, f"{where}: parts.{name}")
         for t in levels.get("target", []):
             if str(t).startswith("node:") and int(str(t)[5:]) > min(
                 int(x) for x in levels.get("nodes", [topo.cluster.nodes])
@@ -507,8 +528,14 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
         if not any(k in lv and v in lv[k] for _, lv in parts.values()):
             raise InputError(f"{where}: experiment.baseline.{k}: {v!r} is not a level of factor {k}")
     return Experiment(
-        settings=f.experiment, topology=topo, parts=parts, profile=profile, source=source, designs=designs,
-        search=f.search, search_workload=f.workload if f.search is not None else None,
+        settings=f.experiment,
+        topology=topo,
+        parts=parts,
+        profile=profile,
+        source=source,
+        designs=designs,
+        search=f.search,
+        search_workload=f.workload if f.search is not None else None,
         engine_topologies=engine_topologies,
     )
 
@@ -532,6 +559,30 @@ def _check_own_workloads(wl: Workload, levels: dict[str, list[Level]], where: st
             raise InputError(f"{where}: mysqlslap connects to one address; use target balancer or node:N")
         if wl.rate or wl.rate_of_max or levels.get("rate"):
             raise InputError(f"{where}: mysqlslap has no rate limit; remove rate and rate_of_max")
+
+
+def interconnect_target(interconnect: str, target: str) -> str:
+    """The target an interconnect reaches: the balancer for haproxy; for the node interconnects
+    (socket, tcp, shaped) the workload's node:N, else node 1."""
+    if interconnect == "haproxy":
+        return "balancer"
+    return target if target.startswith("node:") else "node:1"
+
+
+def _check_interconnect(wl: Workload, levels: dict[str, list[Level]], topo: Topology, where: str) -> None:
+    """An interconnect decides the target: not both; haproxy needs a balancer."""
+    ics = [str(x) for x in levels.get("interconnect", [wl.interconnect] if wl.interconnect else [])]
+    if not ics:
+        return
+    if "target" in levels:
+        raise InputError(
+            f"{where}.factors.target: the factor interconnect decides the target; remove one of them"
+        )
+    if "haproxy" in ics and topo.balancer.kind == "none":
+        raise InputError(
+            f"{where}: interconnect haproxy needs a balancer; set topology.balancer.kind = 'haproxy' "
+            "or drop that level"
+        )
 
 
 def _engine_levels(f: ExperimentFile) -> list[str]:

@@ -32,6 +32,11 @@ class Endpoint(BaseModel):
         None, description="directory holding cacert.pem, client-cert.pem, client-key.pem"
     )
     galera: bool = Field(True, description="the target is Galera: force --auto_inc=off")
+    socket: Path | None = Field(
+        None,
+        description="the server's Unix socket: clients connect through it instead of `addresses` (which "
+        "then only name the server), so they must run on the server's host",
+    )
 
     def masked_password(self) -> str:
         if len(self.password) <= 2:

@@ -371,6 +371,9 @@ class SysbenchRunner:
             "connect_timeout": self.connect_timeout,
             "read_timeout": max(self.connect_timeout, 30),
         }
+        if endpoint.socket is not None:  # the server's socket, on this machine's filesystem
+            del kwargs["host"], kwargs["port"]
+            kwargs["unix_socket"] = str(endpoint.socket)
         if database is not None:
             kwargs["database"] = database
         if tls and endpoint.tls_dir is not None:

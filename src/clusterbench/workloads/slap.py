@@ -129,10 +129,11 @@ def build_slap_argv(
     argv = [slap_bin]
     if option_file is not None:
         argv.append(f"--defaults-extra-file={option_file}")  # must come first
+    if endpoint.socket is not None:
+        argv += [f"--socket={endpoint.socket}", "--protocol=SOCKET"]
+    else:
+        argv += [f"--host={addr.host}", f"--port={addr.port}", "--protocol=TCP"]
     argv += [
-        f"--host={addr.host}",
-        f"--port={addr.port}",
-        "--protocol=TCP",
         f"--user={endpoint.user}",
         f"--concurrency={opts.threads}",
         "--iterations=1",

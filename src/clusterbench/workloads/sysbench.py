@@ -295,11 +295,21 @@ def _onoff(v: bool) -> str:
 
 
 def connection_args(endpoint: Endpoint, database: str | None = None) -> list[str]:
-    """--mysql-* options for an endpoint, without the password (see `password_secrets`).
+    """--mysql-* options for an endpoint, without the password (see `password_secrets`): its Unix
+    socket when it has one, else its addresses.
 
     sysbench 1.0.20 walks hosts x ports (for each host, every port), so a multi-address
     endpoint must share one port (host list) or one host (port list).
     """
+    if endpoint.socket is not None:
+        # libmariadb uses the socket only for the host name "localhost" (any address means TCP)
+        return [
+            "--db-driver=mysql",
+            "--mysql-host=localhost",
+            f"--mysql-socket={endpoint.socket}",
+            f"--mysql-user={endpoint.user}",
+            f"--mysql-db={database if database is not None else endpoint.database}",
+        ]
     if not endpoint.addresses:
         raise InputError(f"endpoint {endpoint.name!r} has no addresses; give it at least one host:port")
     hosts = list(dict.fromkeys(a.host for a in endpoint.addresses))

@@ -76,3 +76,35 @@ def test_experiment_report_has_medians_and_the_batched_to_serial_ratio(tmp_path:
     assert [r[2:6] for r in main.rows] == [["pk", "20", "1", "3"], ["pk_batch", "20", "32", "3"]]
     assert main.rows[0][6].startswith("110.00 [") and main.rows[1][6].startswith("10.00 [")
     assert ratio.rows == [["main", "—", "pk_batch", "20", "32", "0.091"]]
+
+
+def test_experiment_report_pivots_access_method_by_interconnect(tmp_path: Path) -> None:
+    ics = ["socket", "tcp", "haproxy", "shaped"]
+    with Store.open(tmp_path / "r.db") as st:
+        run = st.create_run("experiment", name="am")
+        st.set_provenance(run, "experiment", {"parts": {"main": {"factors": {
+            "interconnect": ics, "workload": ["access_pk", "access_pk_batch", "access_noop"]}}}})  # fmt: skip
+        seq = 0
+        for k, ic in enumerate(ics):
+            for test, ms in (("access_pk", 0.05 * (k + 1)), ("access_pk_batch", 0.32 * (k + 1)),
+                             ("access_noop", 0.04 * (k + 1))):  # fmt: skip
+                seq += 1
+                label = f"interconnect={ic} workload={test}"
+                tid = st.add_trial(run, seq, test, {
+                    "key": f"main|{label}|rep1", "index": seq, "part": "main", "point_label": label,
+                    "point_key": f"main|{label}", "point": {"interconnect": ic, "workload": test}, "rep": 1,
+                    "test": test, "row_size": 20, "batch": 32, "table_size": 1000, "interconnect": ic,
+                })  # fmt: skip
+                st.add_summary(tid, summary(1000, ms))
+                st.finish_trial(tid, "completed")
+        sec = access_section(st, run, point_stats(st, run))
+    assert sec is not None
+    pivot = sec.tables[-1]
+    assert pivot.header == ["µs/access (main, 20-byte rows, batch 32)", "socket", "tcp", "haproxy", "shaped"]
+    assert pivot.rows == [
+        ["pk", "50.00", "100.00", "150.00", "200.00"],
+        ["pk_batch", "10.00", "20.00", "30.00", "40.00"],
+        ["noop", "40.00", "80.00", "120.00", "160.00"],
+        ["pk_batch ÷ pk", "0.200", "0.200", "0.200", "0.200"],
+    ]
+    assert any("socket = the node's Unix socket" in p for p in sec.paragraphs)

@@ -380,3 +380,67 @@ def test_mysqlslap_prepares_nothing() -> None:
     plan = expand(exp(text))
     assert {t.dataset() for t in plan.trials} == {()}
     assert plan.estimate().phases.get("prepare", 0) == pytest.approx(CostModel().prepare_base)
+
+
+INTERCONNECT = ACCESS.replace(
+    'row_size = [20, 2048]\nworkload = ["access_pk", "access_pk_batch"]',
+    'interconnect = ["socket", "tcp", "haproxy", "shaped"]\nworkload = ["access_pk", "access_noop"]',
+).replace("duration = 3", 'duration = 3\ntarget = "node:2"\nshaped_bandwidth = "10mbit"')
+
+
+def test_interconnect_decides_target_and_shapes_only_its_trials() -> None:
+    plan = expand(exp(INTERCONNECT))
+    got = [(t.interconnect, t.test, t.target, t.topology.resources.bandwidth) for t in plan.trials]
+    assert got == [
+        ("socket", "access_pk", "node:2", None),
+        ("socket", "access_noop", "node:2", None),
+        ("tcp", "access_pk", "node:2", None),
+        ("tcp", "access_noop", "node:2", None),
+        ("haproxy", "access_pk", "balancer", None),
+        ("haproxy", "access_noop", "balancer", None),
+        ("shaped", "access_pk", "node:2", "10mbit"),
+        ("shaped", "access_noop", "node:2", "10mbit"),
+    ]
+    assert len(plan.groups()) == 1  # shaping is a runtime limit: one cluster for all of them
+    assert plan.trials[0].describe()["interconnect"] == "socket"
+    assert "interconnect" not in expand(exp(ACCESS)).trials[0].describe()  # plan ids of others unchanged
+
+
+def test_interconnect_without_a_node_target_reaches_node_1_and_a_bandwidth_factor_wins() -> None:
+    text = INTERCONNECT.replace('target = "node:2"\n', "").replace(
+        'interconnect = ["socket", "tcp", "haproxy", "shaped"]',
+        'interconnect = ["shaped"]\nbandwidth = ["1gbit"]',
+    )
+    plan = expand(exp(text))
+    assert {(t.target, t.topology.resources.bandwidth) for t in plan.trials} == {("node:1", "1gbit")}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ('"shaped"]', '"fast"]'),
+            "x.toml: factors.interconnect[3]: Input should be 'socket', 'tcp', 'haproxy' or 'shaped' "
+            "(got 'fast')",
+        ),
+        (
+            ('"10mbit"', '"fast"'),
+            "x.toml: workload.shaped_bandwidth: 'fast' is not a rate like '100mbit' (got 'fast')",
+        ),
+        (
+            ("[factors]", '[factors]\ntarget = ["node:1"]'),
+            "x.toml: parts.main.factors.target: the factor "
+            "interconnect decides the target; remove one of them",
+        ),
+        (
+            ("[workload]", '[topology.balancer]\nkind = "none"\n[workload]'),
+            "x.toml: parts.main: interconnect haproxy needs a balancer; "
+            "set topology.balancer.kind = 'haproxy'",
+        ),
+    ],
+)
+def test_bad_interconnects_are_refused_naming_the_field(change: tuple[str, str], message: str) -> None:
+    with pytest.raises(InputError) as ei:
+        exp(INTERCONNECT.replace(*change))
+    assert message in str(ei.value)
+    assert len(str(ei.value).splitlines()) == 1

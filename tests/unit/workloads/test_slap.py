@@ -185,3 +185,10 @@ def test_exit_0_without_a_benchmark_block_fails_the_trial_with_its_own_line() ->
         f"mysqlslap failed: {said} (mariadb-slap does not retry conflicts: use --target node:N or a read "
         "load type)"
     )
+
+
+def test_argv_over_the_servers_unix_socket() -> None:
+    sock = EP.model_copy(update={"socket": Path("/var/lib/cb/n1/mysqld.sock")})
+    argv = build_slap_argv(SysbenchOptions(test="mysqlslap", threads=1), sock)
+    assert argv[1:4] == ["--socket=/var/lib/cb/n1/mysqld.sock", "--protocol=SOCKET", "--user=sb"]
+    assert not any(a.startswith(("--host", "--port")) for a in argv)

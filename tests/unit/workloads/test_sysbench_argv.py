@@ -190,3 +190,16 @@ def test_empty_password_needs_no_option_file() -> None:
 def test_password_sysbench_cannot_read_from_a_file_is_refused(bad: str) -> None:
     with pytest.raises(InputError, match=r"begins or ends with white space or holds a line break"):
         build_command(SysbenchOptions(test="oltp_insert"), ep(("a", 3306), password=bad), "run")
+
+
+def test_socket_endpoint_connects_through_localhost_and_the_socket() -> None:
+    sock = ONE.model_copy(update={"socket": Path("/var/lib/cb/n2/mysqld.sock")})
+    argv = build_command(SysbenchOptions(test="access_pk", table_size=100), sock, "run").argv
+    assert argv[2:7] == (
+        "--db-driver=mysql",
+        "--mysql-host=localhost",
+        "--mysql-socket=/var/lib/cb/n2/mysqld.sock",
+        "--mysql-user=sb",
+        "--mysql-db=sbtest",
+    )
+    assert not any(a.startswith("--mysql-port") for a in argv)
