@@ -384,6 +384,13 @@ class ExperimentView(ExperimentListener):
     def bottleneck(self, t: TrialSpec, verdict: Bottleneck) -> None:
         self.neck = verdict
 
+    def note(self, t: TrialSpec | None, line: str) -> None:
+        text = f"      {line}"
+        if self.progress is not None:
+            self.progress.console.print(text, markup=False, soft_wrap=True)
+        else:
+            console.out.print(text, markup=False, soft_wrap=True)
+
     def trial_finished(self, t: TrialSpec, result: RunResult, status: str, wall: float) -> None:
         self.finished.add(t.key)
         s = result.summary

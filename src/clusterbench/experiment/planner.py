@@ -50,7 +50,18 @@ from clusterbench.experiment.spec import (
 from clusterbench.faults.spec import FaultSpec
 from clusterbench.faults.spec import plan as plan_faults
 from clusterbench.spec.topology import Topology
-from clusterbench.workloads.sysbench import ACCESS_GROUP, ACCESS_TESTS, BULK_GROUP, SLAP_GROUP, prepare_group
+from clusterbench.workloads.sysbench import (
+    ACCESS_GROUP,
+    ACCESS_TESTS,
+    BULK_GROUP,
+    SLAP_GROUP,
+    TPCC,
+    prepare_group,
+)
+
+# rows a tpcc load writes per warehouse (measured: 499,630 plus ITEM's 100,000 once); only used
+# for estimates
+TPCC_ROWS_PER_WAREHOUSE = 500_000
 
 
 def label(point: Iterable[tuple[str, Level]]) -> str:
@@ -96,6 +107,7 @@ class TrialSpec:
     row_size: int = 20  # access_* tests: approximate bytes per row
     # how the client reaches the database (spec.INTERCONNECTS); "" when the target alone decides
     interconnect: str = ""
+    warehouses: int = 1  # tpcc: the scale loaded
 
     @property
     def point_label(self) -> str:
@@ -116,9 +128,12 @@ class TrialSpec:
 
     def dataset(self) -> tuple[int, ...] | None:
         """What a prepare makes, as a key: (tables, rows) of the shared oltp tables, (1, rows,
-        row_size, batch) of the access-method table, () for mysqlslap (nothing); None for
-        bulk_insert (prepared per trial). The first two numbers multiply to the rows loaded."""
+        row_size, batch) of the access-method table, (warehouses, rows per warehouse) of the tpcc
+        tables, () for mysqlslap (nothing); None for bulk_insert (prepared per trial). The first
+        two numbers multiply to the rows loaded."""
         group = prepare_group(self.test)
+        if group == TPCC:
+            return (self.warehouses, TPCC_ROWS_PER_WAREHOUSE)
         if group == BULK_GROUP:
             return None
         if group == SLAP_GROUP:
@@ -189,6 +204,8 @@ class TrialSpec:
             out["row_size"] = self.row_size
         if self.interconnect:
             out["interconnect"] = self.interconnect
+        if self.test == TPCC:
+            out["warehouses"] = self.warehouses
         return out
 
 
@@ -447,6 +464,7 @@ def _trial(
         batch=int(get("batch", wl.batch)),
         row_size=int(get("row_size", wl.row_size)),
         interconnect=interconnect,
+        warehouses=int(get("warehouses", wl.warehouses)),
     )
 
 
@@ -497,7 +515,7 @@ def estimate(plan: Plan, base_cost: CostModel, skip: set[str]) -> Estimate:
         cost = base_cost.for_engine(members[0].topology.engine.kind)
         est.add("bring-up", cost.up_base + cost.up_per_node * cap)
         running = cap
-        prepared: set[tuple[str, tuple[int, ...]]] = set()
+        prepared: set[tuple[str, str, tuple[int, ...]]] = set()
         for t in todo:
             if t.nodes > running:
                 est.add("node changes", cost.node_start * (t.nodes - running) + cost.balancer_settle)
@@ -509,8 +527,8 @@ def estimate(plan: Plan, base_cost: CostModel, skip: set[str]) -> Estimate:
                 if ds is None:
                     rows = t.threads  # bulk_insert: empty tables, one per thread
                     est.add("prepare", cost.prepare_base + rows / cost.prepare_rows_per_s)
-                elif (db, ds) not in prepared:
-                    prepared.add((db, ds))
+                elif (db, prepare_group(t.test), ds) not in prepared:
+                    prepared.add((db, prepare_group(t.test), ds))
                     rows = ds[0] * ds[1] if ds else 0
                     est.add("prepare", cost.prepare_base + rows / cost.prepare_rows_per_s)
             est.add("trial overhead", cost.trial_overhead)

@@ -49,7 +49,7 @@ from clusterbench.experiment.runner import trial_rows
 from clusterbench.experiment.spec import INTERCONNECTS
 from clusterbench.store import Store
 from clusterbench.telemetry.report import busiest_per_second, point_bottleneck
-from clusterbench.workloads.sysbench import ACCESS_TESTS, access_rows
+from clusterbench.workloads.sysbench import ACCESS_TESTS, TPCC, access_rows
 
 CI_NOTE = (
     "tps: the median over a point's repetitions with its order-statistic confidence interval (95 %; "
@@ -597,6 +597,58 @@ def interconnect_tables(by_ic: dict[tuple[str, str, int, int], dict[str, dict[st
         head = [f"µs/access ({where})", *ics]
         out.append(Table(head, rows, ["l"] + ["r"] * len(ics)))
     return out
+def tpcc_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Section | None:
+    """The tpcc points: tpmC (median over repetitions, with its CI), tpm, each type's p95 (median
+    over repetitions), retries per second, the stall detector's counts and the consistency verdicts;
+    before them the loads (rows/s, bytes per warehouse, data/buffer-pool ratio)."""
+    from clusterbench.workloads.tpcc import TYPES, load_line
+
+    rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    table: list[list[str]] = []
+    for p in points:
+        trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
+        if not trs or trs[0].get("test") != TPCC:
+            continue
+        figs, stalls, verdicts = [], [], []
+        for r in trs:
+            prov = store.provenance(run_id, r["trial_id"])
+            if prov.get("tpcc"):
+                figs.append(prov["tpcc"])
+            if prov.get("stalls"):
+                stalls.append(prov["stalls"])
+            verdicts += [v["verdict"] for k, v in prov.items() if k.startswith("tpcc_consistency:")]
+        if not figs:
+            continue
+        ci = median_ci([float(f["tpmC"]) for f in figs])
+        p95 = []
+        for ty in TYPES:
+            vals = [f["types"][ty]["p95_ms"] for f in figs if f["types"][ty].get("p95_ms") is not None]
+            p95.append(_f(statistics.median(vals), ",.1f") if vals else "—")
+        retries = statistics.median(f["retries"] / max(1e-9, float(f["duration_s"])) for f in figs)
+        others = " ".join(f"{k}={level_text(v)}" for k, v in p.point.items() if k != "workload")
+        passed = sum(1 for v in verdicts if v == "PASS")
+        tpmc = f"{ci.median:,.0f} [{ci.low:,.0f}, {ci.high:,.0f}]"
+        table.append([p.part, others or "—", str(len(figs)), tpmc,
+                      _f(statistics.median(float(f["tpm"]) for f in figs), ",.0f"), *p95, _f(retries, ",.1f"),
+                      " ".join(str(x["count"]) for x in stalls) or "—",
+                      _f(max((float(x["longest"]) for x in stalls), default=0.0), "g"),
+                      f"{passed}/{len(verdicts)} PASS" if verdicts else "—"])  # fmt: skip
+    if not table:
+        return None
+    head = ["part", "point", "n", "tpmC median [95 % CI]", "tpm", *[f"p95 ms {t}" for t in TYPES],
+            "retries/s", "stalls per rep", "longest stall", "consistency"]  # fmt: skip
+    sec = Section("tpcc", "TPC-C", tables=[Table(head, table, ["l", "l"] + ["r"] * (len(head) - 2))])
+    for load in store.provenance(run_id).get("tpcc_load") or []:
+        sec.intro.append(f"Group {load.get('group')}, {load.get('nodes')} node(s): {load_line(load)}; "
+                         f"{load.get('consistency', '')}.")  # fmt: skip
+    sec.paragraphs.append(
+        "tpmC: New-Order transactions per minute (rolled-back ones included); tpm: all five types. p95 per "
+        "type: the median over repetitions of each trial's p95 (the script's own histograms). A stall is "
+        "a second under 10 % of the trial's median tps; 'stalls per rep' gives the count of each "
+        "repetition. Consistency: the twelve TPC-C conditions after each trial (condition 11 holds only "
+        "right after a load and is reported as load-only)."
+    )
+    return sec
 
 
 def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = False) -> Report:
@@ -651,6 +703,7 @@ def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = Fa
     several = len({p.part for p in points}) > 1
     for extra in (
         access_section(store, run_id, points),
+        tpcc_section(store, run_id, points),
         fault_section(fault_effects(store, run_id), several),
         client_section(clients, several),
         series_section(store, run_id, points),
@@ -684,7 +737,7 @@ def points_csv(store: Store, run_id: int) -> str:
 
 TRIAL_CSV = ("trial_id", "index", "part", "point", "rep", "nodes", "test", "threads", "clients", "rate",
              "tps", "p95_ms", "errors", "duration", "bottleneck", "bottleneck_source",
-             "bottleneck_utilization")  # fmt: skip
+             "bottleneck_utilization", "tpmC", "tpm", "stalls", "longest_stall")  # fmt: skip
 
 
 def trials_csv(store: Store, run_id: int) -> str:
@@ -695,10 +748,14 @@ def trials_csv(store: Store, run_id: int) -> str:
         s = r.get("summary") or {}
         b = store.bottleneck(r["trial_id"]) or {}
         util = b.get("utilization")
+        prov = store.provenance(run_id, r["trial_id"])
+        f, st = prov.get("tpcc") or {}, prov.get("stalls") or {}
         w.writerow([r["trial_id"], r["index"], r["part"], r["point_label"], r["rep"], r["nodes"], r["test"],
                     r["threads"], r["clients"], r.get("effective_rate", 0), s.get("tps", ""),
                     s.get("p95", ""), s.get("errors", ""), s.get("duration", ""), b.get("resource", ""),
-                    b.get("source", ""), "" if util is None else round(float(util), 4)])  # fmt: skip
+                    b.get("source", ""), "" if util is None else round(float(util), 4),
+                    f.get("tpmC", ""), f.get("tpm", ""), st.get("count", ""),
+                    st.get("longest", "")])  # fmt: skip
     return out.getvalue()
 
 

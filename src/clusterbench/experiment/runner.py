@@ -21,20 +21,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pymysql  # type: ignore[import-untyped, unused-ignore]
+
 from clusterbench.checkers.availability import tps_recovery
 from clusterbench.cluster import Cluster
 from clusterbench.errors import ClusterbenchError, ComponentError
 from clusterbench.experiment import tls as tlsmod
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
 from clusterbench.faults.nemesis import Nemesis
+from clusterbench.runner.bench import admin_connect, check_tpcc, tpcc_figures, tpcc_size, trial_stalls
 from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_nodes
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store, record_run_result
 from clusterbench.store.store import process_start_ticks
 from clusterbench.telemetry.recorder import TrialTelemetry
 from clusterbench.telemetry.verdict import Bottleneck
-from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
-from clusterbench.workloads.sysbench import ACCESS_GROUP, BULK_GROUP, prepare_group, prepare_test
+from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner, tpcc
+from clusterbench.workloads.sysbench import (
+    ACCESS_GROUP,
+    BULK_GROUP,
+    TPCC,
+    TPCC_TABLES,
+    prepare_group,
+    prepare_test,
+)
 
 KIND = "experiment"
 NODE_SETTLE_TIMEOUT = 60.0
@@ -63,6 +73,10 @@ class ExperimentListener:
 
     def bottleneck(self, t: TrialSpec, verdict: Bottleneck) -> None:
         """The trial's bottleneck verdict (before trial_finished)."""
+
+    def note(self, t: TrialSpec | None, line: str) -> None:
+        """A finding to show: a tpcc load, TPC-C figures, a consistency verdict, stalls (after
+        trial_finished; `t` is None for a load)."""
 
 
 @dataclass
@@ -174,8 +188,11 @@ class ExperimentRunner:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         telemetry: bool = True,
+        connect: Callable[..., Any] | None = None,
     ) -> None:
         self.telemetry = telemetry
+        # the tool's own sessions (tpcc: data size, consistency checks); pymysql by default
+        self.connect = connect
         self.plan = plan
         self.store = store
         self.sysbench = sysbench
@@ -429,25 +446,37 @@ class ExperimentRunner:
 
     # ---- data ---------------------------------------------------------------------------------
 
-    def _drop_tables(self, db: str) -> None:
+    def _drop_tables(self, db: str, group: str = "") -> None:
+        """Drop the sysbench tables (sbtest<N>; TPC-C's nine for the tpcc group) in `db`."""
         c = self.cluster
         assert c is not None
         n1 = c.node(1)
         n1.query(f"CREATE DATABASE IF NOT EXISTS `{db}`", timeout=10)
+        if group == TPCC:
+            names = "', '".join(TPCC_TABLES)
+            where = f"table_name IN ('{names}')"
+        else:
+            where = "table_name REGEXP '^sbtest[0-9]+$'"
         rows = n1.query(
-            f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' "
-            "AND table_name REGEXP '^sbtest[0-9]+$'"
+            f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' AND {where}"
         )
         for (name,) in rows:
             n1.query(f"DROP TABLE IF EXISTS `{db}`.`{name}`", timeout=60)
-        self.prepared = {p for p in self.prepared if p[0] != db}
+        # the other group's tables stay, and so does what is known about them
+        self.prepared = {p for p in self.prepared if p[0] != db or (p[1] == TPCC) != (group == TPCC)}
 
-    def _ensure_data(self, t: TrialSpec, opts: SysbenchOptions) -> None:
+    def _ensure_data(self, t: TrialSpec, opts: SysbenchOptions, run_id: int = 0) -> None:
         c = self.cluster
         assert c is not None
         ds = t.dataset()
+        group = prepare_group(t.test)
         for db in t.databases():
-            if ds is not None and (db, *ds) in self.prepared:
+            if ds is not None and (db, group, *ds) in self.prepared:
+                continue
+            if group == TPCC:
+                with self.ledger.phase("prepare"):
+                    self._load_tpcc(run_id, t, opts, db)
+                self.prepared.add((db, group, *(ds or ())))
                 continue
             with self.ledger.phase("prepare"):
                 self._drop_tables(db)
@@ -460,7 +489,77 @@ class ExperimentRunner:
                     base = base.model_copy(update={"test": prepare_test(prepare_group(t.test))})
                 self.sysbench.prepare(base, c.endpoint("node:1", database=db), databases=[db])
                 if ds is not None:
-                    self.prepared.add((db, *ds))
+                    self.prepared.add((db, group, *ds))
+
+    def _admin(self, db: str) -> tuple[Any, Endpoint]:
+        """A session on node 1 for the tool's own statements, and node 1's endpoint."""
+        c = self.cluster
+        assert c is not None
+        ep = c.endpoint("node:1", database=db)
+        return admin_connect(self.connect or pymysql.connect, ep, self.sysbench.connect_timeout), ep
+
+    def _load_tpcc(self, run_id: int, t: TrialSpec, opts: SysbenchOptions, db: str) -> None:
+        """Load the tpcc tables at the trial's warehouses into `db` (through node 1), record the
+        load (rows, seconds, bytes per warehouse, data/buffer-pool ratio) in the run's provenance
+        and check the twelve conditions; a FAIL stops the experiment."""
+        c = self.cluster
+        assert c is not None
+        self._drop_tables(db, TPCC)
+        self.lis.phase(f"loading tpcc: {t.warehouses} warehouse(s), {t.threads} thread(s) in {db}")
+        base = opts.model_copy(update={"tls": False, "compression": False, "rate": 0, "test": TPCC})
+        done: list[str] = []
+
+        def progress(line: str) -> None:
+            if line.startswith("CBLOAD warehouse "):
+                done.append(line)
+                self.lis.phase(f"  {line.removeprefix('CBLOAD ')} ({len(done)} of {t.warehouses})")
+
+        t0 = self.ledger.monotonic()
+        ep = c.endpoint("node:1", database=db)
+        outputs = self.sysbench.prepare(base, ep, databases=[db], on_line=progress)
+        seconds = round(self.ledger.monotonic() - t0, 3)
+        rows = sum(tpcc.load_rows(o.stdout) for o in outputs)
+        conn, ep = self._admin(db)
+        load: dict[str, Any] = {
+            "group": t.group, "nodes": self.running, "database": db, "warehouses": t.warehouses,
+            "threads": t.threads, "seconds": seconds, "rows": rows,
+            "rows_per_s": round(rows / seconds, 1) if seconds > 0 else None,
+            **tpcc_size(conn, ep, db, t.warehouses),
+        }  # fmt: skip
+        self.lis.note(None, tpcc.load_line(load))
+        conn, ep = self._admin(db)
+        report = check_tpcc(conn, ep, db, "load")
+        load["consistency"] = report.summary_line()
+        self.lis.note(None, report.summary_line())
+        loads = list(self.store.provenance(run_id).get("tpcc_load") or [])
+        self.store.set_provenance(run_id, "tpcc_load", [*loads, load])
+        if report.failed:
+            raise ComponentError(f"{db} after the tpcc load: {report.summary_line()}")
+
+    def _tpcc_after(self, run_id: int, trial_id: int, t: TrialSpec, opts: SysbenchOptions,
+                    result: RunResult) -> tuple[list[str], str | None]:  # fmt: skip
+        """A trial's stalls (any test), and for tpcc its figures and the consistency check of
+        every database it wrote: the lines to show, and a failure naming the condition."""
+        notes: list[str] = []
+        failure = None
+        stalls = trial_stalls(result)
+        self.store.set_provenance(run_id, "stalls", stalls.to_json(), trial_id=trial_id)
+        if stalls.count or t.test == TPCC:  # the study's point: shown for every tpcc trial
+            notes.append(tpcc.stall_line(stalls))
+        if t.test != TPCC:
+            return notes, None
+        figures = tpcc_figures(result, opts)
+        if figures is not None:
+            self.store.set_provenance(run_id, "tpcc", figures, trial_id=trial_id)
+            notes += tpcc.figure_lines(figures)
+        for db in t.databases():
+            conn, ep = self._admin(db)
+            report = check_tpcc(conn, ep, db, "run")
+            self.store.set_provenance(run_id, f"tpcc_consistency:{db}", report.to_json(), trial_id=trial_id)
+            notes.append(report.summary_line())
+            if report.failed and failure is None:
+                failure = report.summary_line()
+        return notes, failure
 
     # ---- one trial ----------------------------------------------------------------------------
 
@@ -526,8 +625,9 @@ class ExperimentRunner:
             compression=t.compression,
             batch=t.batch,
             row_size=t.row_size,
+            warehouses=t.warehouses,
         )
-        self._ensure_data(t, opts)
+        self._ensure_data(t, opts, run_id)
         rate = self._rate(run_id, t)
         opts = opts.model_copy(update={"rate": rate})
         overhead_from = self.ledger.monotonic()
@@ -593,8 +693,12 @@ class ExperimentRunner:
                 self._after_faults(run_id, trial_id, t, nemesis, result)
             fault_time += self.ledger.monotonic() - f0
         self._snapshot(run_id, trial_id, "end")
-        failure = result.failure()
-        status = "completed" if result.ok else "failed"
+        c0 = self.ledger.monotonic()
+        with self.ledger.phase("checks"):
+            notes, check_failure = self._tpcc_after(run_id, trial_id, t, opts, result)
+        check_time = self.ledger.monotonic() - c0
+        failure = result.failure() or check_failure
+        status = "completed" if result.ok and check_failure is None else "failed"
         if failure:
             self.store.add_event(
                 run_id,
@@ -612,8 +716,10 @@ class ExperimentRunner:
         # snapshots, storing, and sysbench's own start (the clients' common start lead,
         # connecting) and exit, which are inside `load` but measure nothing.
         warm = min(float(t.warmup), load)
-        self.ledger.add("trial overhead", (now - overhead_from) - warm - measured - fault_time)
+        self.ledger.add("trial overhead", (now - overhead_from) - warm - measured - fault_time - check_time)
         self.lis.trial_finished(t, result, status, now - t_begin)
+        for line in notes:
+            self.lis.note(t, line)
         if t.cooldown:
             with self.ledger.phase("cool-down"):
                 self.sleep(t.cooldown)

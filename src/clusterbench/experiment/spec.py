@@ -9,8 +9,8 @@ Layout of a file:
                    design ("full-grid", or a designed experiment: see experiment/design.py),
                    baseline, cv_warn
     [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
-    [workload]     tests, tables, table_size, threads, clients, separate_schemas, rate, rate_of_max,
-                   rand_type, target, tls, compression, duration, warmup, cooldown, and
+    [workload]     tests, tables, table_size, warehouses (tpcc), threads, clients, separate_schemas,
+                   rate, rate_of_max, rand_type, target, tls, compression, duration, warmup, cooldown, and
                    [[workload.faults]] (a fault schedule run inside every trial; times from the
                    start of the load, warm-up included)
     [factors]      factor = [levels...]: shorthand for [parts.main.factors]
@@ -67,6 +67,7 @@ CLIENT_FACTORS = (
     "batch",
     "row_size",
     "interconnect",
+    "warehouses",
 )
 # `engine` builds another cluster (galera or group_replication) from the same base topology: one
 # file compares the two engines on the same hardware and load.
@@ -101,6 +102,8 @@ class Factors(_Strict):
     # how the client reaches the database (INTERCONNECTS); after row_size and batch so a grid
     # changes link shaping only between interconnects, before workload for the same reason
     interconnect: list[Interconnect] | None = None
+    # tpcc: the scale; before `workload` too, so a grid runs everything on one load before the next
+    warehouses: list[int] | None = None
     workload: list[str] | None = None
     threads: list[int] | None = None
     clients: list[int] | None = None
@@ -139,7 +142,7 @@ class Factors(_Strict):
                 raise ValueError(f"row sizes must be 16-16384 bytes (got {x})")
         return v
 
-    @field_validator("threads", "clients", "wsrep_slave_threads", "client_hosts", "batch")
+    @field_validator("threads", "clients", "wsrep_slave_threads", "client_hosts", "batch", "warehouses")
     @classmethod
     def _positive(cls, v: list[int] | None) -> list[int] | None:
         for x in v or []:
@@ -183,10 +186,6 @@ class Factors(_Strict):
     @classmethod
     def _tests(cls, v: list[str] | None) -> list[str] | None:
         for x in v or []:
-            if x == TPCC:
-                raise ValueError(
-                    f"'{x}' is not supported in experiment files yet; run it with `clusterbench run -w {x}`"
-                )
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
         return v
@@ -231,6 +230,7 @@ class Workload(_Strict):
         None, description="socket, tcp, haproxy or shaped: how the client reaches the database (else: target)"
     )
     shaped_bandwidth: str = Field("100mbit", description="the links' rate for interconnect = shaped")
+    warehouses: int = Field(1, ge=1, description="tpcc: warehouses loaded (the scale)")
     duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
@@ -257,10 +257,6 @@ class Workload(_Strict):
     @classmethod
     def _tests(cls, v: list[str]) -> list[str]:
         for x in v:
-            if x == TPCC:
-                raise ValueError(
-                    f"'{x}' is not supported in experiment files yet; run it with `clusterbench run -w {x}`"
-                )
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
         return v
@@ -541,14 +537,19 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
 
 
 def _check_own_workloads(wl: Workload, levels: dict[str, list[Level]], where: str) -> None:
-    """The access-method tests' batch must fit the table; mysqlslap is one client process at
-    one address, without a rate limit."""
+    """The access-method tests' batch must fit the table; warehouses is a factor only with tpcc;
+    mysqlslap is one client process at one address, without a rate limit."""
     tests = [str(t) for t in levels.get("workload", wl.tests)]
     batches = [int(b) for b in levels.get("batch", [wl.batch])]
     if any(t in ACCESS_TESTS for t in tests) and max(batches) > wl.table_size:
         raise InputError(
             f"{where}: batch {max(batches)} is more than workload.table_size {wl.table_size}; "
             "lower batch or raise table_size"
+        )
+    if "warehouses" in levels and TPCC not in tests:
+        raise InputError(
+            f"{where}: factor warehouses is the tpcc scale and no trial runs tpcc; "
+            "add workload = \"tpcc\" or remove the factor"
         )
     if SLAP_TEST in tests:
         clients = [int(c) for c in levels.get("clients", [wl.clients])]

@@ -228,23 +228,7 @@ class BenchRunner:
     # ---- before the run ------------------------------------------------------------------
 
     def _admin_connect(self, endpoint: Endpoint) -> Any:
-        addr = endpoint.addresses[0]
-        try:
-            return self.connect(
-                host=addr.host,
-                port=addr.port,
-                user=endpoint.user,
-                password=endpoint.password,
-                connect_timeout=self.sysbench.connect_timeout,
-                read_timeout=60,
-                autocommit=True,
-            )
-        except pymysql.err.MySQLError as e:
-            code, msg = (e.args + (None, None))[:2] if e.args else (None, str(e))
-            raise WorkloadError(
-                f"cannot connect to {endpoint.user}@{addr.host}:{addr.port}: {msg} (error {code}); "
-                "check address, user, password"
-            ) from e
+        return admin_connect(self.connect, endpoint, self.sysbench.connect_timeout)
 
     def check(self, plan: BenchPlan) -> None:
         """Fail fast: reach every address, create the schemas the clients need, log in to each."""
@@ -423,35 +407,7 @@ class BenchRunner:
                     raise WorkloadError(f"{db}: {report.summary_line()}")
 
     def _tpcc_size(self, endpoint: Endpoint, database: str, warehouses: int) -> dict[str, Any]:
-        """Data size per warehouse and its ratio to the buffer pool (IO-bound or not)."""
-        conn = self._admin_connect(endpoint)
-        try:
-            with conn.cursor() as cur:
-                if endpoint.galera:
-                    causal_reads(cur)
-                # fresh statistics (sampled, local to the node): right after a load they lag behind
-                names = ", ".join(f"`{database}`.`{t}`" for t in TPCC_TABLES)
-                cur.execute(f"ANALYZE NO_WRITE_TO_BINLOG TABLE {names}")
-                cur.fetchall()
-                cur.execute(
-                    "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
-                    "WHERE table_schema = %s AND table_name IN (" + ",".join(["%s"] * len(TPCC_TABLES)) + ")",
-                    (database, *TPCC_TABLES),
-                )
-                size = int(cur.fetchone()[0] or 0)
-                cur.execute("SELECT @@innodb_buffer_pool_size")
-                pool = int(cur.fetchone()[0] or 0)
-        except pymysql.err.MySQLError as e:
-            log.warning("cannot read the TPC-C data size: %s", e)
-            return {}
-        finally:
-            conn.close()
-        return {
-            "data_bytes": size,
-            "bytes_per_warehouse": size // max(1, warehouses),
-            "buffer_pool_bytes": pool,
-            "data_to_buffer_pool": round(size / pool, 3) if pool else None,
-        }
+        return tpcc_size(self._admin_connect(endpoint), endpoint, database, warehouses)
 
     def _tpcc_check(self, endpoint: Endpoint, database: str, when: str) -> CheckReport:
         return check_tpcc(self._admin_connect(endpoint), endpoint, database, when)
@@ -510,16 +466,12 @@ class BenchRunner:
         self._snapshot(store, run_id, trial_id, "end")
         out.failure = result.failure()
         notes: list[str] = []
-        stalls = tpcc.detect_stalls((s.t, s.tps) for s in combine_samples(result.samples))
+        stalls = trial_stalls(result)
         store.set_provenance(run_id, "stalls", stalls.to_json(), trial_id=trial_id)
         if stalls.count:
             notes.append(tpcc.stall_line(stalls))
         if test == TPCC:
-            figures = tpcc.summarize(
-                [tpcc.TpccClient(c.samples, c.warmup_samples, c.checkpoint_extra,
-                                 c.summary.extra if c.summary is not None else None) for c in result.clients],
-                result.summary.duration if result.summary is not None else float(opts.time),
-            )  # fmt: skip
+            figures = tpcc_figures(result, opts)
             if figures is not None:
                 store.set_provenance(run_id, "tpcc", figures, trial_id=trial_id)
                 notes += tpcc.figure_lines(figures)
@@ -542,6 +494,73 @@ class BenchRunner:
         for line in notes:
             lis.note(line)
         return out
+
+
+def admin_connect(connect: Connect, endpoint: Endpoint, connect_timeout: float) -> Any:
+    """An autocommit session on the endpoint's first address, for the tool's own statements."""
+    addr = endpoint.addresses[0]
+    try:
+        return connect(
+            host=addr.host,
+            port=addr.port,
+            user=endpoint.user,
+            password=endpoint.password,
+            connect_timeout=connect_timeout,
+            read_timeout=60,
+            autocommit=True,
+        )
+    except pymysql.err.MySQLError as e:
+        code, msg = (e.args + (None, None))[:2] if e.args else (None, str(e))
+        raise WorkloadError(
+            f"cannot connect to {endpoint.user}@{addr.host}:{addr.port}: {msg} (error {code}); "
+            "check address, user, password"
+        ) from e
+
+
+def trial_stalls(result: RunResult) -> tpcc.Stalls:
+    """The stall detector over a trial's per-interval tps, all clients summed."""
+    return tpcc.detect_stalls((s.t, s.tps) for s in combine_samples(result.samples))
+
+
+def tpcc_figures(result: RunResult, opts: SysbenchOptions) -> dict[str, Any] | None:
+    """tpmC, tpm and the per-type figures of a tpcc trial (None without the script's counters)."""
+    return tpcc.summarize(
+        [tpcc.TpccClient(c.samples, c.warmup_samples, c.checkpoint_extra,
+                         c.summary.extra if c.summary is not None else None) for c in result.clients],
+        result.summary.duration if result.summary is not None else float(opts.time),
+    )  # fmt: skip
+
+
+def tpcc_size(conn: Any, endpoint: Endpoint, database: str, warehouses: int) -> dict[str, Any]:
+    """Data size per warehouse and its ratio to the buffer pool (IO-bound or not), over an open
+    connection (closed here); {} when it cannot be read."""
+    try:
+        with conn.cursor() as cur:
+            if endpoint.galera:
+                causal_reads(cur)
+            # fresh statistics (sampled, local to the node): right after a load they lag behind
+            names = ", ".join(f"`{database}`.`{t}`" for t in TPCC_TABLES)
+            cur.execute(f"ANALYZE NO_WRITE_TO_BINLOG TABLE {names}")
+            cur.fetchall()
+            cur.execute(
+                "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
+                "WHERE table_schema = %s AND table_name IN (" + ",".join(["%s"] * len(TPCC_TABLES)) + ")",
+                (database, *TPCC_TABLES),
+            )
+            size = int(cur.fetchone()[0] or 0)
+            cur.execute("SELECT @@innodb_buffer_pool_size")
+            pool = int(cur.fetchone()[0] or 0)
+    except pymysql.err.MySQLError as e:
+        log.warning("cannot read the TPC-C data size: %s", e)
+        return {}
+    finally:
+        conn.close()
+    return {
+        "data_bytes": size,
+        "bytes_per_warehouse": size // max(1, warehouses),
+        "buffer_pool_bytes": pool,
+        "data_to_buffer_pool": round(size / pool, 3) if pool else None,
+    }
 
 
 def check_tpcc(conn: Any, endpoint: Endpoint, database: str, when: str) -> CheckReport:
