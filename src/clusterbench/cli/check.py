@@ -91,6 +91,10 @@ def check_file(path: Path) -> list[str]:
         if plan.experiment.search is None:
             est = plan.estimate()
             what = f"{len(plan.trials)} trial(s)"
+            st = plan.experiment.settings
+            if st.auto:  # the planned minimum; up to max_repetitions per point as the CI asks
+                most = len(plan.trials) * st.max_repetitions // st.min_repetitions
+                what += f" (repetitions auto: up to {most})"
         else:  # a search has no trials planned ahead: the whole budget, as `plan` estimates it
             est = search_estimate(plan.experiment)
             what = f"a search of {plan.experiment.search.budget} trial(s)"

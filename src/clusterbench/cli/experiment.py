@@ -138,8 +138,14 @@ def plan_cmd(
     phases = ", ".join(f"{k} {_dur(v)}" for k, v in sorted(est.phases.items(), key=lambda kv: -kv[1]))
     console.out.print(
         f"{len(plan.groups())} cluster build(s), {len(plan.points())} points x "
-        f"{exp.settings.repetitions} repetition(s); {len(done)} trial(s) already done"
+        f"{_repetitions_text(exp.settings)} repetition(s); {len(done)} trial(s) already done"
     )
+    if exp.settings.auto:
+        console.out.print(
+            f"repetitions auto: {exp.settings.min_repetitions} planned per point, then more until the "
+            f"95 % CI of the {exp.settings.ci_statistic} is within {exp.settings.ci_tolerance:.0%} of it, "
+            f"at most {exp.settings.max_repetitions}; the estimate counts the planned ones"
+        )
     console.out.print(
         f"estimated wall time {_dur(est.total)} ({phases}); not measuring {est.not_measuring_share:.0%}"
     )
@@ -183,6 +189,7 @@ def plan_record(plan: Plan, done: set[str]) -> dict[str, Any]:
         "cluster_builds": len(plan.groups()),
         "points": len(plan.points()),
         "repetitions": exp.settings.repetitions,
+        "max_repetitions": exp.settings.max_repetitions if exp.settings.auto else exp.settings.repetitions,
         "done": len(done),
         "estimate": {
             "total_s": round(est.total, 1),
@@ -363,6 +370,10 @@ class ExperimentView(ExperimentListener):
         self.servers = ""
         self.neck = None
         self.current = f"#{t.index} {t.part}: {t.point_label} rep {t.rep} ({opts.rate or 'max'} tps target)"
+        if t.key not in self.todo and t.key not in self.done:  # a repetition added by repetitions = "auto"
+            self.todo.append(t.key)
+            if self.progress is not None:
+                self.progress.update(self.task, total=len(self.todo))
         if self.progress is not None:
             self.progress.update(self.task, live=self.current)
 
@@ -778,3 +789,9 @@ def _compare_runs(store: Any, a: int, b: int, test: str, alpha: float, as_json: 
         markup=False,
     )
     console.out.print(f"plots: clusterbench report {b} --baseline {a}", markup=False)
+
+
+def _repetitions_text(settings: Any) -> str:
+    if settings.auto:
+        return f"{settings.min_repetitions}-{settings.max_repetitions} (auto)"
+    return str(settings.repetitions)

@@ -413,7 +413,7 @@ def expand(exp: Experiment, tls_server: dict[str, Any] | None = None) -> Plan:
             topo = _topology_for(base, limits, tls_server if any_tls else None)
             nodes = int(p.get("nodes", base.cluster.nodes))
             server = point_server(topo, p, server_used, f"parts.{part} ({label(point)})")
-            for rep in range(1, copies * exp.settings.repetitions + 1):
+            for rep in range(1, copies * exp.settings.planned_repetitions + 1):
                 raw.append(_trial(part, point, rep, topo, nodes, server, wl, p))
     ordered = tuple(order(raw, interleaved=exp.settings.repetition_order == "interleaved"))
     for t in ordered:

@@ -217,6 +217,8 @@ def _points_table(
     if not any(n != "—" for n in necks):
         necks = []
     head += ["bottleneck"] if necks else []
+    auto = any(p.convergence is not None for p in pts)
+    head += ["converged"] if auto else []
     rows: list[list[str]] = []
     marks: set[tuple[int, int]] = set()
     cv_col = len(keys) + 3
@@ -237,12 +239,41 @@ def _points_table(
             + ([rate_text(p.rate)] if rates else [])
             + (["—" if ch is None else f"{ch:+.1f}%"] if changed else [])
             + ([necks[i]] if necks else [])
+            + ([converged_text(p)] if auto else [])
         )
     # levels that are numbers are right-aligned like every other number
     numeric = [by_factor and all(_is_number(p.point.get(k)) for p in pts) for k in keys]
     align = ["r" if x else "l" for x in numeric] + ["r"] * (len(head) - len(keys) - (1 if necks else 0))
     align += ["l"] if necks else []
+    align += ["l"] if auto else []
     return Table(head, rows, align, marks, caption=f"Points (CV flagged (!) above {cv_warn:.0%})")
+
+
+def converged_text(p: PointStats) -> str:
+    """'yes, ±3.1 %' or 'no, ±8.2 %' (the CI's wider side relative to the statistic), '—' without
+    repetitions = "auto"."""
+    c = p.convergence
+    if c is None:
+        return "—"
+    hw = c.half_width
+    width = f", ±{hw * 100:.1f} %" if hw is not None else ", no CI"
+    if c.coverage < 0.95 - 1e-9 and c.n > 1:
+        width += f" ({c.coverage:.0%} coverage)"
+    return ("yes" if c.converged else "no") + width
+
+
+def repetitions_fact(settings: dict[str, Any], points: Sequence[PointStats]) -> str:
+    order = f", {settings['repetition_order']}" if settings.get("repetition_order") else ""
+    if settings.get("repetitions") != "auto":
+        return f"{settings.get('repetitions', '?')} per point{order}"
+    tol = float(settings.get("ci_tolerance", 0.05))
+    done = [p for p in points if p.convergence is not None]
+    ok = sum(1 for p in done if p.convergence is not None and p.convergence.converged)
+    return (
+        f"auto: {settings.get('min_repetitions', '?')}-{settings.get('max_repetitions', '?')} per point, "
+        f"until the 95 % CI of the {settings.get('ci_statistic', 'median')} (of µs/access for access tests, "
+        f"else tps) is within {tol:.0%} of it; {ok} of {len(done)} point(s) converged{order}"
+    )
 
 
 def part_sections(
@@ -514,6 +545,7 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     """µs per access of the access-method points (median over repetitions, with its CI; p95 from
     the repetitions' merged histogram), and batched ÷ serial per row size."""
     rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    auto = any(p.convergence is not None for p in points)
     table: list[list[str]] = []
     medians: dict[tuple[str, str, str, int, int], float] = {}
     # (part, other factors, row bytes, batch) → method → interconnect → median µs/access
@@ -541,12 +573,14 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
             by_ic.setdefault((p.part, rest, size, batch), {}).setdefault(test, {})[ic] = ci.median
         table.append([p.part, others or "—", test.removeprefix("access_"), str(size), str(n_rows),
                       str(len(us)), f"{ci.median:,.2f} [{ci.low:,.2f}, {ci.high:,.2f}]", _f(pooled, ",.2f"),
-                      _f(statistics.median(acc), ",.0f")])  # fmt: skip
+                      _f(statistics.median(acc), ",.0f")]
+                     + ([converged_text(p)] if auto else []))  # fmt: skip
     if not table:
         return None
     head = ["part", "point", "method", "row bytes", "rows/access", "n", "µs/access median [95 % CI]",
-            "µs p95 pooled", "accesses/s"]  # fmt: skip
-    sec = Section("access-methods", "Access methods", tables=[Table(head, table, ["l"] * 3 + ["r"] * 6)])
+            "µs p95 pooled", "accesses/s"] + (["converged"] if auto else [])  # fmt: skip
+    align = ["l"] * 3 + ["r"] * 6 + (["l"] if auto else [])
+    sec = Section("access-methods", "Access methods", tables=[Table(head, table, align)])
     ratios = []
     for (part, others, test, size, batch), batched in medians.items():
         serial = medians.get((part, others, test.removesuffix("_batch"), size, batch))
@@ -669,8 +703,7 @@ def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = Fa
         ("status", run.status),
         ("started", run.started_at),
         ("ended", run.ended_at or "—"),
-        ("repetitions", f"{settings.get('repetitions', '?')} per point"
-         + (f", {settings['repetition_order']}" if settings.get("repetition_order") else "")),
+        ("repetitions", repetitions_fact(settings, points)),
         ("trials", f"{len(trials)} run, {done} with results"),
     ]  # fmt: skip
     wall, wall_summary = wall_section(store, run_id)

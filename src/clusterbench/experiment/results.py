@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.analysis.stats import DEFAULT_CV_WARN, Interval, cv, median_ci
+from clusterbench.experiment.convergence import Convergence, converge, trial_value
 from clusterbench.experiment.runner import trial_rows
 from clusterbench.store import Store
 from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram, merge_all
@@ -28,6 +29,9 @@ class PointStats:
     cv: float | None = None
     cv_high: bool = False
     rate: int = 0
+    # repetitions = "auto": how far the point's repetitions got towards the CI target
+    convergence: Convergence | None = None
+    values: list[float] = field(default_factory=list)  # the per-repetition values it is judged on
 
     @property
     def n(self) -> int:
@@ -68,8 +72,16 @@ def point_stats(store: Store, run_id: int, cv_warn: float | None = None) -> list
         dur = float(s.get("duration") or 0) or 1.0
         p.errors_per_s.append(float(s["errors"]) / dur)
         p.rate = int(r.get("effective_rate") or 0)
+        v = trial_value(str(r.get("test") or ""), s)
+        if v is not None:
+            p.values.append(v)
         hists.setdefault(pk, []).append(trial_histogram(store, r["trial_id"]))
+    settings = info.get("settings") or {}
     for pk, p in points.items():
+        if settings.get("repetitions") == "auto":
+            p.convergence = converge(
+                p.values, settings.get("ci_statistic", "median"), float(settings.get("ci_tolerance", 0.05))
+            )
         p.tps_ci = median_ci(p.tps)
         p.p95_ci = median_ci(p.p95s) if p.p95s else None
         merged = merge_all(hists[pk])

@@ -17,7 +17,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from clusterbench.checkers.availability import tps_recovery
 from clusterbench.cluster import Cluster
 from clusterbench.errors import ClusterbenchError, ComponentError
 from clusterbench.experiment import tls as tlsmod
+from clusterbench.experiment.convergence import Convergence, converge, needs_more, trial_value, value_name
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
 from clusterbench.faults.nemesis import Nemesis
 from clusterbench.runner.bench import admin_connect, check_tpcc, tpcc_figures, tpcc_size, trial_stalls
@@ -209,6 +210,9 @@ class ExperimentRunner:
         self.prepared: set[tuple[object, ...]] = set()
         self.certs: Path | None = None
         self.client_hosts: list[Any] = []
+        self._extra_index = 0  # run-order positions of repetitions added by repetitions = "auto"
+        self._attempts: dict[str, int] = {}
+        self._told: set[str] = set()
 
     # ---- the run ------------------------------------------------------------------------------
 
@@ -281,21 +285,77 @@ class ExperimentRunner:
         return out
 
     def _run_trials(self, run_id: int, out: ExperimentOutcome, done: dict[str, int], seq: int) -> None:
-        """The trials not done yet, one cluster per group (a search overrides this)."""
+        """The trials not done yet, one cluster per group (a search overrides this). With
+        repetitions = "auto", a point gets more repetitions until it converges: right after its
+        planned ones (blocked order), or in rounds over the group's points at the group's end
+        (interleaved)."""
+        settings = self.plan.experiment.settings
+        last_rep = {t.point_key: t.rep for t in self.plan.trials}  # planned ones, per point
+        self._extra_index = len(self.plan.trials)
         for members in self.plan.groups():
             todo = [t for t in members if t.key not in done]
-            if not todo:
+            if not todo and not settings.auto:
                 continue
             try:
-                self._bring_up(todo[0])
-                for t in todo:
-                    seq += 1
-                    status = self._trial(run_id, seq, t)
-                    out.ran += 1
-                    if status != "completed":
-                        out.failed.append(t.key)
+                for t in members:
+                    if t.key not in done:
+                        self._ensure_up(t)
+                        seq = self._count(run_id, t, out, seq)
+                    blocked = settings.repetition_order == "blocked"
+                    if settings.auto and blocked and t.rep == last_rep[t.point_key]:
+                        while (more := self._next_repetition(run_id, t)) is not None:
+                            self._ensure_up(more)
+                            seq = self._count(run_id, more, out, seq)
+                if settings.auto and settings.repetition_order == "interleaved":
+                    firsts = list({t.point_key: t for t in members if t.rep == 1}.values())
+                    while wanted := [m for m in (self._next_repetition(run_id, t) for t in firsts) if m]:
+                        for more in wanted:
+                            self._ensure_up(more)
+                            seq = self._count(run_id, more, out, seq)
             finally:
                 self._teardown()
+
+    def _ensure_up(self, t: TrialSpec) -> None:
+        if self.cluster is None:
+            self._bring_up(t)
+
+    def _count(self, run_id: int, t: TrialSpec, out: ExperimentOutcome, seq: int) -> int:
+        seq += 1
+        status = self._trial(run_id, seq, t)
+        out.ran += 1
+        if status != "completed":
+            out.failed.append(t.key)
+        return seq
+
+    def point_convergence(self, run_id: int, point_key: str, test: str) -> Convergence:
+        """How far the point's completed repetitions are from the experiment's CI target."""
+        s = self.plan.experiment.settings
+        values = [
+            v
+            for r in trial_rows(self.store, run_id)
+            if r.get("point_key") == point_key
+            and (v := trial_value(test, r.get("summary"))) is not None
+        ]
+        return converge(values, s.ci_statistic, s.ci_tolerance)
+
+    def _next_repetition(self, run_id: int, t: TrialSpec) -> TrialSpec | None:
+        """One more repetition of t's point while its CI is too wide and the cap not reached;
+        None (and a line saying how it ended, once) when it is done."""
+        s = self.plan.experiment.settings
+        c = self.point_convergence(run_id, t.point_key, t.test)
+        reps = [
+            int(r["rep"]) for r in trial_rows(self.store, run_id) if r.get("point_key") == t.point_key
+        ]
+        attempts = self._attempts.setdefault(t.point_key, 0)
+        # a failed repetition is retried at most max_repetitions times in all: no endless loop
+        if needs_more(c, s.max_repetitions) and attempts < s.max_repetitions:
+            self._attempts[t.point_key] = attempts + 1
+            self._extra_index += 1
+            return replace(t, rep=max(reps + [t.rep]) + 1, index=self._extra_index)
+        if t.point_key not in self._told:
+            self._told.add(t.point_key)
+            self.lis.phase(f"{t.point_label}: {c.text()} repetition(s) [{value_name(t.test)}]")
+        return None
 
     def _extra_params(self, t: TrialSpec) -> dict[str, Any]:
         """More params stored with each trial (a search adds why the trial ran)."""

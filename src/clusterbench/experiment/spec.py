@@ -301,7 +301,14 @@ class Part(_Strict):
 class ExperimentSettings(_Strict):
     name: str = Field(min_length=1, max_length=64)
     description: str = ""
-    repetitions: int = Field(3, ge=1, le=100)
+    # a number, or "auto": min_repetitions per point, then one more at a time until the 95 %
+    # confidence interval of ci_statistic is within ci_tolerance of it, at most max_repetitions
+    # (experiment/convergence.py)
+    repetitions: int | Literal["auto"] = Field(3, description='repetitions per point, or "auto"')
+    min_repetitions: int = Field(3, ge=1, le=100, description='repetitions = "auto": planned per point')
+    max_repetitions: int = Field(10, ge=1, le=100, description='repetitions = "auto": at most, per point')
+    ci_statistic: Literal["median", "mean"] = "median"
+    ci_tolerance: float = Field(0.05, gt=0, lt=1, description="the CI's ends within this fraction")
     # "full-grid", or a designed experiment: a name or a table, see experiment/design.py
     design: DesignSpec = Field(default_factory=DesignSpec)
     # blocked: a point's repetitions back to back (fewest node changes). interleaved: repetition 1
@@ -311,6 +318,37 @@ class ExperimentSettings(_Strict):
     repetition_order: Literal["blocked", "interleaved"] = "blocked"
     baseline: dict[str, Level] = Field(default_factory=dict)
     cv_warn: float = Field(0.10, gt=0, description="flag a point whose coefficient of variation is above")
+
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, v: Any) -> Any:
+        if v == "auto":
+            return v
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 100:
+            raise ValueError('repetitions must be a number 1-100 or "auto"')
+        return v
+
+    @model_validator(mode="after")
+    def _auto(self) -> ExperimentSettings:
+        if self.repetitions != "auto":
+            given = [k for k in ("min_repetitions", "max_repetitions") if k in self.model_fields_set]
+            if given:
+                raise ValueError(f'{given[0]} needs repetitions = "auto"; set that or remove {given[0]}')
+        elif self.min_repetitions > self.max_repetitions:
+            raise ValueError(
+                f"min_repetitions {self.min_repetitions} is more than max_repetitions "
+                f"{self.max_repetitions}; lower min_repetitions or raise max_repetitions"
+            )
+        return self
+
+    @property
+    def auto(self) -> bool:
+        return self.repetitions == "auto"
+
+    @property
+    def planned_repetitions(self) -> int:
+        """Repetitions planned per point (with "auto": the minimum; the runner adds more)."""
+        return self.min_repetitions if self.repetitions == "auto" else int(self.repetitions)
 
 
 METRICS = ("tps", "qps", "p50", "p95", "p99", "latency_avg", "errors_per_s")  # of a trial's summary
@@ -351,6 +389,11 @@ class ExperimentFile(_Strict):
         if self.search is not None and (self.factors is not None or self.parts):
             raise ValueError(
                 "[search] and [factors]/[parts] in one file: put the search in a file of its own"
+            )
+        if self.search is not None and self.experiment.auto:
+            raise ValueError(
+                'repetitions = "auto" and [search]: a search repeats by its own recheck and confirm; '
+                "give repetitions a number"
             )
         if self.factors is None and not self.parts and self.search is None:
             raise ValueError("no factors: add a [factors] table (or [parts.NAME.factors], or a [search])")

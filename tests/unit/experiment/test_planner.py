@@ -172,7 +172,7 @@ def test_separate_schemas_prepare_each_once() -> None:
         ),
         (
             ("repetitions = 2", "repetitions = 'x'"),
-            "x.toml: experiment.repetitions: Input should be a valid integer",
+            "x.toml: experiment.repetitions: repetitions must be a number 1-100 or \"auto\" (got 'x')",
         ),
         (("threads = [1, 4]", "threads = []"), "x.toml: factors.threads: needs at least one level"),
         (("threads = [1, 4]", "workload = ['oltp_nope']"), "x.toml: factors.workload: unknown sysbench test"),
