@@ -544,23 +544,58 @@ def test_keepalived_pair_over_ssh_moves_the_vip_when_the_active_haproxy_dies(
     assert not (base_dir(cb_home) / name).exists()
 
 
-def test_group_replication_over_ssh_up_rejoin_and_down(lab: SshLab, cb_home: Path, tmp_path: Path) -> None:
-    """Group Replication members chrooted into the MySQL rootfs on machines reached over SSH (the
-    lab's machines share this one's file system, so the rootfs is at the same path there)."""
+def test_group_replication_over_ssh_provision_up_rejoin_and_down(
+    lab: SshLab, cb_home: Path, tmp_path: Path
+) -> None:
+    """Group Replication members chrooted into the MySQL rootfs on machines reached over SSH.
+    `provision` first copies this machine's rootfs to provider.rootfs on the hosts (the lab's
+    machines share this file system: one path, so one host copies, the others find it), a second
+    provision reuses it, and the members run from that copy."""
+    import shutil
+    import socket
+
     from clusterbench.engines.group_replication import rootfs
 
     bad = rootfs.problem(rootfs.rootfs_dir())
     if bad:
         pytest.skip(f"Group Replication tests skipped: {bad}")
     name = "cbssh13"
+    there = tmp_path / "remote-rootfs" / "mysql"
     data: dict[str, Any] = {
         "cluster": {"name": name},
-        "provider": {"kind": "ssh", "base_dir": str(base_dir(cb_home)), "connect_timeout": 3},
+        "provider": {
+            "kind": "ssh", "base_dir": str(base_dir(cb_home)), "connect_timeout": 3, "rootfs": str(there),
+        },
         "engine": {"kind": "group_replication"},
         "mysql": {"member_expel_timeout": 0},
         **NO_LB,
-    }
-    f = write_topology(tmp_path / "gr.toml", data, spare_inventory(lab))
+    }  # fmt: skip
+    # One db host provisions first (three at once would race for the one shared path).
+    hosts = spare_inventory(lab)
+    first = write_topology(tmp_path / "gr1.toml", {**data, "cluster": {"name": name, "nodes": 1}}, hosts[2:])
+    try:
+        t0 = time.monotonic()
+        p = cli(cb_home, "provision", "-f", str(first), timeout=300)
+        print(f"provision (copy of the rootfs): {time.monotonic() - t0:.1f} s\n{p.stdout}")
+        assert p.returncode == 0, p.stdout + p.stderr
+        here = rootfs.read_info(rootfs.rootfs_dir())
+        assert here is not None
+        assert f"copied the MySQL root file system (MySQL {here.mysql_version}" in p.stdout
+        stamp = json.loads(rootfs.info_path(there).read_text())
+        assert stamp["path"] == str(there) and stamp["copied_from"] == socket.gethostname()
+        assert rootfs.problem(there) is None
+        f = write_topology(tmp_path / "gr.toml", data, hosts)
+        p = cli(cb_home, "provision", "-f", str(f), timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert p.stdout.count(f"runs from the MySQL root file system already at {there}") == 3, p.stdout
+        _group_replication_over_ssh(cb_home, f, name, there)
+    finally:
+        shutil.rmtree(there.parent, ignore_errors=True)
+
+
+def _group_replication_over_ssh(cb_home: Path, f: Path, name: str, there: Path) -> None:
+    import socket
+
     t0 = time.monotonic()
     r = cli(cb_home, "up", "-f", str(f), timeout=300)
     print(f"ssh up of 3 Group Replication members: {time.monotonic() - t0:.1f} s\n{r.stdout}")
@@ -569,6 +604,10 @@ def test_group_replication_over_ssh_up_rejoin_and_down(lab: SshLab, cb_home: Pat
         c = Cluster.load(name, home=cb_home)
         views = sorted((v.index, v.health.state, v.health.role) for v in c.status().nodes if v.health)
         assert views == [(1, "ONLINE", "PRIMARY"), (2, "ONLINE", "SECONDARY"), (3, "ONLINE", "SECONDARY")]
+        # Each member runs from the copy, and says so in its provenance.
+        st = c.node(2).engine_status()
+        assert st["rootfs"] == str(there), st
+        assert st["mysqld_source"] == f"rootfs copied from {socket.gethostname()}", st
         primary = c.node(1)
         primary.query("CREATE TABLE sbtest.overssh (id INT PRIMARY KEY)")
         primary.query("INSERT INTO sbtest.overssh VALUES (1), (2)")

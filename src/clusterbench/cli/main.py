@@ -434,7 +434,9 @@ def provision(
     ],
 ) -> None:
     """Install the Debian packages each [[hosts]] machine needs for its roles (apt-get, ssh
-    provider only); packages are kept from starting services, nothing else is touched."""
+    provider only); packages are kept from starting services. For Group Replication, each db host
+    then runs its own mysqld when it has one with Group Replication, else gets the MySQL root file
+    system (copied from this machine, or debootstrapped there); a host that has it keeps it."""
     from clusterbench.providers.provision import provision as run_provision
     from clusterbench.providers.ssh import SshProvider
 
@@ -451,7 +453,8 @@ def provision(
     errors = [o.line() for o in outcomes if o.error]
     for o in outcomes:
         if not o.error:
-            console.step(o.line())
+            for line in o.lines():
+                console.step(line)
     if errors:
         raise PreflightError("\n".join(errors))
 

@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, runtime_checkable
 
 import pymysql
 
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import Route
-from clusterbench.hosts.base import Machine, ProcessRef
+from clusterbench.hosts.base import CommandResult, Machine, ProcessRef
 from clusterbench.spec.topology import Topology
 
 Report = Callable[[str], None]
@@ -188,6 +188,16 @@ class SessionSql:
     unreplicated: tuple[str, ...] = ()
 
 
+class ProvisionHost(Protocol):
+    """What `prepare_host` needs from a machine: commands, and a command fed a byte stream."""
+
+    def run(
+        self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True
+    ) -> CommandResult: ...
+
+    def stream_in(self, argv: list[str], source: IO[bytes], *, timeout: float) -> CommandResult: ...
+
+
 class DbNode(Protocol):
     """One database server of an engine, on one host."""
 
@@ -332,6 +342,13 @@ class Engine(Protocol):
 
     def ports(self) -> tuple[int, ...]:
         """TCP ports a node listens on (the ssh preflight refuses a host where one is taken)."""
+
+    def prepare_host(self, host: ProvisionHost, where: str) -> str | None:
+        """`provision`, on a db host reached over ssh, after its packages: whatever else the
+        engine's server needs there (Galera: nothing, None; Group Replication: the host's own
+        mysqld with Group Replication, else the MySQL root file system copied or built there).
+        Returns one line saying what it did; raises PreflightError, one line naming the host
+        (`where`) and the next step."""
 
     def bring_up(self, site: Site, report: Report) -> None:
         """From empty node directories to every node a ready member (files written, data

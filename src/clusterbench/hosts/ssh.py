@@ -294,6 +294,60 @@ class SshHost:
         finally:
             chan.close()
 
+    def stream_in(self, argv: list[str], source: IO[bytes], *, timeout: float) -> CommandResult:
+        """Run `argv` there with its stdin fed from `source` until EOF, chunk by chunk (a tar
+        stream of hundreds of MiB never sits in memory); stdout and stderr come back whole."""
+        command = self.command_line(argv)
+        cmdlog.debug("[%s] %s < stream", self.name, command)
+        transport = self.connect()
+        try:
+            chan = transport.open_session(timeout=self.connect_timeout)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self.close()
+            raise ComponentError(
+                f"[{self.name}] SSH channel failed ({exc}); is {self.target.address} up?"
+            ) from None
+        out: list[bytes] = []
+        err: list[bytes] = []
+
+        def drain() -> None:
+            while chan.recv_ready():
+                out.append(chan.recv(65536))
+            while chan.recv_stderr_ready():
+                err.append(chan.recv_stderr(65536))
+
+        deadline = time.monotonic() + timeout
+        try:
+            chan.settimeout(timeout)
+            chan.exec_command(command)
+            while not chan.exit_status_ready():  # else the far side gave up: stop sending
+                block = source.read(1 << 20)
+                if not block:
+                    break
+                try:
+                    chan.sendall(block)
+                except OSError:  # closed by a command that exited early: its status says why
+                    break
+                drain()
+                if time.monotonic() > deadline:
+                    raise ComponentError(f"[{self.name}] `{argv[0]}` did not finish in {timeout:g} s")
+            with contextlib.suppress(OSError):
+                chan.shutdown_write()
+            while not (chan.exit_status_ready() and chan.eof_received):
+                drain()
+                if time.monotonic() > deadline:
+                    raise ComponentError(f"[{self.name}] `{argv[0]}` did not finish in {timeout:g} s")
+                select.select([chan], [], [], 0.05)
+            drain()
+            return CommandResult(
+                tuple(argv), chan.recv_exit_status(), b"".join(out).decode(errors="replace"),
+                b"".join(err).decode(errors="replace"),
+            )  # fmt: skip
+        except (TimeoutError, OSError) as exc:
+            raise ComponentError(f"[{self.name}] streaming into `{argv[0]}` failed: {exc}") from None
+        finally:
+            chan.close()
+
     def run(
         self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True
     ) -> CommandResult:

@@ -1,4 +1,5 @@
-"""`clusterbench provision`: install what each inventory host needs for its roles, with apt-get.
+"""`clusterbench provision`: install what each inventory host needs for its roles, with apt-get,
+then the engine's own step on each db host (Engine.prepare_host: Group Replication's mysqld).
 
 Only missing packages are installed, on the hosts that need them, all hosts in parallel. Like
 scripts/setup.sh, a policy-rc.d that exits 101 keeps the packages' maintainer scripts from
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from clusterbench.engines import make_engine
+from clusterbench.errors import PreflightError
 from clusterbench.hosts.ssh import SshHost, on_hosts
 from clusterbench.providers.ssh_check import HostFacts, packages_for, probe
 from clusterbench.spec.topology import InventoryHost, Topology
@@ -38,6 +41,7 @@ class Outcome:
     host: str
     installed: tuple[str, ...]
     error: str | None = None
+    prepared: str | None = None  # the engine's own step on a db host (Engine.prepare_host)
 
     def line(self) -> str:
         if self.error:
@@ -45,6 +49,9 @@ class Outcome:
         if not self.installed:
             return f"host {self.host}: nothing to install"
         return f"host {self.host}: installed {', '.join(self.installed)}"
+
+    def lines(self) -> list[str]:
+        return [self.line()] + ([self.prepared] if self.prepared and not self.error else [])
 
 
 def provision_host(
@@ -60,13 +67,18 @@ def provision_host(
     if facts.os not in ("debian", "ubuntu") and "debian" not in facts.os_like.split():
         return Outcome(h.name, (), f"{where}: {facts.pretty} is not Debian or Ubuntu; install by hand")
     missing = tuple(facts.missing)
-    if not missing:
-        return Outcome(h.name, ())
-    res = host.run(["sh", "-c", INSTALL_SCRIPT, "sh", *missing], timeout=APT_TIMEOUT, check=False)
-    if not res.ok:
-        why = f"apt-get failed (exit {res.returncode}): {res.tail(2)}"
-        return Outcome(h.name, (), f"{where}: {why}; run it there by hand")
-    return Outcome(h.name, missing)
+    if missing:
+        res = host.run(["sh", "-c", INSTALL_SCRIPT, "sh", *missing], timeout=APT_TIMEOUT, check=False)
+        if not res.ok:
+            why = f"apt-get failed (exit {res.returncode}): {res.tail(2)}"
+            return Outcome(h.name, (), f"{where}: {why}; run it there by hand")
+    prepared = None
+    if "db" in h.roles:
+        try:
+            prepared = make_engine(t).prepare_host(host, where)
+        except PreflightError as exc:
+            return Outcome(h.name, missing, str(exc))
+    return Outcome(h.name, missing, prepared=prepared)
 
 
 def provision(t: Topology, hosts: dict[str, SshHost]) -> list[Outcome]:

@@ -34,7 +34,10 @@ echo "os=${ID:-unknown}"; echo "os_like=${ID_LIKE:-}"; echo "pretty=${PRETTY_NAM
 echo "machine=$(cat /etc/machine-id 2>/dev/null)/$(readlink /proc/self/ns/net 2>/dev/null)"
 for p in "$@"; do
   case "$p" in
-    /*) [ -e "$p" ] || echo "absent=$p" ;;
+    /*) found=""; rest=$p
+        while [ -n "$rest" ]; do one=${rest%%|*}; [ -e "$one" ] && found=1
+          case "$rest" in *"|"*) rest=${rest#*|} ;; *) rest="" ;; esac; done
+        [ -n "$found" ] || echo "absent=$p" ;;
     *) st="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)"
        case "$st" in *" installed") ;; *) echo "missing=$p";; esac ;;
   esac
@@ -177,7 +180,8 @@ def problems(t: Topology, facts: dict[str, HostFacts | Exception], check_package
             )
         files = files_for(t, h)
         for path in got.absent:
-            lines.append(f"{where}: missing {path}; {files.get(path, 'install it')} on that host")
+            what = path.replace("|", " or ")  # "a|b": one of them would do
+            lines.append(f"{where}: missing {what}; {files.get(path, 'install it')} on that host")
         busy = busy_ports(got.listening, h.address, ports_for(t, h))
         if busy:
             lines.append(

@@ -251,11 +251,20 @@ class ProviderSettings(_Strict):
     # this machine (joiners then need only an IST), "sst" lets each joiner take a full SST from a
     # donor, machine to machine (better when this machine is far from the cluster).
     seed: Literal["copy", "sst"] = "copy"
+    # Group Replication: where the MySQL root file system is on the remote machines ("": the same
+    # path as on this machine, CLUSTERBENCH_ROOTFS or /var/lib/clusterbench/rootfs/mysql). A host
+    # whose own mysqld has Group Replication uses that instead. `provision` fills it.
+    rootfs: str = ""
 
     @field_validator("base_dir")
     @classmethod
     def _base_dir(cls, v: str) -> str:
         return _absolute(v)
+
+    @field_validator("rootfs")
+    @classmethod
+    def _rootfs(cls, v: str) -> str:
+        return _absolute(v) if v else v
 
 
 def _absolute(v: str) -> str:

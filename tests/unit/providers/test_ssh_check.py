@@ -263,15 +263,23 @@ def test_group_replication_hosts_need_the_rootfs_not_mariadb_server(
         }  # fmt: skip
     )
     assert ports_for(t, db3) == [3306, 9200, 33061]
+    # Either the rootfs there (by default at this machine's path) or the host's own mysqld with
+    # group_replication.so: the probe reads "a|b" as one of them.
     mysqld = str(tmp_path / "mysql" / rootfs.MYSQLD.lstrip("/"))
-    assert list(files_for(t, db3)) == [mysqld] and files_for(t, t.hosts[3]) == {}
+    either = f"{mysqld}|/usr/lib/mysql/plugin/group_replication.so"
+    assert list(files_for(t, db3)) == [either] and files_for(t, t.hosts[3]) == {}
     facts = all_good(t)
-    probed = parse_probe(f"uid=0\nos=debian\nabsent={mysqld}\nend=1\n")
+    probed = parse_probe(f"uid=0\nos=debian\nabsent={either}\nend=1\n")
     probed.machine = "m-db2"
     facts["db2"] = probed
     assert problems(t, facts) == [
-        f"host db2 (10.0.0.12): missing {mysqld}; the MySQL root file system for Group Replication: "
-        "`make setup` or `clusterbench rootfs build` on that host"
+        f"host db2 (10.0.0.12): missing {mysqld} or /usr/lib/mysql/plugin/group_replication.so; run "
+        "`clusterbench provision -f FILE` for MySQL with Group Replication on that host"
+    ]
+    # provider.rootfs names the path on the remote machines.
+    t2 = topo(engine={"kind": "group_replication"}, provider={"kind": "ssh", "rootfs": "/srv/mysql-root"})
+    assert list(files_for(t2, t2.hosts[0])) == [
+        "/srv/mysql-root/usr/sbin/mysqld|/usr/lib/mysql/plugin/group_replication.so"
     ]
     facts = all_good(t)
     facts["db1"] = good("m-db1", listening=["0.0.0.0:33061"])

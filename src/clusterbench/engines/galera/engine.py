@@ -14,7 +14,7 @@ from typing import cast
 
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
-from clusterbench.engines.base import Credentials, DbNode, Report, Site
+from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode, account_sql
 from clusterbench.engines.galera.status import GraState
@@ -82,6 +82,9 @@ class GaleraEngine:
         # the SST scripts call).
         extra = ("mariadb-backup",) if self.topology.mariadb.sst_method == "mariabackup" else ()
         return ("mariadb-server", "mariadb-client", "galera-4", "rsync", "socat", "iproute2", *extra)
+
+    def prepare_host(self, host: ProvisionHost, where: str) -> str | None:
+        return None  # the packages (host_packages) are all a Galera node needs
 
     def ports(self) -> tuple[int, ...]:
         return (3306, 4444, 4567, 4568, HEALTH_PORT)  # mysql, SST, group communication, IST, clustercheck

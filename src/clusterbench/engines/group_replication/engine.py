@@ -8,6 +8,7 @@ join. They all start from the same empty executed set, so a join recovers only t
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,8 +17,8 @@ from typing import cast
 
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import Route
-from clusterbench.engines.base import Credentials, DbNode, Report, Site
-from clusterbench.engines.group_replication import rootfs
+from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site
+from clusterbench.engines.group_replication import remote, rootfs
 from clusterbench.engines.group_replication.config import (
     GCS_PORT,
     MONITOR_PRIVILEGES,
@@ -66,6 +67,10 @@ class GroupReplicationEngine:
     def __init__(self, topology: Topology, root: Path | None = None) -> None:
         self.topology = topology
         self.rootfs = root or rootfs.rootfs_dir()
+        # Over ssh: the rootfs's path on the remote machines, and what each host resolved to
+        # (its own mysqld at "/" or that rootfs; remote.resolve), asked once per host.
+        self.remote_rootfs = Path(topology.provider.rootfs) if topology.provider.rootfs else self.rootfs
+        self._resolved: dict[str, remote.Resolved] = {}
 
     @property
     def single_primary(self) -> bool:
@@ -110,13 +115,17 @@ class GroupReplicationEngine:
         check_proc: ProcessRef | None,
         clock: Clock,
     ) -> GRNode:
-        owner = rootfs.uid_gid(self.rootfs)
-        if owner is None:
-            raise PreflightError(rootfs.problem(self.rootfs) or f"{self.rootfs} has no mysql user")
+        if self.topology.remote:
+            root, owner = self.host_root(index, host)
+        else:
+            root, ids = self.rootfs, rootfs.uid_gid(self.rootfs)
+            if ids is None:
+                raise PreflightError(rootfs.problem(self.rootfs) or f"{self.rootfs} has no mysql user")
+            owner = ids
         return GRNode(
             self.member_config(index, dir, creds),
             host,
-            self.rootfs,
+            root,
             owner,
             creds,
             proc=proc,
@@ -124,10 +133,38 @@ class GroupReplicationEngine:
             clock=clock,
         )
 
+    def host_root(self, index: int, host: Machine) -> tuple[Path, tuple[int, int]]:
+        """The root a remote member's mysqld runs from (the host's own "/" or the rootfs there) and
+        its mysql user's ids there."""
+        address = self.topology.node_address(index)
+        got = self._resolved.get(address)
+        if got is None or got.owner is None:
+            got = remote.resolve(host, self.remote_rootfs)
+            if got.owner is None:
+                raise PreflightError(
+                    f"node {index} ({address}): no MySQL with Group Replication there (neither "
+                    f"{remote.OWN_GR_PLUGIN} nor {self.remote_rootfs}); run `clusterbench provision -f FILE`"
+                )
+            self._resolved[address] = got
+        assert got.owner is not None
+        return got.root, got.owner
+
+    def prepare_host(self, host: ProvisionHost, where: str) -> str | None:
+        return remote.prepare(
+            host, where, self.remote_rootfs, self.rootfs, socket.gethostname(), rootfs.host_mirror()
+        )
+
     def required(self) -> dict[str, str]:
         how = "the MySQL root file system for Group Replication: `make setup` or `clusterbench rootfs build`"
+        if self.topology.remote:
+            # Either the host's own mysqld with Group Replication or the rootfs there (ssh_check's
+            # probe reads "a|b" as "one of them").
+            either = f"{self.remote_rootfs / rootfs.MYSQLD.lstrip('/')}|{remote.OWN_GR_PLUGIN}"
+            how = "run `clusterbench provision -f FILE` for MySQL with Group Replication"
+        else:
+            either = str(self.rootfs / rootfs.MYSQLD.lstrip("/"))
         return {
-            str(self.rootfs / rootfs.MYSQLD.lstrip("/")): how,
+            either: how,
             "mariadb": "Debian package mariadb-client",  # the health check's client
             "unshare": "Debian package util-linux",
             "rsync": "Debian package rsync",

@@ -19,6 +19,7 @@ import pymysql.cursors
 
 from clusterbench.clock import Clock
 from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
+from clusterbench.engines.group_replication import remote
 from clusterbench.engines.group_replication.config import (
     MemberConfig,
     render_client_cnf,
@@ -406,7 +407,10 @@ class GRNode(ServerNode):
             out["version"] = f"{row[0]} ({row[1]})"  # e.g. 9.7.4-2 ((Debian)): unstable changes daily
         except (pymysql.MySQLError, ValueError):
             pass
-        out.update(rootfs_provenance(self.rootfs))
+        if self.host.remote:
+            out.update(remote.provenance(self.rootfs, self.host.read_file))
+        else:
+            out.update(rootfs_provenance(self.rootfs))
         return out
 
     def executed(self) -> GtidSet:

@@ -119,6 +119,10 @@ def rootfs_provenance(root: Path) -> dict[str, str]:
     info = read_info(root)
     if info is None:
         return {"rootfs": str(root)}
+    return rootfs_provenance_of(info)
+
+
+def rootfs_provenance_of(info: RootfsInfo) -> dict[str, str]:
     built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.built_at)) if info.built_at else ""
     return {
         "rootfs": info.path,
