@@ -2,6 +2,7 @@
 `clusterbench run -w tpcc` loads 1 warehouse, runs 10 s through HAProxy and checks the twelve
 consistency conditions after the load and after the trial; then a row changed behind the
 workload's back makes `clusterbench tpcc-check` FAIL naming the condition (the negative control).
+The same on the session's Group Replication cluster, at a reduced scale so that it adds seconds.
 """
 
 from __future__ import annotations
@@ -10,10 +11,15 @@ import os
 import subprocess
 from pathlib import Path
 
+import pymysql  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
 from clusterbench.cluster import Cluster
+from clusterbench.runner import BenchPlan, BenchRunner, make_options
+from clusterbench.runner.bench import admin_connect, check_tpcc
 from clusterbench.store import Store
+from clusterbench.workloads import SysbenchRunner
+from clusterbench.workloads.shim import build_shim
 from clusterbench.workloads.tpcc import TYPES
 
 pytestmark = pytest.mark.integration
@@ -80,3 +86,42 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
         "condition 9 (D_YTD = sum(H_AMOUNT) for each district)" in fail.stdout + fail.stderr
     assert "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL, 1 row(s), e.g. 1, 3" in fail.stdout
     cb("sql", "1", "-n", name, "-e", f"DROP DATABASE IF EXISTS {DB}")
+
+
+def test_tpcc_on_group_replication(gr_cluster: Cluster, tmp_path: Path) -> None:
+    """Single primary, writes through HAProxy's write endpoint; 300 customers per district and
+    10,000 items (a tenth of the scale: the load takes a few seconds), 1 s warm-up + 8 s."""
+    ep = gr_cluster.endpoint("balancer", database=DB)
+    opts = make_options(test="tpcc", warehouses=1, threads=4, time=8, warmup=1,
+                        prepare_extra=("--customers=300", "--items=10000"))  # fmt: skip
+    runner = BenchRunner(SysbenchRunner(shim=build_shim(gr_cluster.home / "lib")), None, telemetry_on=False)
+    plan = BenchPlan(kind="run", tests=("tpcc",), options=opts, endpoint=ep)
+    runner.check(plan)
+    with Store.open(tmp_path / "results.db") as store:
+        out = runner.execute(plan, store)
+        assert out.status == "completed", out.failures
+        prov = store.provenance(out.run_id)
+        # 10,000 items + 10,000 stock + 3,000 customers, their history and orders, 900 new orders ...
+        assert prov["tpcc_load"]["rows"] > 40_000 and prov["tpcc_load"]["data_to_buffer_pool"] > 0
+        assert prov[f"tpcc_consistency@load:{DB}"]["verdict"] == "PASS"
+        (trial,) = store.trials(out.run_id)
+        tprov = store.provenance(out.run_id, trial.id)
+        f = tprov["tpcc"]
+        assert f["tpmC"] > 0 and all(f["types"][t]["count"] > 0 for t in TYPES), f["types"]
+        assert tprov[f"tpcc_consistency:{DB}"]["verdict"] == "PASS"
+        assert tprov["stalls"]["median_tps"] > 0
+    # the negative control: a payment's amount lost from one district's history
+    conn = admin_connect(pymysql.connect, ep, 10)
+    with conn.cursor() as cur:
+        cur.execute(f"UPDATE {DB}.district SET d_ytd = d_ytd - 5 WHERE d_w_id = 1 AND d_id = 7")
+    conn.close()
+    report = check_tpcc(admin_connect(pymysql.connect, ep, 10), ep, DB, "run")
+    assert report.failed
+    assert report.summary_line() == (
+        "TPC-C consistency after run: FAIL: condition 1 (W_YTD = sum(D_YTD) for each warehouse); "
+        "condition 9 (D_YTD = sum(H_AMOUNT) for each district)"
+    )
+    conn = admin_connect(pymysql.connect, ep, 10)
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
+    conn.close()
