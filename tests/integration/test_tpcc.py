@@ -90,9 +90,11 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
 
 def test_tpcc_on_group_replication(gr_cluster: Cluster, tmp_path: Path) -> None:
     """Single primary, writes through HAProxy's write endpoint; 300 customers per district and
-    10,000 items (a tenth of the scale: the load takes a few seconds), 1 s warm-up + 8 s."""
+    10,000 items (a tenth of the scale: the load takes a few seconds), 1 s warm-up + 8 s, with a
+    transaction mix of its own."""
     ep = gr_cluster.endpoint("balancer", database=DB)
-    opts = make_options(test="tpcc", warehouses=1, threads=4, time=8, warmup=1,
+    # a mix of its own (--mix): Order-Status at 20 % instead of 4 %
+    opts = make_options(test="tpcc", warehouses=1, threads=4, time=8, warmup=1, mix=(40, 30, 20, 5, 5),
                         prepare_extra=("--customers=300", "--items=10000"))  # fmt: skip
     runner = BenchRunner(SysbenchRunner(shim=build_shim(gr_cluster.home / "lib")), None, telemetry_on=False)
     plan = BenchPlan(kind="run", tests=("tpcc",), options=opts, endpoint=ep)
@@ -108,6 +110,10 @@ def test_tpcc_on_group_replication(gr_cluster: Cluster, tmp_path: Path) -> None:
         tprov = store.provenance(out.run_id, trial.id)
         f = tprov["tpcc"]
         assert f["tpmC"] > 0 and all(f["types"][t]["count"] > 0 for t in TYPES), f["types"]
+        assert f["mix"] == "new_order=40,payment=30,order_status=20,delivery=5,stock_level=5"
+        # a weighted draw over a few hundred transactions: a few points either way
+        assert 13 <= f["types"]["order_status"]["share_pct"] <= 27, f["types"]
+        assert 32 <= f["types"]["new_order"]["share_pct"] <= 48, f["types"]
         assert tprov[f"tpcc_consistency:{DB}"]["verdict"] == "PASS"
         assert tprov["stalls"]["median_tps"] > 0
     # the negative control: a payment's amount lost from one district's history

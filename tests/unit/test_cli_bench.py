@@ -59,6 +59,35 @@ def test_run_bad_input_is_one_line_exit_2(
     assert message in one_error(capsys)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "-w", "tpcc", "--mix", "new_order=45,payment=43,order_status=4,delivery=4,stock_levl=4"],
+         "error: --mix: unknown transaction 'stock_levl'; known: new_order, payment, order_status, delivery, "
+         "stock_level"),
+        (["run", "-w", "tpcc", "--mix", "new_order=45,payment=40,order_status=4,delivery=4,stock_level=4"],
+         "error: --mix: the weights sum to 97, not 100; make them add up to 100 (a transaction left out "
+         "weighs 0)"),
+        (["run", "-w", "tpcc", "--mix", "new_order=60,payment=-4,order_status=40,delivery=4"],
+         "error: --mix: payment=-4 is negative; weights are whole percentages from 0 to 100"),
+        (["suite", "-w", "oltp_insert,tpcc", "--mix", "new_order"],
+         "error: --mix: 'new_order' is not NAME=WEIGHT; give e.g. new_order=45,payment=43,order_status=4,"
+         "delivery=4,stock_level=4"),
+        (["run", "-w", "oltp_read_write", "--mix", "new_order=100"],
+         "error: --mix is the tpcc transaction mix; leave it out, or run -w tpcc"),
+        (["run", "-w", "tpcc", "--warehouses", "0"],
+         "error: Invalid value for '--warehouses': 0 is not in the range x>=1. "
+         "(see `clusterbench run --help`)"),
+    ],
+)
+def test_tpcc_bad_input_is_one_line_exit_2_and_starts_nothing(
+    args: list[str], message: str, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*args, "-n", "tpxnone"]) == 2
+    assert one_error(capsys) == message
+    assert not (home / "results.db").exists()  # refused before the store, a cluster or sysbench
+
+
 def test_results_path_not_writable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "file"
     f.write_text("")

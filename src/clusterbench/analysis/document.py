@@ -538,7 +538,7 @@ def write_report(
 
 
 TPCC_HEADER = [
-    "trial", "transaction", "count", "share %", "standard %", "rolled back", "retries", "mean ms", "p95 ms",
+    "trial", "transaction", "count", "share %", "mix %", "rolled back", "retries", "mean ms", "p95 ms",
     "p99 ms",
 ]  # fmt: skip
 STALL_HEADER = [
@@ -569,10 +569,12 @@ def _tpcc_and_stall_sections(store: Store, run_id: int, trials: Sequence[Any]) -
                 f"tpm {f['tpm']:,.0f} (all five types), {f['retries']} retries after deadlocks or "
                 "certification conflicts."
             )
+            asked = tr.params.get("mix")  # the trial's --mix, else the standard mix
+            want = dict(zip(TYPES, asked, strict=True)) if asked else MIX
             for t in TYPES:
                 x = f["types"][t]
                 tpcc_rows.append([str(tr.seq), t, str(x["count"]), _fmt(x["share_pct"], ".1f"),
-                                  f"{MIX[t]:.0f}", str(x["rollbacks"]), str(x["retries"]),
+                                  f"{want[t]:.0f}", str(x["rollbacks"]), str(x["retries"]),
                                   _fmt(x["mean_ms"]), _fmt(x.get("p95_ms")),
                                   _fmt(x.get("p99_ms"))])  # fmt: skip
         for key, rep in sorted(prov.items()):

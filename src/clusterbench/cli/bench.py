@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -73,7 +74,7 @@ from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
 from clusterbench.workloads import KNOWN_TESTS, tpcc
 from clusterbench.workloads.placement import ClientHost
-from clusterbench.workloads.sysbench import SYSBENCH_TESTS
+from clusterbench.workloads.sysbench import SYSBENCH_TESTS, TPCC
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
@@ -93,6 +94,28 @@ WarehousesOpt = Annotated[
         min=1, help="tpcc: warehouses to load, the TPC-C scale (about 100 MB each); other tests ignore it."
     ),
 ]
+MixOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="tpcc: the transaction mix as whole-percent weights summing to 100, e.g. "
+        "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4 (the default, the standard "
+        "mix); a transaction left out weighs 0."
+    ),
+]
+
+
+def parse_mix_option(mix: str | None, tests: Sequence[str]) -> tuple[int, ...] | None:
+    """--mix as weights in tpcc.TYPES order (None: the standard mix); one InputError line otherwise."""
+    if mix is None:
+        return None
+    if TPCC not in tests:
+        raise InputError("--mix is the tpcc transaction mix; leave it out, or run -w tpcc")
+    try:
+        return tpcc.parse_mix(mix)
+    except ValueError as exc:
+        raise InputError(f"--mix: {exc}") from None
+
+
 WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --duration, not in the results.")]
 RateOpt = Annotated[int, typer.Option(min=0, help="Target transactions per second (0 = unlimited).")]
 RandTypeOpt = Annotated[str, typer.Option(help="uniform, gaussian, special or pareto.")]
@@ -367,6 +390,7 @@ def run(
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
     warehouses: WarehousesOpt = 1,
+    mix: MixOpt = None,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
     report_interval: IntervalOpt = 1,
@@ -398,10 +422,11 @@ def run(
     """Run one workload (a sysbench test, an access_* method or mysqlslap) against the cluster (or
     --host) and store every sample."""
     tags = check_tags(tag)
+    weights = parse_mix_option(mix, (workload,))
     opts = make_options(
         test=workload, threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
-        warehouses=warehouses,
+        warehouses=warehouses, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
@@ -438,6 +463,7 @@ def suite(
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
     warehouses: WarehousesOpt = 1,
+    mix: MixOpt = None,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
     report_interval: IntervalOpt = 1,
@@ -468,10 +494,11 @@ def suite(
     """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
     chosen = parse_tests(workload, SYSBENCH_TESTS) if workload is None else parse_tests(workload, KNOWN_TESTS)
     tags = check_tags(tag)
+    weights = parse_mix_option(mix, chosen)
     opts = make_options(
         test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
-        warehouses=warehouses,
+        warehouses=warehouses, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip

@@ -108,6 +108,7 @@ class TrialSpec:
     # how the client reaches the database (spec.INTERCONNECTS); "" when the target alone decides
     interconnect: str = ""
     warehouses: int = 1  # tpcc: the scale loaded
+    mix: tuple[int, ...] | None = None  # tpcc: the transaction mix (None: the standard one)
 
     @property
     def point_label(self) -> str:
@@ -206,6 +207,8 @@ class TrialSpec:
             out["interconnect"] = self.interconnect
         if self.test == TPCC:
             out["warehouses"] = self.warehouses
+            if self.mix is not None:
+                out["mix"] = list(self.mix)
         return out
 
 
@@ -465,6 +468,7 @@ def _trial(
         row_size=int(get("row_size", wl.row_size)),
         interconnect=interconnect,
         warehouses=int(get("warehouses", wl.warehouses)),
+        mix=wl.mix,
     )
 
 

@@ -686,6 +686,7 @@ class ExperimentRunner:
             batch=t.batch,
             row_size=t.row_size,
             warehouses=t.warehouses,
+            mix=t.mix,
         )
         self._ensure_data(t, opts, run_id)
         rate = self._rate(run_id, t)

@@ -9,7 +9,7 @@ Layout of a file:
                    design ("full-grid", or a designed experiment: see experiment/design.py),
                    baseline, cv_warn
     [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
-    [workload]     tests, tables, table_size, warehouses (tpcc), threads, clients, separate_schemas,
+    [workload]     tests, tables, table_size, warehouses and mix (tpcc), threads, clients, separate_schemas,
                    rate, rate_of_max, rand_type, target, tls, compression, duration, warmup, cooldown, and
                    [[workload.faults]] (a fault schedule run inside every trial; times from the
                    start of the load, warm-up included)
@@ -40,6 +40,7 @@ from clusterbench.spec.topology import (
     parse_toml,
     validation_messages,
 )
+from clusterbench.workloads import tpcc
 from clusterbench.workloads.sysbench import ACCESS_TESTS, KNOWN_TESTS, SLAP_TEST, TPCC
 
 Level = int | float | str | bool
@@ -231,6 +232,9 @@ class Workload(_Strict):
     )
     shaped_bandwidth: str = Field("100mbit", description="the links' rate for interconnect = shaped")
     warehouses: int = Field(1, ge=1, description="tpcc: warehouses loaded (the scale)")
+    # tpcc: whole-percent weights in tpcc.TYPES order, from "new_order=45,payment=43,..." or a table
+    # { new_order = 45, ... }; None = the standard mix
+    mix: tuple[int, ...] | None = None
     duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
@@ -252,6 +256,11 @@ class Workload(_Strict):
         if not RATE_RE.match(v):
             raise ValueError(f"'{v}' is not a rate like '100mbit'")
         return v
+
+    @field_validator("mix", mode="before")
+    @classmethod
+    def _mix(cls, v: Any) -> Any:
+        return None if v is None else tpcc.parse_mix(v)
 
     @field_validator("tests")
     @classmethod
@@ -588,6 +597,10 @@ def _check_own_workloads(wl: Workload, levels: dict[str, list[Level]], where: st
         raise InputError(
             f"{where}: batch {max(batches)} is more than workload.table_size {wl.table_size}; "
             "lower batch or raise table_size"
+        )
+    if wl.mix is not None and TPCC not in tests:
+        raise InputError(
+            f"{where}: workload.mix is the tpcc transaction mix and no trial runs tpcc; remove it"
         )
     if "warehouses" in levels and TPCC not in tests:
         raise InputError(

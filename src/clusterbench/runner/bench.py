@@ -523,12 +523,16 @@ def trial_stalls(result: RunResult) -> tpcc.Stalls:
 
 
 def tpcc_figures(result: RunResult, opts: SysbenchOptions) -> dict[str, Any] | None:
-    """tpmC, tpm and the per-type figures of a tpcc trial (None without the script's counters)."""
-    return tpcc.summarize(
+    """tpmC, tpm and the per-type figures of a tpcc trial (None without the script's counters), with
+    the mix asked (`mix`, as new_order=45,payment=43,...)."""
+    figures = tpcc.summarize(
         [tpcc.TpccClient(c.samples, c.warmup_samples, c.checkpoint_extra,
                          c.summary.extra if c.summary is not None else None) for c in result.clients],
         result.summary.duration if result.summary is not None else float(opts.time),
     )  # fmt: skip
+    if figures is not None:
+        figures["mix"] = tpcc.mix_text(opts.mix)
+    return figures
 
 
 def tpcc_size(conn: Any, endpoint: Endpoint, database: str, warehouses: int) -> dict[str, Any]:

@@ -218,6 +218,7 @@ class ScenarioEngine:
             tables=load.tables,
             table_size=load.table_size,
             warehouses=load.warehouses,
+            mix=load.mix,
             rate=load.rate,
         )
         return BenchPlan(

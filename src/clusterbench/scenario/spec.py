@@ -33,12 +33,21 @@ class LoadSpec(_Strict):
     tables: int = Field(4, ge=1, le=1000)
     table_size: int = Field(10000, ge=1)
     warehouses: int = Field(1, ge=1, description="tpcc: warehouses to load")
+    # tpcc: "new_order=45,payment=43,..." or a table; None = the standard mix
+    mix: tuple[int, ...] | None = None
     rate: int = Field(0, ge=0)
 
     @model_validator(mode="before")
     @classmethod
     def _aliases(cls, data: Any) -> Any:
         return canonical_keys(data)
+
+    @field_validator("mix", mode="before")
+    @classmethod
+    def _mix(cls, v: Any) -> Any:
+        from clusterbench.workloads import tpcc
+
+        return None if v is None else tpcc.parse_mix(v)
 
     @field_validator("workload")
     @classmethod

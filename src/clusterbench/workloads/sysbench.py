@@ -107,6 +107,9 @@ class SysbenchOptions(BaseModel):
     report_interval: int = Field(default=1, ge=1, description="seconds per sample")
     percentile: int = Field(default=95, ge=1, le=100)
     warehouses: int = Field(default=1, ge=1, description="tpcc: warehouses to load (the scale)")
+    # tpcc: whole-percent weights of new_order, payment, order_status, delivery, stock_level
+    # (summing to 100); None = the standard mix 45/43/4/4/4
+    mix: tuple[int, int, int, int, int] | None = None
     tls: bool | None = Field(default=None, description="None: as the endpoint says")
     compression: bool = False
     ignore_errors: tuple[int, ...] | Literal["all"] = DEFAULT_IGNORE_ERRORS
@@ -144,6 +147,13 @@ class SysbenchOptions(BaseModel):
                 "lower batch or raise table_size"
             )
         return self
+
+    @field_validator("mix")
+    @classmethod
+    def _mix(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is not None and (min(v) < 0 or sum(v) != 100):
+            raise ValueError(f"weights must be 0 or more and sum to 100 (got {', '.join(map(str, v))})")
+        return v
 
     @field_validator("extra", "prepare_extra")
     @classmethod
@@ -367,8 +377,11 @@ def _common_args(opts: SysbenchOptions, endpoint: Endpoint, database: str | None
     ]
     if opts.test == TPCC:
         # the scale is the warehouses (prepare); the run reads it from the loaded tables
-        return args + [f"--threads={opts.threads}", f"--db-ps-mode={opts.db_ps_mode}",
-                       f"--warehouses={opts.warehouses}"]  # fmt: skip
+        args += [f"--threads={opts.threads}", f"--db-ps-mode={opts.db_ps_mode}",
+                 f"--warehouses={opts.warehouses}"]  # fmt: skip
+        if opts.mix is not None:
+            args.append(f"--mix={','.join(map(str, opts.mix))}")
+        return args
     args += [
         f"--tables={opts.tables}",
         f"--table-size={opts.table_size}",

@@ -23,6 +23,55 @@ MIX: dict[str, float] = {
 }  # fmt: skip
 FIELDS = ("done", "rollbacks", "retries", "latency_us")
 
+
+MIX_EXAMPLE = "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4"
+
+
+def parse_mix(spec: str | Mapping[str, Any] | Sequence[Any]) -> tuple[int, ...]:
+    """A transaction mix as whole-percent weights in TYPES order, from 'new_order=45,payment=43,...'
+    (or a table of the same, or the five weights in order). A type left out weighs 0; the weights
+    must sum to 100. Raises ValueError with one line saying what is wrong and what to give instead."""
+    if isinstance(spec, str):
+        items: list[tuple[str, Any]] = []
+        for part in (p.strip() for p in spec.split(",")):
+            name, eq, value = part.partition("=")
+            if not eq or not name.strip() or not value.strip():
+                raise ValueError(f"{part!r} is not NAME=WEIGHT; give e.g. {MIX_EXAMPLE}")
+            items.append((name.strip(), value.strip()))
+    elif isinstance(spec, Mapping):
+        items = [(str(k), v) for k, v in spec.items()]
+    elif isinstance(spec, list | tuple) and len(spec) == len(TYPES):  # weights already in order
+        items = list(zip(TYPES, spec, strict=True))
+    else:
+        raise ValueError(f"give the weights as a string like '{MIX_EXAMPLE}' or a table")
+    weights: dict[str, int] = {}
+    for name, value in items:
+        if name not in TYPES:
+            raise ValueError(f"unknown transaction '{name}'; known: {', '.join(TYPES)}")
+        if name in weights:
+            raise ValueError(f"{name} is given twice; give each transaction once")
+        try:
+            w = float(value)
+        except (TypeError, ValueError):
+            w = float("nan")
+        if isinstance(value, bool) or w != w or w != int(w):
+            raise ValueError(f"{name}={value} is not a whole percentage; use whole numbers summing to 100")
+        if w < 0:
+            raise ValueError(f"{name}={value} is negative; weights are whole percentages from 0 to 100")
+        weights[name] = int(w)
+    total = sum(weights.values())
+    if total != 100:
+        raise ValueError(
+            f"the weights sum to {total}, not 100; make them add up to 100 (a transaction left out weighs 0)"
+        )
+    return tuple(weights.get(t, 0) for t in TYPES)
+
+
+def mix_text(mix: Sequence[int] | None) -> str:
+    """'new_order=45,payment=43,...' of a mix (the standard one for None)."""
+    weights = list(mix) if mix is not None else [round(MIX[t]) for t in TYPES]
+    return ",".join(f"{t}={w}" for t, w in zip(TYPES, weights, strict=True))
+
 Counters = dict[str, list[int]]
 
 
@@ -176,13 +225,16 @@ def summarize(clients: Sequence[TpccClient], duration: float) -> dict[str, Any] 
     }
 
 
-def mix_problems(summary: Mapping[str, Any], tolerance_pp: float = 5.0) -> list[str]:
-    """Types whose share is further than `tolerance_pp` points from the standard mix."""
+def mix_problems(
+    summary: Mapping[str, Any], tolerance_pp: float = 5.0, mix: Sequence[int] | None = None
+) -> list[str]:
+    """Types whose share is further than `tolerance_pp` points from the mix asked (standard: None)."""
     out = []
-    for t, want in MIX.items():
+    want_of = MIX if mix is None else dict(zip(TYPES, map(float, mix), strict=True))
+    for t, want in want_of.items():
         got = summary["types"][t]["share_pct"]
-        if got is None or abs(got - want) > tolerance_pp:
-            out.append(f"{t}: {got}% (standard {want}%)")
+        if (got is None and want) or (got is not None and abs(got - want) > tolerance_pp):
+            out.append(f"{t}: {got}% ({'standard' if mix is None else 'asked'} {want}%)")
     return out
 
 
@@ -279,6 +331,8 @@ def figure_lines(f: Mapping[str, Any]) -> list[str]:
         for t in TYPES
     )
     lines = [f"tpmC {f['tpmC']:.0f}, tpm {f['tpm']:.0f}; {parts}; retries {f['retries']}"]
+    if f.get("mix") and f["mix"] != mix_text(None):
+        lines.append(f"mix asked: {f['mix']}")
     p95 = [f"{t} {types[t]['p95_ms']:g}" for t in TYPES if types[t].get("p95_ms") is not None]
     if p95:
         lines.append(f"p95 ms per type: {', '.join(p95)}")

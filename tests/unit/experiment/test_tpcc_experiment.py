@@ -71,6 +71,27 @@ def test_warehouses_needs_tpcc_and_at_least_one() -> None:
         experiment_from_data(parse_toml(text, "x"), "x")
 
 
+def test_the_mix_of_an_experiment_is_a_workload_setting_checked_like_the_option() -> None:
+    plan = expand(exp("[factors]\nthreads = [2]\n[parts.custom]\nfactors = { threads = [2] }\n"
+                      "workload = { mix = { new_order = 50, payment = 50 } }\n"))  # fmt: skip
+    assert [(t.part, t.mix) for t in plan.trials] == [("main", None), ("custom", (50, 50, 0, 0, 0))]
+    assert plan.trials[1].describe()["mix"] == [50, 50, 0, 0, 0] and "mix" not in plan.trials[0].describe()
+    string = BASE.replace('warehouses = 2', 'warehouses = 2\nmix = "new_order=90,delivery=10"')
+    e = experiment_from_data(parse_toml(string + "[factors]\nthreads = [1]\n", "x.toml"), "x.toml")
+    assert e.parts["main"][0].mix == (90, 0, 0, 10, 0)
+    bad = BASE.replace('warehouses = 2', 'warehouses = 2\nmix = "new_order=90,delivery=9"')
+    with pytest.raises(InputError) as info:
+        experiment_from_data(parse_toml(bad + "[factors]\nthreads = [1]\n", "x.toml"), "x.toml")
+    assert str(info.value) == (
+        "x.toml: workload.mix: the weights sum to 99, not 100; make them add up to 100 "
+        "(a transaction left out weighs 0) (got 'new_order=90,delivery=9')"
+    )
+    oltp = BASE.replace('workload = "tpcc"', 'workload = "oltp_read_write"').replace(
+        'warehouses = 2', 'mix = "new_order=100"')
+    with pytest.raises(InputError, match=r"workload.mix is the tpcc transaction mix and no trial runs tpcc"):
+        experiment_from_data(parse_toml(oltp + "[factors]\nthreads = [1]\n", "x.toml"), "x.toml")
+
+
 class Node:
     def __init__(self, index: int, log: list[str]) -> None:
         self.index, self.log = index, log
@@ -121,6 +142,11 @@ class CountingTpcc(FakeTpcc):
     def __init__(self, tps: list[int]) -> None:
         super().__init__(tps)
         self.loads: list[int] = []
+        self.mixes: list[Any] = []
+
+    def run(self, opts: Any, endpoint: Endpoint, **kw: Any) -> Any:
+        self.mixes.append(opts.mix)
+        return super().run(opts, endpoint, **kw)
 
     def prepare(self, opts: Any, endpoint: Endpoint, **kw: Any) -> Any:
         self.loads.append(opts.warehouses)
@@ -140,6 +166,7 @@ def run(tmp_path: Path, plan: Plan, db: DB) -> tuple[Store, int, ExperimentRunne
     runner.running = 3
     statuses = [runner._trial(run_id, i, t) for i, t in enumerate(plan.trials, 1)]
     assert sb.loads == sorted(sb.loads)
+    assert sb.mixes == [t.mix for t in plan.trials]
     runner.loads = sb.loads  # type: ignore[attr-defined]
     return store, run_id, runner, notes, statuses
 
@@ -179,7 +206,9 @@ def test_the_runner_loads_once_per_scale_and_stores_figures_stalls_and_verdicts(
 
 
 def test_a_new_scale_loads_again_and_a_broken_condition_fails_the_trial(tmp_path: Path) -> None:
-    plan = expand(exp("[factors]\nwarehouses = [1, 2]\n"))
+    # (the mix in [workload], written after BASE's table: it reaches every trial's options)
+    plan = expand(exp("mix = { new_order = 50, payment = 50 }\n[factors]\nwarehouses = [1, 2]\n"))
+    assert [t.mix for t in plan.trials] == [(50, 50, 0, 0, 0)] * 2
     # checks: 1 after the first load, 2 after trial 1, 3 after the second load, 4 after trial 2
     store, run_id, runner, notes, statuses = run(tmp_path, plan, DB(broken={4: (9,)}))
     assert runner.loads == [1, 2]  # type: ignore[attr-defined]

@@ -1,9 +1,11 @@
-"""TPC-C figures from cb_tpcc.lua's report lines, its argv, and the stall detector."""
+"""TPC-C figures from cb_tpcc.lua's report lines, its argv, the mix, and the stall detector."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.workloads import tpcc
@@ -83,6 +85,57 @@ def test_mix_problems_name_the_type_off_the_standard_mix() -> None:
     assert tpcc.mix_problems(good) == []
     bad = {"types": {**good["types"], "delivery": {"share_pct": 20.0}}}
     assert tpcc.mix_problems(bad) == ["delivery: 20.0% (standard 4.0%)"]
+
+
+def test_mix_problems_compare_with_the_mix_asked() -> None:
+    shares = [60.0, 40.0, None, None, None]
+    got = {"types": {t: {"share_pct": v} for t, v in zip(tpcc.TYPES, shares, strict=True)}}
+    assert tpcc.mix_problems(got, mix=(60, 40, 0, 0, 0)) == []
+    assert tpcc.mix_problems(got) == [
+        "new_order: 60.0% (standard 45.0%)", "order_status: None% (standard 4.0%)",
+        "delivery: None% (standard 4.0%)", "stock_level: None% (standard 4.0%)",
+    ]  # fmt: skip
+
+
+def test_a_mix_is_parsed_from_a_string_a_table_or_five_weights() -> None:
+    standard = "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4"
+    assert tpcc.parse_mix(standard) == (45, 43, 4, 4, 4)
+    # any order, spaces allowed, a transaction left out weighs 0
+    assert tpcc.parse_mix(" payment = 50 , new_order=50") == (50, 50, 0, 0, 0)
+    assert tpcc.parse_mix({"new_order": 40, "payment": 40, "delivery": 20}) == (40, 40, 0, 20, 0)
+    assert tpcc.parse_mix([10, 20, 30, 20, 20.0]) == (10, 20, 30, 20, 20)
+    assert tpcc.mix_text(None) == standard
+    half = "new_order=50,payment=50,order_status=0,delivery=0,stock_level=0"
+    assert tpcc.mix_text((50, 50, 0, 0, 0)) == half
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("new_order=45,paymnt=43,order_status=4,delivery=4,stock_level=4",
+         "unknown transaction 'paymnt'; known: new_order, payment, order_status, delivery, stock_level"),
+        ("new_order=45,payment=43", "the weights sum to 88, not 100; make them add up to 100"),
+        ("new_order=103,payment=-3", "payment=-3 is negative; weights are whole percentages from 0 to 100"),
+        ("new_order=44.5,payment=55.5", "new_order=44.5 is not a whole percentage"),
+        ("new_order=x,payment=100", "new_order=x is not a whole percentage"),
+        ("new_order=50,new_order=50", "new_order is given twice; give each transaction once"),
+        ("new_order", "'new_order' is not NAME=WEIGHT; give e.g. new_order=45,payment=43,"),
+        ("", "'' is not NAME=WEIGHT"),
+        ({"new_order": True, "payment": 99}, "new_order=True is not a whole percentage"),
+    ],
+)
+def test_a_bad_mix_says_what_is_wrong(spec: object, message: str) -> None:
+    with pytest.raises(ValueError) as exc:
+        tpcc.parse_mix(spec)  # type: ignore[arg-type]
+    assert message in str(exc.value)
+
+
+def test_the_mix_goes_to_the_run_and_the_standard_one_is_left_out() -> None:
+    run = build_command(SysbenchOptions(test="tpcc", mix=(50, 50, 0, 0, 0)), EP, "run")
+    assert "--mix=50,50,0,0,0" in run.argv
+    assert not any(a.startswith("--mix") for a in build_command(SysbenchOptions(test="tpcc"), EP, "run").argv)
+    with pytest.raises(ValueError, match=r"weights must be 0 or more and sum to 100 \(got 50, 40, 0, 0, 0\)"):
+        SysbenchOptions(test="tpcc", mix=(50, 40, 0, 0, 0))
 
 
 def test_stalls_are_seconds_under_a_tenth_of_the_median() -> None:

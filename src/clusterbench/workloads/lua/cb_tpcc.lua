@@ -33,6 +33,8 @@ sysbench.cmdline.options = {
    customers = {"Customers per district (TPC-C: 3000; smaller only for quick tests)", 3000},
    items = {"Rows in ITEM and per warehouse in STOCK (TPC-C: 100000; smaller only for quick tests)",
             100000},
+   mix = {"Transaction mix: whole-percent weights of new_order,payment,order_status,delivery," ..
+          "stock_level, summing to 100 (clusterbench checks them)", "45,43,4,4,4"},
 }
 
 local TYPES = {"new_order", "payment", "order_status", "delivery", "stock_level"}
@@ -386,8 +388,28 @@ end
 
 local con
 local W, CUSTOMERS, ITEMS
+-- the mix as cumulative bounds: a draw r in 1..100 is type k for the first k with r <= CUM[k]
+local CUM = {45, 88, 92, 96, 100}
+
+local function read_mix(text)
+   local cum, sum, k = {}, 0, 0
+   for x in string.gmatch(text, "[^,]+") do
+      k = k + 1
+      local v = tonumber(x)
+      if v == nil or v < 0 or v ~= math.floor(v) then
+         error("--mix: '" .. text .. "' is not five whole-percent weights")
+      end
+      sum = sum + v
+      cum[k] = sum
+   end
+   if k ~= #TYPES or sum ~= 100 then
+      error("--mix: '" .. text .. "' is not five weights summing to 100")
+   end
+   return cum
+end
 
 function thread_init()
+   CUM = read_mix(sysbench.opt.mix)
    con = connect()
    W = tonumber(q1(con, "SELECT MAX(w_id) FROM warehouse"))
    CUSTOMERS = tonumber(q1(con, "SELECT MAX(c_id) FROM customer WHERE c_w_id = 1 AND c_d_id = 1"))
@@ -468,13 +490,13 @@ end
 
 local function gen(w)
    local r = rnd(1, 100)
-   if r <= 45 then
+   if r <= CUM[NO] then
       return gen_new_order(w)
-   elseif r <= 88 then
+   elseif r <= CUM[PAY] then
       return gen_payment(w)
-   elseif r <= 92 then
+   elseif r <= CUM[OS] then
       return {kind = OS, cust = customer_input(w, rnd(1, 10))}
-   elseif r <= 96 then
+   elseif r <= CUM[DLV] then
       return {kind = DLV, w = w, carrier = rnd(1, 10)}
    end
    return {kind = SL, w = w, d = rnd(1, 10), threshold = rnd(10, 20)}
