@@ -426,7 +426,8 @@ def series_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     sec.intro.append(
         "Every measured second of every trial, all clients added up (seconds since the load started, "
         "warm-up included; an interval not every client reported is left out). One panel per point, its "
-        "repetitions overlaid, every panel on the same scale; fault windows shaded."
+        "repetitions overlaid, every panel on the same scale; fault windows and stalls (seconds under 10 % "
+        "of the trial's median tps) shaded."
     )
     head = ["trial", "point", "rep", "seconds", "tps min", "tps median", "tps max", "p95 ms median",
             "p95 ms max", "worst p95 at s"]  # fmt: skip
@@ -447,6 +448,9 @@ def series_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
                 if bt:
                     busy_traces.append(plots.Trace(f"rep {rep}", bt, list(bv)))
                 windows += [plots.Window(lb, a, b) for lb, a, b in fault_windows(store, run_id, tid)]
+                # the stall detector's runs (seconds under 10 % of the trial's median tps)
+                runs = (store.provenance(run_id, tid).get("stalls") or {}).get("runs") or []
+                windows += [plots.Window("stall", t0 - 0.5, t0 + n - 0.5) for t0, n in runs]
                 p95 = [(x.p95, x.t) for x in s if x.p95 is not None]
                 worst = max(p95) if p95 else None
                 r = by_trial.get(tid, {})

@@ -196,13 +196,21 @@ def test_the_runner_loads_once_per_scale_and_stores_figures_stalls_and_verdicts(
     drops = [s for s in runner.cluster.log if s.startswith("DROP")]  # type: ignore[union-attr]
     assert drops == ["DROP TABLE IF EXISTS `sbtest`.`warehouse`", "DROP TABLE IF EXISTS `sbtest`.`district`"]
 
-    sec = next(s for s in build_experiment_report(store, run_id).sections if s.key == "tpcc")
+    sections = build_experiment_report(store, run_id).sections
+    shaded = next(s for s in sections if s.key == "series").figures[0].svg
+    sec = next(s for s in sections if s.key == "tpcc")
     (row,) = [r for r in sec.tables[0].rows if r[1] == "threads=2"]
     assert row[:5] == ["main", "threads=2", "1", "2,424 [2,424, 2,424]", "4,884"]  # 407 in 5 s
     assert row[-3:] == ["1", "1", "1/1 PASS"]
     assert "data/buffer pool 1.56" in sec.intro[0]
     rows = list(csv.DictReader(io.StringIO(trials_csv(store, run_id))))
     assert [(r["tpmC"], r["stalls"], r["longest_stall"]) for r in rows] == [("2424.0", "1", "1")] * 2
+    # the stalled second is shaded in the per-second tps panels: without the stalls, another picture
+    for tr in store.trials(run_id):
+        store.set_provenance(run_id, "stalls", {"runs": [], "count": 0, "longest": 0}, trial_id=tr.id)
+    again = build_experiment_report(store, run_id).sections
+    plain = next(s for s in again if s.key == "series").figures[0].svg
+    assert shaded != plain
 
 
 def test_a_new_scale_loads_again_and_a_broken_condition_fails_the_trial(tmp_path: Path) -> None:
