@@ -204,3 +204,19 @@ def test_no_percentiles_when_a_client_has_no_histograms() -> None:
     a = [line("interval", 1.0, 5, counts(2, 3)), line("summary", 1.0, 5, counts(2, 3))]
     f = tpcc.summarize([client(0, a)], duration=1.0)
     assert f is not None and f["types"]["new_order"]["p95_ms"] is None
+
+
+def test_a_drill_takes_the_mix_and_refuses_a_bad_one_naming_the_field(tmp_path: Path) -> None:
+    from clusterbench.errors import InputError
+    from clusterbench.scenario.spec import load_scenario
+
+    f = tmp_path / "s.toml"
+    f.write_text('[load]\nworkload = "tpcc"\nmix = { new_order = 60, payment = 40 }\n')
+    assert load_scenario(f)[0].load.mix == (60, 40, 0, 0, 0)
+    f.write_text('[load]\nworkload = "tpcc"\n')
+    assert load_scenario(f)[0].load.mix is None
+    f.write_text('[load]\nworkload = "tpcc"\nmix = "new_order=60,payment=41"\n')
+    with pytest.raises(InputError) as exc:
+        load_scenario(f)
+    assert "load.mix: the weights sum to 101, not 100; make them add up to 100" in str(exc.value)
+    assert len(str(exc.value).splitlines()) == 1
