@@ -62,6 +62,8 @@ ERROR_CODES: dict[int, str] = {
     1205: "lock wait timeout",
     1213: "deadlock (through Galera mostly a certification conflict with another node's write)",
     1927: "connection killed",
+    1290: "write refused by a read-only server (Group Replication: a member on its way out, or no "
+    "longer the primary)",
     2006: "server has gone away",
     2011: "TCP connection error (client)",
     2013: "lost connection during a query",

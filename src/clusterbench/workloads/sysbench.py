@@ -82,6 +82,11 @@ DEFAULT_IGNORE_ERRORS: tuple[int, ...] = SYSBENCH_DEFAULT_IGNORE + (
     # server to rollback the current transaction"); without it sysbench stops with FATAL at the
     # first conflict (seen within seconds, oltp_read_write x2 through HAProxy over 3 members).
     3101,
+    # ER_OPTION_PREVENTS_STATEMENT: a Group Replication member went super_read_only under the
+    # client (a graceful stop sets it first, see engines/group_replication/node.py); the write is
+    # refused, not committed, and the session is closed by the shutdown seconds later, after
+    # which the shim reconnects through the balancer to the new primary.
+    1290,
 )
 
 RandType = Literal["uniform", "gaussian", "special", "pareto"]

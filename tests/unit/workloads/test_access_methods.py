@@ -59,7 +59,7 @@ def test_run_argv_and_env() -> None:
     assert cmd.argv[-10:] == (
         "--access-batch=16", "--access-row-size=2048", "--access-method=uk_batch", "--time=5",
         "--report-interval=1", "--rate=0", "--rand-type=special", "--percentile=95",
-        "--mysql-ignore-errors=1213,1020,1205,2013,2006,2011,2055,1047,1053,1927,4031,1180,3101", "run",
+        "--mysql-ignore-errors=1213,1020,1205,2013,2006,2011,2055,1047,1053,1927,4031,1180,3101,1290", "run",
     )  # fmt: skip
     assert "--table-size=500" in cmd.argv and "--auto_inc=off" not in cmd.argv
     assert cmd.secrets == (("mysql-password", "pw"),)

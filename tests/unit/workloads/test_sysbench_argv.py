@@ -60,7 +60,7 @@ def test_run_argv_env_exact() -> None:
         "--rate=0",
         "--rand-type=special",
         "--percentile=95",
-        "--mysql-ignore-errors=1213,1020,1205,2013,2006,2011,2055,1047,1053,1927,4031,1180,3101",
+        "--mysql-ignore-errors=1213,1020,1205,2013,2006,2011,2055,1047,1053,1927,4031,1180,3101,1290",
         "run",
     )
     assert cmd.env == {"CLUSTERBENCH_SB_TEST": "oltp_read_write", "LD_PRELOAD": "/x/sbfix.so"}

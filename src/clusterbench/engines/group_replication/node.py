@@ -342,6 +342,27 @@ class GRNode(ServerNode):
                 + (errors[-1] if errors else f"see {self.error_log}")
             ) from None
 
+    def stop(self, timeout: float = 60.0) -> str:
+        """Graceful stop: super_read_only first, then SIGTERM (SIGKILL after `timeout`).
+
+        mysqld's own SIGTERM path leaves the group about 3 s before it closes the client
+        sessions; a session whose COMMIT is then waiting for certification waits for a message that
+        can no longer come, and the plugin's stop holds the shutdown until it gives up on them:
+        measured 51 s (58 s from SIGTERM to exit) under 4 sysbench writers on the primary, with
+        group_replication_components_stop_timeout at 300 s or at 5 s alike. Setting
+        super_read_only while the member is still in the group waits for the COMMITs in flight
+        (they certify normally) and refuses new writes (1290), so nothing is waiting when the
+        member leaves: the same stop took 7.6 s. This is also what STOP GROUP_REPLICATION does
+        first, and it makes the health check report the member not writable at once."""
+        if self.alive():
+            with (
+                contextlib.suppress(pymysql.MySQLError, OSError),
+                self.connect(2.0, read_timeout=min(timeout, 20)) as conn,
+                conn.cursor() as cur,
+            ):
+                cur.execute("SET GLOBAL super_read_only = ON")
+        return super().stop(timeout)
+
     def leave_group(self, timeout: float = 60.0) -> None:
         with self.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
             cur.execute("STOP GROUP_REPLICATION")
