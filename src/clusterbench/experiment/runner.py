@@ -635,6 +635,9 @@ class ExperimentRunner:
                 and p.get("group_sig") == sig
                 and p.get("test") == t.test
                 and p.get("nodes") == t.nodes
+                # tpcc: the same scale and mix (another load is another maximum)
+                and p.get("warehouses") == t.describe().get("warehouses")
+                and p.get("mix") == t.describe().get("mix")
                 and not p.get("rate")
                 and p.get("rate_of_max") is None
             ):

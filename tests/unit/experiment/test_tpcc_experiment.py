@@ -138,14 +138,20 @@ class Notes(ExperimentListener):
         self.lines.append(line)
 
 
+BASE_TPS = [100, 110, 4, 90, 100]  # 404 transactions in 5 s
+
+
 class CountingTpcc(FakeTpcc):
     def __init__(self, tps: list[int]) -> None:
         super().__init__(tps)
         self.loads: list[int] = []
         self.mixes: list[Any] = []
+        self.rates: list[int] = []
 
     def run(self, opts: Any, endpoint: Endpoint, **kw: Any) -> Any:
         self.mixes.append(opts.mix)
+        self.rates.append(opts.rate)
+        self.tps = [2 * x for x in BASE_TPS] if opts.warehouses == 1 else BASE_TPS  # 1 warehouse: twice
         return super().run(opts, endpoint, **kw)
 
     def prepare(self, opts: Any, endpoint: Endpoint, **kw: Any) -> Any:
@@ -158,7 +164,7 @@ def run(tmp_path: Path, plan: Plan, db: DB) -> tuple[Store, int, ExperimentRunne
     store = Store.open(tmp_path / "r.db")
     run_id = store.create_run("experiment", name="tp")
     notes = Notes()
-    sb = CountingTpcc([100, 110, 4, 90, 100])
+    sb = CountingTpcc(BASE_TPS)
     runner = ExperimentRunner(plan, store, sb, home=tmp_path, listener=notes, facts=dict,
                               telemetry=False, connect=db.connect)  # fmt: skip
     cluster = Cluster(plan.trials[0].topology)
@@ -168,6 +174,7 @@ def run(tmp_path: Path, plan: Plan, db: DB) -> tuple[Store, int, ExperimentRunne
     assert sb.loads == sorted(sb.loads)
     assert sb.mixes == [t.mix for t in plan.trials]
     runner.loads = sb.loads  # type: ignore[attr-defined]
+    runner.rates = sb.rates  # type: ignore[attr-defined]
     return store, run_id, runner, notes, statuses
 
 
@@ -234,3 +241,12 @@ def test_a_broken_condition_after_the_load_stops_the_experiment(tmp_path: Path) 
     plan = expand(exp("[factors]\nthreads = [2]\n"))
     with pytest.raises(ComponentError, match=r"sbtest after the tpcc load: .*FAIL: condition 1 \(W_YTD"):
         run(tmp_path, plan, DB(broken={1: (1,)}))
+
+
+def test_rate_of_max_takes_the_maximum_of_the_same_scale(tmp_path: Path) -> None:
+    plan = expand(exp("[factors]\nwarehouses = [1, 2]\n[parts.sustained]\nfactors = { warehouses = [2] }\n"
+                      "workload = { rate_of_max = 0.5 }\n"))  # fmt: skip
+    assert [(t.part, t.warehouses) for t in plan.trials] == [("main", 1), ("main", 2), ("sustained", 2)]
+    store, run_id, runner, notes, statuses = run(tmp_path, plan, DB())
+    # 1 warehouse ran at 161.6 tps, 2 at 80.8: half of the 2-warehouse maximum, not of the other one
+    assert runner.rates == [0, 0, 40]  # type: ignore[attr-defined]
