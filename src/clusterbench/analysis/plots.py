@@ -14,20 +14,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # never a window, whatever the environment says
-
-from matplotlib.figure import Figure  # noqa: E402 - after choosing the backend
-from matplotlib.ticker import (  # noqa: E402
-    FuncFormatter,
-    LogLocator,
-    MaxNLocator,
-    NullFormatter,
-    NullLocator,
-)
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 WIDTH_IN = 8.0  # 800 px at 100 dpi: the page shows it at the width of its column
 MARGINS = {"left": 0.085, "right": 0.985}
@@ -69,6 +59,16 @@ _GEOMETRY = re.compile(r'( (?:d|x|y|points)=")([^"]*)"')
 _DECIMALS = re.compile(r"-?\d+\.\d\d+")
 _GROUPS = re.compile(r"<g(?: id=\"[^\"]*\")?>|<g |</g>")
 
+
+
+def _matplotlib() -> Any:
+    """matplotlib, imported on first use (with the Agg backend: never a window, whatever the
+    environment says): importing it costs ~0.5 s, which every CLI command paid at start-up even
+    when it draws nothing (the CLI started in 3.0 s, most of it matplotlib and scipy)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    return matplotlib
 
 def _round(m: re.Match[str]) -> str:
     return f"{float(m.group()):.1f}".rstrip("0").rstrip(".")
@@ -113,6 +113,7 @@ def _compact(text: str) -> str:
 
 def svg_text(fig: Figure) -> str:
     """A figure as an inline <svg> element: no prolog, sized by the page, compacted."""
+    matplotlib = _matplotlib()
     buf = io.StringIO()
     with matplotlib.rc_context(STYLE):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
@@ -127,6 +128,8 @@ _svg = svg_text  # the name the run report's plots and their extensions use
 
 
 def _figure(height_in: float) -> Figure:
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, height_in), dpi=100)
         fig.subplots_adjust(top=0.86, bottom=0.2, **MARGINS)
@@ -144,6 +147,8 @@ def _shade(ax: object, windows: Sequence[Window], label: bool) -> None:
 
 
 def _xaxis(ax: object, t: Sequence[float], other: Sequence[float] = ()) -> None:
+    _matplotlib()
+    from matplotlib.ticker import MaxNLocator
     xs = [*t, *other]
     if xs:
         ax.set_xlim(min(0.0, min(xs)), max(xs) + 0.5)  # type: ignore[attr-defined]
@@ -165,6 +170,8 @@ def tps_svg(
     baseline_label: str = "baseline",
 ) -> str:
     """tps per second from 0 up, per-client lines dotted, a baseline run's tps dashed grey."""
+    matplotlib = _matplotlib()
+    from matplotlib.ticker import MaxNLocator
     with matplotlib.rc_context(STYLE):
         fig = _figure(2.6)
         ax = fig.add_subplot()
@@ -194,6 +201,8 @@ def latency_svgs(
 ) -> tuple[str, str]:
     """avg, p95 and p99 latency per second (ms): on a linear scale from 0, and the same figure on a
     log scale (drawn once, saved twice)."""
+    matplotlib = _matplotlib()
+    from matplotlib.ticker import MaxNLocator
     with matplotlib.rc_context(STYLE):
         fig = _figure(2.6)
         ax = fig.add_subplot()
@@ -220,6 +229,8 @@ def latency_svgs(
 def log_yaxis(ax: Any, known: Sequence[float], *, minor: bool = True) -> None:
     """Switch an axis to a log scale with ticks people read: 1, 2, 5, 10, 20, 50 ... as plain
     numbers (not 2 x 10^0), only the decades when the values span more than 2.5 of them."""
+    _matplotlib()
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
     ax.set_yscale("log")
     ax.autoscale(axis="y")
     positive = [v for v in known if v > 0]
@@ -241,6 +252,9 @@ class Bar:
 
 def overview_svg(bars: Sequence[Bar], baseline: Sequence[Bar] = (), baseline_label: str = "baseline") -> str:
     """One figure for a whole suite: tps (left) and p95 ms (right) per test, a baseline's beside."""
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
     tests = [b.test for b in bars]
     base = {b.test: b for b in baseline}
     n = len(tests)
@@ -343,6 +357,8 @@ def _grid(n: int, cols: int, panel_in: float, top_in: float, bottom_in: float, *
     panels instead of squeezing them. Tick labels only on the first column and on the lowest panel
     of each column: the caller gives every panel the same scales (matplotlib's shared axes would
     do that too, but cost time quadratic in the panels)."""
+    _matplotlib()
+    from matplotlib.figure import Figure
     rows = max(1, math.ceil(n / cols))
     height = top_in + bottom_in + rows * panel_in + (rows - 1) * hspace_in
     fig = Figure(figsize=(WIDTH_IN, height), dpi=100)
@@ -393,6 +409,8 @@ def _legend_rows(labels: Sequence[str]) -> int:
 def _curves(
     levels: Sequence[str], panels: Sequence[Panel], *, xlabel: str, ylabel: str, title: str, connect: bool
 ) -> tuple[Figure, list[Any], list[float]]:
+    _matplotlib()
+    from matplotlib.ticker import MaxNLocator
     labels: list[str] = []
     for p in panels:
         for c in p.curves:
@@ -460,6 +478,7 @@ def curves_svg(
     one line per combination of the other factors, a panel per level of one of them when there
     are many; the y axis from 0. With connect=False the markers are not joined (points of a
     design, whose other factors all vary) and share one colour."""
+    matplotlib = _matplotlib()
     with matplotlib.rc_context(STYLE):
         fig, axes, values = _curves(
             levels, panels, xlabel=xlabel, ylabel=ylabel, title=title, connect=connect
@@ -479,6 +498,7 @@ def curves_latency_svgs(
     connect: bool = True,
 ) -> tuple[str, str]:
     """As curves_svg, for a latency: on a linear scale from 0, and the same figure on a log scale."""
+    matplotlib = _matplotlib()
     with matplotlib.rc_context(STYLE):
         fig, axes, values = _curves(
             levels, panels, xlabel=xlabel, ylabel=ylabel, title=title, connect=connect
@@ -532,7 +552,10 @@ def _multiples(
     is what keeps a hundred panels small and quick to draw. Every panel has the same scales;
     tick labels at the left of each row and under the lowest panel of each column, light grid
     lines in every panel."""
+    _matplotlib()
     from matplotlib.collections import PolyCollection
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     labels: list[str] = []
     for p in panels:
@@ -631,6 +654,7 @@ def multiples_svg(
 ) -> str:
     """Small multiples: one panel per point, its trials' per-second values overlaid, every panel on
     the same scales (the y axis from 0), fault windows shaded."""
+    matplotlib = _matplotlib()
     with matplotlib.rc_context(STYLE):
         return _svg(_multiples(panels, title=title, ylabel=ylabel, xlabel=xlabel, cols=cols))
 
@@ -639,6 +663,7 @@ def multiples_latency_svgs(
     panels: Sequence[Multiple], *, title: str, ylabel: str = "ms", xlabel: str = "s", cols: int = 6
 ) -> tuple[str, str]:
     """As multiples_svg for a latency: linear from 0, and the same figure on a log scale."""
+    matplotlib = _matplotlib()
     with matplotlib.rc_context(STYLE):
         linear = _svg(_multiples(panels, title=title, ylabel=ylabel, xlabel=xlabel, cols=cols))
         if not any(v is not None and v > 0 for p in panels for tr in p.traces for v in tr.y):
@@ -656,6 +681,9 @@ def _label_margin(labels: Sequence[str], fontsize: float = 7.5) -> float:
 
 def change_svg(labels: Sequence[str], changes: Sequence[float | None], *, title: str, unit: str = "%") -> str:
     """One horizontal bar per point: its change against the baseline, in the order given."""
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
     n = len(labels)
     left = _label_margin(labels)
     with matplotlib.rc_context(STYLE):
@@ -695,6 +723,9 @@ def pareto_svg(
 ) -> str:
     """A Pareto chart: bars of each term's size, largest on top, significant ones red, each with
     its text (the effect) at its end, and the significance threshold dashed."""
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
     order = sorted(range(len(terms)), key=lambda i: sizes[i], reverse=True)
     n = len(order)
     with matplotlib.rc_context(STYLE):
@@ -739,6 +770,9 @@ def contour_svg(
 ) -> str:
     """A fitted surface as filled contours with labelled lines, the points run (white) and the
     predicted best (a red cross); axes in coded units, ticked at the factor's levels."""
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(WIDTH_IN, 4.2), dpi=100)
         fig.subplots_adjust(left=0.1, right=0.92, top=0.9, bottom=0.13)
@@ -776,6 +810,8 @@ def progress_svg(
 ) -> str:
     """A search's progress: each trial's value (coloured by why it ran) against the trial number,
     and the best so far as a step line."""
+    matplotlib = _matplotlib()
+    from matplotlib.ticker import MaxNLocator
     with matplotlib.rc_context(STYLE):
         fig = _figure(3.0)
         ax = fig.add_subplot()
@@ -826,9 +862,12 @@ def parallel_svg(
 ) -> str:
     """Parallel coordinates: one line per configuration across the dimensions, coloured by
     `color` (the best on top)."""
+    matplotlib = _matplotlib()
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     n = len(color)
     with matplotlib.rc_context(STYLE):

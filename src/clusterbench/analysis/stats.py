@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
-
 DEFAULT_CV_WARN = 0.10
 
 
@@ -39,6 +37,8 @@ def median(xs: Sequence[float]) -> float:
 
 def median_ci(xs: Sequence[float], confidence: float = 0.95) -> Interval:
     """Order-statistic confidence interval of the median (exact, distribution-free)."""
+    from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]  # on first use: ~0.6 s
+
     if not xs:
         raise ValueError("no values")
     v = sorted(float(x) for x in xs)
@@ -105,12 +105,16 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:
         return None
     if statistics.pvariance(a) == 0 and statistics.pvariance(b) == 0:
         return 1.0 if statistics.fmean(a) == statistics.fmean(b) else 0.0
+    from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
+
     return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def mwu_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     if not a or not b:
         return None
+    from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
+
     return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="auto").pvalue)
 
 

@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
-
 from clusterbench.analysis.stats import median_ci
 from clusterbench.workloads.sysbench import ACCESS_TESTS
 
@@ -84,6 +82,8 @@ def converge(
         if sd == 0:
             low = high = center
         else:
+            from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]  # ~0.5 s: on use
+
             lo, hi = sps.t.interval(confidence, n - 1, loc=center, scale=sd / math.sqrt(n))
             low, high = float(lo), float(hi)
         coverage = confidence

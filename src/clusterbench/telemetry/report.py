@@ -8,16 +8,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-import matplotlib
-
 from clusterbench.analysis import plots
 from clusterbench.engines.base import METRICS
 from clusterbench.store import Store
 from clusterbench.telemetry.recorder import series_of
-
-matplotlib.use("Agg")
-
-from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 Series = dict[tuple[str, str], list[tuple[float, float]]]
 
@@ -181,6 +175,9 @@ def _panel(
     unit_max: float | None = None,
     dashed: Sequence[tuple[str, list[float], list[float]]] = (),
 ) -> str:
+    matplotlib = plots._matplotlib()  # imported on first use (see there)
+    from matplotlib.ticker import MaxNLocator
+
     with matplotlib.rc_context(plots.STYLE):
         fig = plots._figure(2.2)
         ax = fig.add_subplot()
