@@ -14,6 +14,7 @@ from clusterbench.analysis.document import render_markdown
 from clusterbench.analysis.workload_tables import access_results
 from clusterbench.cluster import Cluster
 from clusterbench.store import Store
+from clusterbench.workloads import SysbenchOptions, SysbenchRunner
 
 pytestmark = pytest.mark.integration
 
@@ -111,3 +112,41 @@ def test_bad_settings_are_refused_in_one_line(cluster: Cluster, args: list[str],
     res = cb("run", "-n", cluster.topology.name, "--time", "2", *args)
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("engine", ["galera", "group_replication"])
+def test_access_over_the_nodes_unix_socket_from_the_nodes_host(
+    request: pytest.FixtureRequest, engine: str
+) -> None:
+    """interconnect = socket: sysbench runs on node 1's own host and reaches the server through the
+    socket the engine names (for Group Replication, the chrooted mysqld's socket outside the
+    rootfs); the server sees every one of its sessions come from 'localhost', none over TCP."""
+    c: Cluster = request.getfixturevalue("cluster" if engine == "galera" else "gr_cluster")
+    node = c.node(1)
+    tcp = c.endpoint("node:1")
+    sock = tcp.model_copy(update={"name": "node:1 socket", "socket": node.socket})
+    opts = SysbenchOptions(test="access_pk", table_size=200, threads=1, time=2, batch=8)
+    runner = SysbenchRunner()
+    seen: set[str] = set()
+    stop = threading.Event()
+    sql = f"SELECT host FROM information_schema.processlist WHERE user = '{tcp.user}'"
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.update(str(h).split(":")[0] for (h,) in node.query(sql))
+            stop.wait(0.1)
+
+    runner.prepare(opts, tcp)
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        watcher.start()
+        result = runner.run(opts, sock, hosts=[node.host])
+    finally:
+        stop.set()
+        watcher.join()
+        runner.cleanup(opts, tcp)
+    assert result.ok, result.failure()
+    assert result.summary is not None and result.summary.events > 100
+    assert [cl.host for cl in result.clients] == [node.host.name]
+    assert "--mysql-socket=" + str(node.socket) in result.clients[0].command.argv
+    assert seen == {"localhost"}, seen

@@ -255,3 +255,29 @@ def test_check_estimates_a_search_by_its_budget(capsys: pytest.CaptureFixture[st
     assert "a search of 30 trial(s)" in quick
     minutes = int(quick.rsplit("estimated ", 1)[1].split(" ")[0])
     assert 3 <= minutes <= 15
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("repetitions = 3", 'repetitions = "auto"\nmax_repetitions = 0',
+         "experiment.max_repetitions: Input should be greater than or equal to 1 (got 0)"),
+        ('target = "node:1"', 'target = "node:1"\ninterconnect = "infiniband"',
+         "workload.interconnect: Input should be 'socket', 'tcp', 'haproxy' or 'shaped' (got 'infiniband')"),
+    ],
+)  # fmt: skip
+def test_experiment_run_refuses_bad_auto_and_interconnect_settings_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, message: str
+) -> None:
+    text = (EXAMPLES / "experiments" / "access-methods.toml").read_text()
+    text = text.replace('repetitions = "auto"', "repetitions = 3").replace(old, new, 1)
+    path = tmp_path / "x.toml"
+    path.write_text(text)
+    assert main(["experiment", "run", str(path), "--results", str(tmp_path / "r.db")]) == 2
+    assert message in one_error(capsys)
+    assert not (tmp_path / "r.db").exists()  # nothing started, nothing stored
+
+
+def test_plan_json_of_auto_repetitions_gives_the_cap(capsys: pytest.CaptureFixture[str]) -> None:
+    data = out_json(capsys, "plan", str(EXAMPLES / "experiments" / "access-methods.toml"), "--json")
+    assert (data["repetitions"], data["max_repetitions"], len(data["trials"])) == ("auto", 10, 192)

@@ -51,13 +51,13 @@ class Convergence:
         return max(self.center - self.low, self.high - self.center) / abs(self.center)
 
     def text(self) -> str:
-        """'converged after 7 (median ±3.1 %)', 'not converged after 10 (median ±8.2 %)'."""
+        """'converged after 7 repetition(s) (median ±3.1 %)', or 'not converged after 10 ...'."""
         hw = self.half_width
         spread = f"{self.statistic} ±{hw * 100:.1f} %" if hw is not None else f"{self.statistic}: no interval"
         if self.coverage < CONFIDENCE - 1e-9 and self.n > 0:
             spread += f", {self.coverage * 100:.0f} % coverage"
         word = "converged" if self.converged else "not converged"
-        return f"{word} after {self.n} ({spread})"
+        return f"{word} after {self.n} repetition(s) ({spread})"
 
 
 def converge(

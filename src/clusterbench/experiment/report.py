@@ -554,6 +554,7 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     medians: dict[tuple[str, str, str, int, int], float] = {}
     # (part, other factors, row bytes, batch) → method → interconnect → median µs/access
     by_ic: dict[tuple[str, str, int, int], dict[str, dict[str, float]]] = {}
+    reps: dict[tuple[str, str, int, int, str, str], str] = {}  # repetitions = "auto": " (7)"
     for p in points:
         trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
         if not trs or trs[0].get("test") not in ACCESS_TESTS:
@@ -575,6 +576,10 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
             rest = " ".join(f"{k}={level_text(v)}" for k, v in p.point.items()
                             if k not in ("workload", "row_size", "batch", "interconnect"))  # fmt: skip
             by_ic.setdefault((p.part, rest, size, batch), {}).setdefault(test, {})[ic] = ci.median
+            if p.convergence is not None:
+                reps[(p.part, rest, size, batch, test, ic)] = (
+                    f" ({p.convergence.n}{'' if p.convergence.converged else ', not converged'})"
+                )
         table.append([p.part, others or "—", test.removeprefix("access_"), str(size), str(n_rows),
                       str(len(us)), f"{ci.median:,.2f} [{ci.low:,.2f}, {ci.high:,.2f}]", _f(pooled, ",.2f"),
                       _f(statistics.median(acc), ",.0f")]
@@ -594,7 +599,7 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     if ratios:
         ratio_head = ["part", "point", "method", "row bytes", "batch", "batched ÷ serial µs/access"]
         sec.tables.append(Table(ratio_head, ratios, ["l", "l", "l", "r", "r", "r"]))
-    sec.tables += interconnect_tables(by_ic)
+    sec.tables += interconnect_tables(by_ic, reps)
     sec.paragraphs.append(ACCESS_NOTE)
     if by_ic:
         sec.paragraphs.append(INTERCONNECT_NOTE)
@@ -610,9 +615,15 @@ INTERCONNECT_NOTE = (
 )
 
 
-def interconnect_tables(by_ic: dict[tuple[str, str, int, int], dict[str, dict[str, float]]]) -> list[Table]:
+def interconnect_tables(
+    by_ic: dict[tuple[str, str, int, int], dict[str, dict[str, float]]],
+    reps: dict[tuple[str, str, int, int, str, str], str] | None = None,
+) -> list[Table]:
     """The study's shape: access method × interconnect, µs per access (median over repetitions),
-    one table per part, other factors, row size and batch; then batched ÷ serial per interconnect."""
+    one table per part, other factors, row size and batch; then batched ÷ serial per interconnect.
+    With repetitions = "auto" a cell also says how many repetitions it took, and when it did not
+    converge: "99.67 (8, not converged)"."""
+    reps = reps or {}
     out: list[Table] = []
     order = {t: i for i, t in enumerate(ACCESS_TESTS)}
     for (part, rest, size, batch), methods in by_ic.items():
@@ -621,7 +632,9 @@ def interconnect_tables(by_ic: dict[tuple[str, str, int, int], dict[str, dict[st
         rows = []
         for test in sorted(methods, key=lambda t: order.get(t, len(order))):
             cells = methods[test]
-            rows.append([test.removeprefix("access_")] + [_f(cells.get(ic), ",.2f") for ic in ics])
+            shown = [_f(cells.get(ic), ",.2f") + reps.get((part, rest, size, batch, test, ic), "")
+                     for ic in ics]  # fmt: skip
+            rows.append([test.removeprefix("access_"), *shown])
         for test in sorted(methods, key=lambda t: order.get(t, len(order))):
             serial = methods.get(test.removesuffix("_batch"), {})
             if not test.endswith("_batch") or not serial:

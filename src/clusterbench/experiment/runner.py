@@ -354,7 +354,7 @@ class ExperimentRunner:
             return replace(t, rep=max(reps + [t.rep]) + 1, index=self._extra_index)
         if t.point_key not in self._told:
             self._told.add(t.point_key)
-            self.lis.phase(f"{t.point_label}: {c.text()} repetition(s) [{value_name(t.test)}]")
+            self.lis.phase(f"{t.point_label}: {c.text()} of {value_name(t.test)}")
         return None
 
     def _extra_params(self, t: TrialSpec) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def test_median_needs_six_values_for_a_95_percent_interval() -> None:
 def test_median_that_spreads_more_than_five_percent_does_not_converge() -> None:
     c = converge([100.0, 100.0, 100.0, 100.0, 100.0, 107.0])
     assert not c.converged and c.half_width == pytest.approx(0.07)
-    assert c.text() == "not converged after 6 (median ±7.0 %)"
+    assert c.text() == "not converged after 6 repetition(s) (median ±7.0 %)"
     assert needs_more(c, 10) and not needs_more(c, 6)
 
 
@@ -126,8 +126,8 @@ def test_blocked_auto_runs_each_point_until_it_converges_or_hits_the_cap(tmp_pat
         # threads=1 converges at 6 (the first n with a 95 % median CI), threads=2 stops at the cap
         assert r.ran == [(1, k) for k in range(1, 7)] + [(2, k) for k in range(1, 9)]
         assert out.ran == 14 and out.status == "completed" and r.ups == 1
-        assert "threads=1: converged after 6 (median ±0.1 %) repetition(s) [tps]" in r.lines
-        assert any(x.startswith("threads=2: not converged after 8 (median ±") for x in r.lines)
+        assert "threads=1: converged after 6 repetition(s) (median ±0.1 %) of tps" in r.lines
+        assert any(x.startswith("threads=2: not converged after 8 repetition(s) (median ±") for x in r.lines)
         pts = point_stats(st, out.run_id)
         got = [(p.n, p.convergence.converged if p.convergence else None) for p in pts]
         assert got == [(6, True), (8, False)]
