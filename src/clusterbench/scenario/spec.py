@@ -56,6 +56,12 @@ class LoadSpec(_Strict):
             raise ValueError(f"unknown workload '{v}'; known: {', '.join(KNOWN_TESTS)}")
         return v
 
+    @model_validator(mode="after")
+    def _mix_is_tpcc(self) -> LoadSpec:
+        if self.mix is not None and self.workload != "tpcc":
+            raise ValueError("mix is the tpcc transaction mix; remove it, or set workload = \"tpcc\"")
+        return self
+
 
 class VerifySpec(_Strict):
     """Verification workloads that run beside the load and the checkers that read them."""

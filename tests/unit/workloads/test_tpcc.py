@@ -220,3 +220,8 @@ def test_a_drill_takes_the_mix_and_refuses_a_bad_one_naming_the_field(tmp_path: 
         load_scenario(f)
     assert "load.mix: the weights sum to 101, not 100; make them add up to 100" in str(exc.value)
     assert len(str(exc.value).splitlines()) == 1
+    f.write_text('[load]\nworkload = "oltp_read_write"\nmix = "new_order=100"\n')
+    with pytest.raises(InputError) as exc:
+        load_scenario(f)
+    assert 'load: mix is the tpcc transaction mix; remove it, or set workload = "tpcc"' in str(exc.value)
+    assert len(str(exc.value).splitlines()) == 1
