@@ -4,10 +4,14 @@ convergence checker comparing table definitions (with its negative control: a mi
 
 from __future__ import annotations
 
+import contextlib
+import types
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pymysql
 import pytest
 from pydantic import ValidationError
 
@@ -18,6 +22,7 @@ from clusterbench.checkers.convergence import (
     definition_diff,
 )
 from clusterbench.checkers.verdict import Result
+from clusterbench.engines.base import SessionSql
 from clusterbench.errors import PreflightError
 from clusterbench.faults.actions import DiskFull
 from clusterbench.faults.spec import FaultSpec, plan
@@ -191,3 +196,52 @@ def test_definitions_read_from_information_schema() -> None:
     cur = Cur()
     assert read_definitions(cur, ["sbtest"]) == {"sbtest.sbtest1": WITH_INDEX}
     assert all("information_schema" in q and "auto_increment" not in q.lower() for q in cur.queries)
+
+
+# ---- the disk-full heal waits until the node applied its backlog ---------------------------------
+
+
+class _Cursor:
+    def __init__(self, log: list[str], fail: bool) -> None:
+        self.log, self.fail = log, fail
+
+    def __enter__(self) -> _Cursor:
+        return self
+
+    def __exit__(self, *a: object) -> None:
+        return None
+
+    def execute(self, sql: str) -> None:
+        self.log.append(sql)
+        if self.fail and sql == "SELECT 1":
+            why = "Lost connection to MySQL server during query (timed out)"
+            raise pymysql.err.OperationalError(2013, why)
+
+
+class _CausalNode:
+    """A node whose causal read either answers or times out (its applier waits for disk space)."""
+
+    def __init__(self, causal: tuple[str, ...], fail: bool = False) -> None:
+        self.session = SessionSql(monitor=(), causal=causal, default=())
+        self.log: list[str] = []
+        self.kw: dict[str, object] = {}
+        self.fail = fail
+
+    @contextlib.contextmanager
+    def connect(self, timeout: float = 2.0, **kw: object) -> Iterator[object]:
+        self.kw = {"timeout": timeout, **kw}
+        yield types.SimpleNamespace(cursor=lambda: _Cursor(self.log, self.fail))
+
+
+def test_disk_full_heal_waits_for_a_causal_read() -> None:
+    from clusterbench.faults.actions import CATCH_UP_TIMEOUT, caught_up
+
+    gr = _CausalNode(("SET SESSION group_replication_consistency='BEFORE'",))
+    assert caught_up(gr, CATCH_UP_TIMEOUT).startswith("applied the backlog in 0.")  # type: ignore[arg-type]
+    assert gr.log == ["SET SESSION group_replication_consistency='BEFORE'", "SELECT 1"]
+    assert gr.kw == {"timeout": 5.0, "read_timeout": 75.0}  # longer than MySQL's 60 s retry
+    stuck = _CausalNode(("SET SESSION wsrep_sync_wait=1",), fail=True)
+    got = caught_up(stuck, 75.0)  # type: ignore[arg-type]
+    assert got.startswith("not caught up after 0.") and got.endswith(
+        "s (Lost connection to MySQL server during query (timed out))"
+    )

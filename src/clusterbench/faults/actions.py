@@ -11,8 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+import pymysql
+
 from clusterbench.cluster import Cluster
-from clusterbench.engines.base import Desyncable
+from clusterbench.engines.base import DbNode, Desyncable
 from clusterbench.errors import ComponentError, PreflightError
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.hosts.base import Machine
@@ -416,7 +418,29 @@ class DiskFull(_Base):
             n.host.run(["rm", "-f", str(fill_path(self.cluster, i))], check=False)
             d = datadirfs.disk_space(n.host, n.datadir)
             out[f"n{i}"] = d.text() if d else "?"
-        return {"freed": out}
+        caught = {f"n{i}": caught_up(self.cluster.node(i), CATCH_UP_TIMEOUT) for i in self.fault.nodes}
+        return {"freed": out, "caught_up": caught}
+
+
+# A server that cannot write its binary or relay log waits for space and retries once a minute
+# (MySQL: "Disk is full writing ... Retry in 60 secs"; a Group Replication member then stays
+# ONLINE with its applier stopped); the heal waits for that retry, and a little more.
+CATCH_UP_TIMEOUT = 75.0
+
+
+def caught_up(n: DbNode, timeout: float) -> str:
+    """Wait (bounded) until the node applied everything its cluster ordered before now: one read
+    in the engine's causal session (Galera: wsrep_sync_wait; Group Replication: consistency
+    BEFORE). Says how long that took, or that it did not."""
+    t0 = time.monotonic()
+    try:
+        with n.connect(timeout=5.0, read_timeout=timeout) as conn, conn.cursor() as cur:
+            for stmt in n.session.causal:
+                cur.execute(stmt)
+            cur.execute("SELECT 1")
+    except pymysql.MySQLError as exc:
+        return f"not caught up after {time.monotonic() - t0:.1f} s ({exc.args[-1] if exc.args else exc})"
+    return f"applied the backlog in {time.monotonic() - t0:.1f} s"
 
 
 class RunSql(_Base):

@@ -8,6 +8,7 @@ Nothing here prints: progress goes to a `BenchListener`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -53,6 +54,43 @@ from clusterbench.workloads.tpcc_check import check as tpcc_check
 log = logging.getLogger(__name__)
 
 Kind = Literal["run", "suite", "scenario"]
+
+
+DROP_LOCK_WAIT = 10  # seconds a prepare's CREATE DATABASE / DROP TABLE waits for a metadata lock
+ER_LOCK_WAIT_TIMEOUT = 1205
+
+# Sessions of the load's user that sit idle inside an open transaction: clients of an earlier run
+# that are gone while their server session lives on (a balancer keeps both sides of a connection
+# until `timeout client`, 1 h, when the client's close never reached it, e.g. after the VIP moved
+# back from a balancer during a cut-vrrp fault). Their open transactions hold metadata locks.
+STALE_SESSIONS_SQL = (
+    "SELECT p.ID FROM information_schema.PROCESSLIST p "
+    "JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID "
+    "WHERE p.USER = %s AND p.COMMAND = 'Sleep' AND p.ID <> CONNECTION_ID()"
+)
+
+
+def ddl(cur: Any, sql: str, user: str) -> None:
+    """A statement that needs a metadata lock (session lock_wait_timeout set): when the wait runs
+    out, KILL the load user's stale sessions once and try again."""
+    try:
+        cur.execute(sql)
+    except pymysql.err.OperationalError as e:
+        if e.args[0] != ER_LOCK_WAIT_TIMEOUT or not kill_stale_sessions(cur, user):
+            raise
+        cur.execute(sql)
+
+
+def kill_stale_sessions(cur: Any, user: str) -> list[int]:
+    """KILL the load user's sessions that are idle in an open transaction; returns their ids."""
+    cur.execute(STALE_SESSIONS_SQL, (user,))
+    ids = [int(r[0]) for r in cur.fetchall()]
+    for i in ids:
+        with contextlib.suppress(pymysql.err.MySQLError):  # gone meanwhile
+            cur.execute(f"KILL {i}")
+    if ids:
+        log.warning("killed %d stale session(s) of %s holding locks: %s", len(ids), user, ids)
+    return ids
 
 
 class BenchInterrupted(ClusterbenchError):
@@ -236,8 +274,9 @@ class BenchRunner:
         conn = self._admin_connect(plan.endpoint)
         try:
             with conn.cursor() as cur:
+                cur.execute(f"SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT}")
                 for db in schemas:
-                    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}`")
+                    ddl(cur, f"CREATE DATABASE IF NOT EXISTS `{db}`", plan.endpoint.user)
         except pymysql.err.MySQLError as e:
             raise WorkloadError(
                 f"cannot create schema(s) {', '.join(schemas)}: {e.args[-1] if e.args else e}; "
@@ -269,9 +308,17 @@ class BenchRunner:
                         (database,),
                     )
                     names += sorted(str(r[0]) for r in cur.fetchall() if str(r[0]) in TPCC_TABLES)
+                # Bounded: a DROP waits for the table's metadata lock, which an open transaction
+                # holds for as long as its session lives (MySQL's default wait is a year).
+                cur.execute(f"SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT}")
                 for name in names:
-                    cur.execute(f"DROP TABLE IF EXISTS `{database}`.`{name}`")
+                    ddl(cur, f"DROP TABLE IF EXISTS `{database}`.`{name}`", endpoint.user)
             return names
+        except pymysql.err.MySQLError as e:
+            raise WorkloadError(
+                f"cannot drop the sysbench tables left in {database}: {e.args[-1] if e.args else e}; "
+                f"see `SHOW PROCESSLIST` through the {endpoint.name} endpoint"
+            ) from None
         finally:
             conn.close()
 

@@ -112,7 +112,7 @@ def test_chroot_command_line() -> None:
     argv = chroot_argv(Path("/r"), Path("/h/n1"), ["/usr/sbin/mysqld", "--defaults-file=/cb/my.cnf"])
     assert argv[:4] == ["unshare", "--mount", "--propagation", "private"]
     assert argv[4:6] == ["sh", "-c"]
-    assert argv[6] == 'd=$1; r=$2; shift 2; mount --bind "$d" "$r/cb" && exec chroot "$r" "$@"'
+    assert argv[6] == 'd=$1; r=$2; shift 2; mount --rbind "$d" "$r/cb" && exec chroot "$r" "$@"'
     assert argv[7:] == ["sh", "/h/n1", "/r", "/usr/sbin/mysqld", "--defaults-file=/cb/my.cnf"]
 
 

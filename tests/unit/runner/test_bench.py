@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import pytest
 
 from clusterbench.errors import InputError, WorkloadError
@@ -235,7 +236,8 @@ def test_check_creates_schemas_then_logs_in_everywhere() -> None:
     fake, sql = FakeSysbench(), list[str]()
     bench(fake, sql).check(plan("oltp_insert", clients=2, separate_schemas=True))
     create = "CREATE DATABASE IF NOT EXISTS"
-    assert sql == [f"{create} `sbtest1`", f"{create} `sbtest2`", "close"]
+    wait = "SET SESSION lock_wait_timeout = 10"  # bounded: a stale session may hold the schema's lock
+    assert sql == [wait, f"{create} `sbtest1`", f"{create} `sbtest2`", "close"]
     assert fake.calls == [("check", "balancer", ("sbtest1", "sbtest2"))]
 
 
@@ -471,3 +473,52 @@ def test_a_drill_gives_its_labels_to_the_run_it_creates(tmp_path: Path) -> None:
                        tags=["drill", "soak"], notes="after the upgrade")  # fmt: skip
     p = e.bench_plan("clusterbench scenario x.toml")
     assert p.tags == ("drill", "soak") and p.notes == "after the upgrade" and p.kind == "scenario"
+
+
+class LockedCursor(FakeCursor):
+    """The first DROP waits out lock_wait_timeout (an earlier run's session holds the table's
+    metadata lock); the stale-session query names session 42 (or none)."""
+
+    def __init__(self, log: list[str], tables: list[str], stale: list[int]) -> None:
+        super().__init__(log, tables)
+        self.stale = stale
+        self.rows: list[tuple[Any]] = []
+
+    def execute(self, sql: str, args: Any = None) -> None:
+        super().execute(sql, args)
+        if sql.startswith("SELECT table_name"):
+            self.rows = [(t,) for t in self.tables]
+        elif sql.startswith("SELECT p.ID"):
+            self.rows = [(i,) for i in self.stale]
+        elif sql.startswith("DROP") and not any(s.startswith("KILL") for s in self.log):
+            raise pymysql.err.OperationalError(1205, "Lock wait timeout exceeded; try restarting transaction")
+
+    def fetchall(self) -> list[tuple[Any]]:
+        return self.rows
+
+
+def test_a_drop_blocked_by_a_stale_session_kills_it_once_else_one_line(store: Store) -> None:
+    from clusterbench.runner.bench import STALE_SESSIONS_SQL
+
+    log: list[str] = []
+    conn = FakeConn(log, ["sbtest1"])
+    conn.cursor = lambda: LockedCursor(log, ["sbtest1"], [42])  # type: ignore[method-assign]
+    runner = BenchRunner(FakeSysbench(), Probe(), facts=lambda: dict(FACTS), connect=lambda **kw: conn)
+    assert runner._drop_tables(EP, "sbtest") == ["sbtest1"]
+    assert log[log.index("SET SESSION lock_wait_timeout = 10") :] == [
+        "SET SESSION lock_wait_timeout = 10",
+        "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
+        f"{STALE_SESSIONS_SQL} ('{EP.user}',)",
+        "KILL 42",
+        "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
+        "close",
+    ]
+    # Nothing to kill: one line, no traceback.
+    log.clear()
+    conn.cursor = lambda: LockedCursor(log, ["sbtest1"], [])  # type: ignore[method-assign]
+    with pytest.raises(WorkloadError) as e:
+        runner._drop_tables(EP, "sbtest")
+    assert str(e.value) == (
+        "cannot drop the sysbench tables left in sbtest: Lock wait timeout exceeded; try restarting "
+        "transaction; see `SHOW PROCESSLIST` through the balancer endpoint"
+    )

@@ -104,7 +104,9 @@ def member_metrics(
 
 
 # Mount the node directory at NODE_MOUNT in a private mount namespace, then chroot and exec.
-_CHROOT_SH = 'd=$1; r=$2; shift 2; mount --bind "$d" "$r{mount}" && exec chroot "$r" "$@"'
+# Recursively (--rbind): a datadir on a file system of its own ([[node]] datadir_size, a tmpfs
+# mounted at <node dir>/data) must come along, or mysqld sees the empty directory under it.
+_CHROOT_SH = 'd=$1; r=$2; shift 2; mount --rbind "$d" "$r{mount}" && exec chroot "$r" "$@"'
 
 
 def chroot_argv(rootfs: Path, node_dir: Path, argv: list[str]) -> list[str]:
