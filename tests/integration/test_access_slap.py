@@ -106,6 +106,7 @@ def test_mysqlslap_counts_queries_and_keeps_the_password_off_the_command_line(
         (["-w", "mysqlslap", "--clients", "2"], "--clients 2: mysqlslap runs as one client process"),
         (["-w", "mysqlslap", "--slap-load-type", "heavy"], "--slap-load-type: Input should be"),
         (["-w", "access_pk_batch", "--batch", "0"], "--batch: Input should be greater than or equal to 1"),
+        (["-w", "access_pk", "--target", "socket:9"], "--target socket:9: no such node; use socket:N"),
     ],
 )
 def test_bad_settings_are_refused_in_one_line(cluster: Cluster, args: list[str], message: str) -> None:
@@ -150,3 +151,19 @@ def test_access_over_the_nodes_unix_socket_from_the_nodes_host(
     assert [cl.host for cl in result.clients] == [node.host.name]
     assert "--mysql-socket=" + str(node.socket) in result.clients[0].command.argv
     assert seen == {"localhost"}, seen
+
+
+def test_run_with_target_socket_runs_on_the_nodes_host(cluster: Cluster, tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    res = cb("run", "-n", cluster.topology.name, "-w", "access_noop", "--target", "socket:2",
+             "--threads", "1", "--time", "2", "--table-size", "200", "--cleanup",
+             "--results", str(db))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert f"socket:2 ({cluster.node(2).socket})" in res.stdout
+    with Store.open(db) as store:
+        trial = store.trials(store.list_runs()[0].id)[0]
+        s = store.summary(trial.id)
+        sql = "SELECT host FROM trial_clients WHERE trial_id = ?"
+        hosts = [r[0] for r in store.conn.execute(sql, (trial.id,))]
+    assert s is not None and s["events"] > 100
+    assert hosts == [cluster.node(2).host.name]

@@ -82,8 +82,8 @@ TargetOpt = Annotated[
     str | None,
     typer.Option(
         help="Where the load goes: balancer, balancer-read (Group Replication's secondaries), node:N, "
-        "all-nodes (sysbench's own round-robin) or each-node (client i loads node i mod N) "
-        "(default: balancer)."
+        "all-nodes (sysbench's own round-robin), each-node (client i loads node i mod N) or socket:N "
+        "(node N's Unix socket, the clients on its host) (default: balancer)."
     ),
 ]
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
@@ -226,6 +226,8 @@ def _resolve_target(
     tgt = target or "balancer"
     hosts = tuple(choose_client_hosts(client_hosts, cluster.client_hosts()))
     per_client: tuple[Endpoint, ...] = ()
+    if tgt.startswith(SOCKET_PREFIX):
+        return _socket_target(cluster, tgt, database, client_hosts)
     if tgt == EACH_NODE:
         # each client on one node: prepare and the schema checks go to node 1
         per_client = tuple(cluster.endpoint(f"node:{i}", database=database)
@@ -240,6 +242,29 @@ def _resolve_target(
 
 
 EACH_NODE = "each-node"
+SOCKET_PREFIX = "socket:"
+
+
+def _socket_target(cluster: Cluster, tgt: str, database: str, client_hosts: str) -> Target:
+    """socket:N: node N's Unix socket, the clients on node N's own host (the access-method study's
+    'socket' interconnect; prepare and the checks use the same socket from this machine)."""
+    i = tgt[len(SOCKET_PREFIX) :]
+    if not i.isdigit() or int(i) not in cluster.topology.node_indexes():
+        nodes = cluster.topology.cluster.nodes
+        raise InputError(f"--target {tgt}: no such node; use socket:N with N in 1-{nodes}")
+    node = cluster.node(int(i))
+    if client_hosts != "auto":
+        raise InputError(f"--target {tgt} runs the clients on node {i}'s own host; leave out --client-hosts")
+    if node.host.remote:
+        raise InputError(
+            f"--target {tgt}: node {i} is on a machine of its own, whose socket this machine cannot reach; "
+            f"use --target node:{i}"
+        )
+    ep = cluster.endpoint(f"node:{i}", database=database)
+    ep = ep.model_copy(update={"name": tgt, "socket": node.socket})
+    return Target(ep, ClusterProbe(cluster), cluster.topology.model_dump(mode="json"),
+                  f"cluster {cluster.topology.name} {tgt} ({node.socket})", (node.host,), (),
+                  cluster.topology.name, cluster)  # fmt: skip
 
 
 # ---- printing results ---------------------------------------------------------------------------
