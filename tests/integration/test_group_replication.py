@@ -17,7 +17,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from clusterbench.checkers import check_convergence, check_ledger
+from clusterbench.checkers import check_bank, check_convergence, check_ledger
 from clusterbench.checkers.verdict import Result
 from clusterbench.cluster import Cluster
 from clusterbench.engines.group_replication import rootfs
@@ -27,7 +27,7 @@ from clusterbench.faults import leftovers as fault_leftovers
 from clusterbench.scenario.engine import ScenarioEngine, ScenarioOutcome
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.scenario.verification import companions, run_checkers
-from clusterbench.verify import History, LedgerWorkload, Outcome, Timebase, collect_convergence
+from clusterbench.verify import BankWorkload, History, LedgerWorkload, Outcome, Timebase, collect_convergence
 from clusterbench.workloads import SysbenchRunner, build_shim
 
 from .conftest import NAME, acknowledged_missing, gr_skip_reason, gr_topology, leftovers, make_topology
@@ -437,6 +437,38 @@ def test_shared_every_fault_under_load_keeps_every_checker_passing(
     assert fault_leftovers.find(c) == []
     all_ready(c)
     assert len(writers(c)) == (1 if c.topology.engine.has_primary else 3)
+
+
+def test_bank_negative_control_on_the_primary_without_for_update_fails_with_it_holds(
+    gr_cluster: Cluster,
+) -> None:
+    """test_verify.py's bank negative control (Galera there), on a single primary: 6 clients
+    through the write endpoint, so every transfer runs on one member. Without FOR UPDATE, a
+    transfer's read and its UPDATE of a computed balance lose concurrent updates under REPEATABLE
+    READ (documented: FAIL, a documented limitation); with it, the total holds."""
+    c = gr_cluster
+    for for_update, seconds in ((False, 4.0), (True, 4.0)):
+        h = History()
+        bank = BankWorkload(
+            [c.endpoint("balancer")], h, Timebase(), accounts=3, clients=6, rate=40, read_fraction=0.2,
+            for_update=for_update, think_time=0.005, seed=7, table=f"cb_bank_{secrets.token_hex(3)}",
+        )  # fmt: skip
+        bank.setup(c.node(writers(c)[0]))
+        bank.start()
+        time.sleep(seconds)
+        assert bank.stop() == []
+        try:
+            v = check_bank(h.ops(), bank.read_all(c.nodes()), **bank.params)
+            print(f"GR bank for_update={for_update}:", v.summary, v.evidence["transfers"])
+            assert v.evidence["transfers"]["ok"] > 50, v.summary
+            if for_update:
+                assert v.result is Result.PASS, v.summary
+                assert not v.documented_limitation
+            else:
+                assert v.result is Result.FAIL and v.documented_limitation, v.summary
+                assert v.evidence["bad_final"] != {}, v.summary  # the total broke on every member
+        finally:
+            bank.drop(c.node(writers(c)[0]))
 
 
 def test_cli_fault_kill_primary_under_load_passes_and_prints_the_failover(gr_cluster: Cluster) -> None:
