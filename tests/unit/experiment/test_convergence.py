@@ -175,3 +175,36 @@ def test_a_number_with_max_repetitions_is_refused() -> None:
     text = AUTO.format(extra="").replace('repetitions = "auto"\nmin_repetitions = 2\n', "repetitions = 3\n")
     with pytest.raises(InputError, match='max_repetitions needs repetitions = "auto"; set that or remove'):
         experiment_from_data(parse_toml(text, "x.toml"), "x.toml")
+
+
+def test_the_socket_interconnect_connects_through_the_nodes_socket_from_its_host(tmp_path: Path) -> None:
+    from clusterbench.spec.endpoint import Address, Endpoint
+
+    class Node:
+        socket = Path("/var/lib/cb/clusters/x/n2/mysqld.sock")
+        host = object()
+
+    class FakeCluster:
+        def endpoint(self, target: str, database: str = "sbtest") -> Endpoint:
+            return Endpoint(name=target, addresses=(Address(host="198.18.0.12"),), user="u", password="p",
+                            database=database)  # fmt: skip
+
+        def node(self, i: int) -> Node:
+            assert i == 2
+            return Node()
+
+    text = AUTO.format(extra="").replace('"auto"\nmin_repetitions = 2\nmax_repetitions = 8', "1")
+    text = text.replace("threads = [1, 2]", 'interconnect = ["socket", "tcp"]').replace(
+        "duration = 3", 'duration = 3\ntarget = "node:2"'
+    )
+    plan = expand(experiment_from_data(parse_toml(text, "x.toml"), "x.toml"))
+    with Store.open(tmp_path / "r.db") as st:
+        r = ScriptedRunner(plan, st, {})
+        r.cluster = FakeCluster()  # type: ignore[assignment]
+        r.client_hosts = ["client-ns"]
+        sock, tcp = plan.trials
+        ep = r._endpoint(sock)
+        assert (ep.name, ep.socket, r._client_hosts(sock)) == ("node:2 socket", Node.socket, [Node.host])
+        ep = r._endpoint(tcp)
+        assert (ep.name, ep.socket, ep.addresses[0].host, r._client_hosts(tcp)) == (
+            "node:2", None, "198.18.0.12", ["client-ns"])  # fmt: skip
