@@ -264,12 +264,12 @@ class ProviderSettings(_Strict):
     @field_validator("rootfs")
     @classmethod
     def _rootfs(cls, v: str) -> str:
-        return _absolute(v) if v else v
+        return _absolute(v, "/var/lib/clusterbench/rootfs/mysql") if v else v
 
 
-def _absolute(v: str) -> str:
-    if not v.startswith("/") or "/.." in v or len(v) < 2:
-        raise ValueError(f"'{v}' must be an absolute path like /var/lib/clusterbench/remote")
+def _absolute(v: str, example: str = "/var/lib/clusterbench/remote") -> str:
+    if not v.startswith("/") or "/.." in v or len(v.rstrip("/")) < 2:
+        raise ValueError(f"'{v}' must be an absolute path below / like {example}")
     return v.rstrip("/")
 
 

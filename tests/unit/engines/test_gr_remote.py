@@ -302,3 +302,19 @@ def test_the_preflight_probe_reads_a_bar_as_either(tmp_path: Path) -> None:
     )  # fmt: skip
     got = ssh_check.parse_probe(cp.stdout)
     assert got.absent == [f"{tmp_path}/a|{tmp_path}/c"]
+
+
+def test_provider_rootfs_must_be_an_absolute_path_below_root() -> None:
+    from clusterbench.errors import InputError
+
+    hosts = [{"name": "db1", "address": "10.0.0.11", "roles": ["db"]}]
+    for bad in ("/", "relative/mysql", "/srv/../etc"):
+        with pytest.raises(InputError) as e:
+            topology_from_data({"provider": {"kind": "ssh", "rootfs": bad}, "hosts": hosts}, "t")
+        want = f"provider.rootfs: '{bad}' must be an absolute path below / like {rootfs.DEFAULT_ROOTFS}"
+        assert want in str(e.value)
+    ok = topology_from_data(
+        {"provider": {"kind": "ssh", "rootfs": "/srv/mysql/"}, "balancer": {"kind": "none"}, "hosts": hosts},
+        "t",
+    )
+    assert ok.provider.rootfs == "/srv/mysql"
