@@ -659,7 +659,9 @@ def test_coordinated_crash_with_flush_0_on_a_group_loses_what_the_ledger_says(gr
 
 def test_keepalived_pair_in_front_of_the_primary_moves_the_vip(cb_home: Path) -> None:
     """Two HAProxies sharing a VIP work unchanged in front of Group Replication: the VIP's port is
-    the write endpoint (the primary), and killing the HAProxy that holds it moves it."""
+    the write endpoint (the primary), and killing the HAProxy that holds it moves it. Member 3's
+    datadir is a file system of its own (what disk-full fills): the chrooted mysqld sees it
+    (`mount --rbind`; with --bind, InnoDB saw the empty directory under it and `up` failed)."""
     reason = gr_skip_reason()
     if reason:
         pytest.skip(reason)
@@ -669,11 +671,16 @@ def test_keepalived_pair_in_front_of_the_primary_moves_the_vip(cb_home: Path) ->
     subnet = os.environ.get("CB_TEST_GR_VIP_SUBNET", "198.18.217.0/24")
     topo = make_topology(
         name, subnet, engine={"kind": "group_replication"}, mysql={"member_expel_timeout": 1},
-        balancer={"count": 2, "advert_int": 1.0},
+        balancer={"count": 2, "advert_int": 1.0}, node=[{"index": 3, "datadir_size": "512M"}],
     )  # fmt: skip
     c = Cluster(topo, home=cb_home)
     c.up()
     try:
+        from clusterbench.providers import datadirfs
+
+        n3 = c.node(3)
+        assert datadirfs.tmpfs_of_its_own(n3.host, n3.datadir, 512 * 2**20)
+        assert (n3.datadir / "mysql.ibd").exists()  # the member's files are on it
         assert c.wait_vip(15) == "lb1"
         (primary,) = writers(c)
         sql(c, "CREATE TABLE sbtest.grvip (id INT PRIMARY KEY)", target="vip")
