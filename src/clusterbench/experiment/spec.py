@@ -5,12 +5,15 @@ with one line per problem, each naming the file (and profile) and the field.
 
 Layout of a file:
 
-    [experiment]   name, description, repetitions, repetition_order ("blocked" or "interleaved"),
+    [experiment]   name, description, repetitions (a number, or "auto" with min_repetitions,
+                   max_repetitions, ci_statistic, ci_tolerance: experiment/convergence.py),
+                   repetition_order ("blocked" or "interleaved"),
                    design ("full-grid", or a designed experiment: see experiment/design.py),
                    baseline, cv_warn
     [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
     [workload]     tests, tables, table_size, warehouses and mix (tpcc), threads, clients, separate_schemas,
-                   rate, rate_of_max, rand_type, target, tls, compression, duration, warmup, cooldown, and
+                   rate, rate_of_max, rand_type, target, tls, compression, batch and row_size (access_*),
+                   interconnect and shaped_bandwidth, duration, warmup, cooldown, and
                    [[workload.faults]] (a fault schedule run inside every trial; times from the
                    start of the load, warm-up included)
     [factors]      factor = [levels...]: shorthand for [parts.main.factors]
