@@ -575,7 +575,10 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
         if ic:
             rest = " ".join(f"{k}={level_text(v)}" for k, v in p.point.items()
                             if k not in ("workload", "row_size", "batch", "interconnect"))  # fmt: skip
-            by_ic.setdefault((p.part, rest, size, batch), {}).setdefault(test, {})[ic] = ci.median
+            # the statistic the repetitions converged on: the median, or the mean when asked for
+            mean = p.convergence is not None and p.convergence.statistic == "mean"
+            center = statistics.fmean(us) if mean else ci.median
+            by_ic.setdefault((p.part, rest, size, batch), {}).setdefault(test, {})[ic] = center
             if p.convergence is not None:
                 reps[(p.part, rest, size, batch, test, ic)] = (
                     f" ({p.convergence.n}{'' if p.convergence.converged else ', not converged'})"
@@ -610,8 +613,9 @@ INTERCONNECT_NOTE = (
     "By interconnect: socket = the node's Unix socket, the client on the node's own host; tcp = TCP to "
     "the node over the bridge; haproxy = TCP through the balancer to a node; shaped = TCP to the node "
     "with every node's link limited by tbf (workload.shaped_bandwidth). Each cell is the median µs per "
-    "access over the point's repetitions. The noop row (SELECT 1) is the client's own cost plus that "
-    "interconnect's round trip; a serial access minus it is the server's share."
+    "access over the point's repetitions (the mean with ci_statistic = \"mean\"). The noop row "
+    "(SELECT 1) is the client's own cost plus that interconnect's round trip; a serial access minus it "
+    "is the server's share."
 )
 
 

@@ -108,3 +108,27 @@ def test_experiment_report_pivots_access_method_by_interconnect(tmp_path: Path) 
         ["pk_batch ÷ pk", "0.200", "0.200", "0.200", "0.200"],
     ]
     assert any("socket = the node's Unix socket" in p for p in sec.paragraphs)
+
+
+def test_auto_repetition_cells_say_n_and_use_the_convergence_statistic(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.db") as st:
+        run = st.create_run("experiment", name="am")
+        st.set_provenance(run, "experiment", {
+            "settings": {"repetitions": "auto", "ci_statistic": "mean", "ci_tolerance": 0.05},
+            "parts": {"main": {"factors": {"interconnect": ["tcp"], "workload": ["access_pk"]}}},
+        })  # fmt: skip
+        for rep, ms in enumerate([0.10, 0.10, 0.13], start=1):
+            label = "interconnect=tcp workload=access_pk"
+            tid = st.add_trial(run, rep, "access_pk", {
+                "key": f"main|{label}|rep{rep}", "index": rep, "part": "main", "point_label": label,
+                "point_key": f"main|{label}", "point": {"interconnect": "tcp", "workload": "access_pk"},
+                "rep": rep, "test": "access_pk", "row_size": 20, "batch": 32, "table_size": 1000,
+                "interconnect": "tcp",
+            })  # fmt: skip
+            st.add_summary(tid, summary(1000, ms))
+            st.finish_trial(tid, "completed")
+        sec = access_section(st, run, point_stats(st, run))
+    assert sec is not None
+    # mean 110 µs; t-interval of (100, 100, 130) is far wider than 5 %: not converged after 3
+    assert sec.tables[-1].rows == [["pk", "110.00 (3, not converged)"]]
+    assert sec.tables[0].header[-1] == "converged" and sec.tables[0].rows[0][-1].startswith("no, ±")
