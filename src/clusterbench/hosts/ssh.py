@@ -251,15 +251,19 @@ class SshHost:
             words = ["sudo", "-n", "--", *words]
         return shlex.join(words)
 
-    def _exec(self, command: str, input: bytes | None, timeout: float) -> tuple[int, bytes, bytes]:
+    def _channel(self) -> paramiko.Channel:
+        """A new session channel on the (re)used connection; one line when the machine is gone."""
         transport = self.connect()
         try:
-            chan = transport.open_session(timeout=self.connect_timeout)
+            return transport.open_session(timeout=self.connect_timeout)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
             raise ComponentError(
                 f"[{self.name}] SSH channel failed ({exc}); is {self.target.address} up?"
             ) from None
+
+    def _exec(self, command: str, input: bytes | None, timeout: float) -> tuple[int, bytes, bytes]:
+        chan = self._channel()
         deadline = time.monotonic() + timeout
         out: list[bytes] = []
         err: list[bytes] = []
@@ -299,14 +303,7 @@ class SshHost:
         stream of hundreds of MiB never sits in memory); stdout and stderr come back whole."""
         command = self.command_line(argv)
         cmdlog.debug("[%s] %s < stream", self.name, command)
-        transport = self.connect()
-        try:
-            chan = transport.open_session(timeout=self.connect_timeout)
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            self.close()
-            raise ComponentError(
-                f"[{self.name}] SSH channel failed ({exc}); is {self.target.address} up?"
-            ) from None
+        chan = self._channel()
         out: list[bytes] = []
         err: list[bytes] = []
 
