@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,12 @@ from clusterbench.providers.naming import Names
 from clusterbench.spec.topology import Topology
 
 NEEDED = ["mariadbd", "haproxy", "sysbench", "socat", "rsync", "ip"]
+
+# A test session started in the background of a non-interactive shell (`make test &`, `nohup`)
+# inherits SIGINT ignored, and every CLI process the tests start would inherit that too: the
+# Ctrl-C tests' SIGINT would then do nothing (seen in a rehearsal: all six of them failed). With
+# Python's own handler here, children start with the default disposition again.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _skip_reason() -> str | None:
