@@ -245,10 +245,11 @@ def mix_problems(
 class Stalls:
     """Seconds whose throughput fell below `fraction` of the trial's median."""
 
-    median_tps: float
+    median_tps: float  # the reference: the trial's median, or that of its busy intervals (below)
     threshold_tps: float
     seconds: tuple[float, ...]  # t of each stalled sample
     runs: tuple[tuple[float, float], ...]  # (first t, length in samples) of each run of stalls
+    busy_only: bool = False  # the median of all intervals was 0: the reference is the busy ones'
 
     @property
     def count(self) -> int:
@@ -263,6 +264,7 @@ class Stalls:
             "median_tps": round(self.median_tps, 3), "threshold_tps": round(self.threshold_tps, 3),
             "count": self.count, "longest": self.longest,
             "seconds": list(self.seconds), "runs": [list(r) for r in self.runs],
+            "reference": "median of the intervals with tps > 0" if self.busy_only else "median",
         }  # fmt: skip
 
 
@@ -271,12 +273,19 @@ def detect_stalls(points: Iterable[tuple[float, float]], fraction: float = 0.10)
 
     A stall is an interval with tps below `fraction` x the median tps of the trial; consecutive
     stalled intervals form one run (its length counts intervals, i.e. seconds at the default
-    --report-interval of 1 s). A trial with a median of 0 has no stalls to find.
+    --report-interval of 1 s). When the load stood still for half the trial or more, the median is
+    0 and would hide the very outage: the reference is then the median of the intervals with
+    tps > 0 (`busy_only`). A trial with no busy interval at all has no stalls to find.
     """
     pts = sorted(points)
     if not pts:
         return Stalls(0.0, 0.0, (), ())
     med = statistics.median(tps for _, tps in pts)
+    busy_only = False
+    if med <= 0:
+        busy = [tps for _, tps in pts if tps > 0]
+        if busy:
+            med, busy_only = statistics.median(busy), True
     thr = fraction * med
     stalled = [i for i, (_, tps) in enumerate(pts) if med > 0 and tps < thr]
     runs: list[tuple[float, float]] = []
@@ -288,7 +297,7 @@ def detect_stalls(points: Iterable[tuple[float, float]], fraction: float = 0.10)
         else:
             runs.append((pts[i][0], 1))
         prev = i
-    return Stalls(med, thr, tuple(pts[i][0] for i in stalled), tuple(runs))
+    return Stalls(med, thr, tuple(pts[i][0] for i in stalled), tuple(runs), busy_only)
 
 
 # ---- lines for people --------------------------------------------------------------------------
@@ -319,7 +328,8 @@ def load_line(load: Mapping[str, Any]) -> str:
 
 
 def stall_line(stalls: Stalls) -> str:
-    return (f"stalls: {stalls.count} interval(s) below {stalls.threshold_tps:.1f} tps (10 % of the median "
+    of = "the median of the intervals with load" if stalls.busy_only else "the median"
+    return (f"stalls: {stalls.count} interval(s) below {stalls.threshold_tps:.1f} tps (10 % of {of} "
             f"{stalls.median_tps:.1f}), longest {stalls.longest:g} in a row")  # fmt: skip
 
 

@@ -148,6 +148,19 @@ def test_stalls_are_seconds_under_a_tenth_of_the_median() -> None:
     assert "4 interval(s)" in tpcc.stall_line(s) and "longest 3" in tpcc.stall_line(s)
 
 
+def test_an_outage_longer_than_half_the_trial_is_found_against_the_busy_seconds() -> None:
+    # seen in a review: kill the GR primary under tpcc, 0 tps from second 6 to 28 (23 of 40 s);
+    # the trial's median is then 0, which found no stall at all
+    pts = [(float(t), 100.0 if t <= 5 else 0.0 if t <= 28 else 90.0) for t in range(1, 41)]
+    s = tpcc.detect_stalls(pts)
+    assert (s.count, s.longest, s.runs, s.busy_only) == (23, 23, ((6.0, 23),), True)
+    assert s.median_tps == 90.0 and s.threshold_tps == 9.0
+    assert s.to_json()["reference"] == "median of the intervals with tps > 0"
+    assert "10 % of the median of the intervals with load 90.0" in tpcc.stall_line(s)
+    # the usual case keeps the plain median
+    assert tpcc.detect_stalls([(1, 50.0), (2, 0.0), (3, 52.0)]).to_json()["reference"] == "median"
+
+
 def test_no_stalls_in_steady_or_idle_load() -> None:
     assert tpcc.detect_stalls([(1, 50.0), (2, 48.0), (3, 52.0)]).count == 0
     assert tpcc.detect_stalls([(1, 0.0), (2, 0.0)]).count == 0
