@@ -417,11 +417,15 @@ class Cluster:
 
     # ------------------------------------------------------------------ up
 
-    def up(self, report: Report = _quiet) -> dict[str, float]:
-        """Bring the cluster up. On any failure or interrupt, tear down what was started."""
+    def up(self, report: Report = _quiet, checked: Callable[[], None] | None = None) -> dict[str, float]:
+        """Bring the cluster up. On any failure or interrupt, tear down what was started.
+        `checked` is called once the preflight passed, before anything starts (the CLI's banner:
+        a refused `up` prints its one line and nothing else)."""
         timings: dict[str, float] = {}
         t0 = time.monotonic()
         self.provider.check_up(self.home, self.engine.required())
+        if checked is not None:
+            checked()
         # A failed earlier `up` keeps its files (logs) for reading; a new one starts from nothing.
         if self.dir.exists():
             self.provider.release_datadir_fs()  # a datadir file system left mounted there

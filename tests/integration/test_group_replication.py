@@ -66,19 +66,6 @@ def sql(c: Cluster, stmt: str, target: str = "balancer") -> tuple[tuple[object, 
         conn.close()
 
 
-def write_until_ok(c: Cluster, stmt: str, timeout: float) -> float:
-    """Seconds until `stmt` succeeds through the balancer."""
-    t0 = time.monotonic()
-    while True:
-        try:
-            sql(c, stmt)
-            return time.monotonic() - t0
-        except pymysql.MySQLError:
-            if time.monotonic() - t0 > timeout:
-                raise
-            time.sleep(0.05)
-
-
 def all_ready(c: Cluster, size: int | None = None) -> None:
     n = size or c.topology.cluster.nodes
     for node in c.nodes():
@@ -158,27 +145,6 @@ def test_sysbench_against_the_write_endpoint(gr_cluster: Cluster) -> None:
     assert run.returncode == 0, run.stderr
     tps = float(run.stdout.split("transactions:")[1].split("(")[1].split()[0])
     assert tps > 10
-
-
-def test_kill_the_primary_elects_another_and_the_old_one_rejoins(gr_cluster: Cluster) -> None:
-    c = gr_cluster
-    sql(c, "CREATE TABLE IF NOT EXISTS sbtest.grf (id INT PRIMARY KEY)")
-    (old,) = writers(c)
-    t0 = time.monotonic()
-    assert c.node_kill(old) == f"n{old} killed"
-    took = write_until_ok(c, "INSERT INTO sbtest.grf VALUES (1)", timeout=60)
-    new = writers(c)
-    assert len(new) == 1 and new[0] != old
-    print(f"kill -9 of primary n{old}: writes through HAProxy again after {took:.1f} s (n{new[0]} elected)")
-    survivor = gr(c.node(new[0]))
-    for line in survivor.error_log_since(0).splitlines()[-40:]:
-        if "unreachable" in line or "removed" in line or "elected" in line:
-            print("   ", line[:200])
-    out = c.node_start(old)
-    assert out.startswith(f"n{old} rejoined"), out
-    all_ready(c)
-    assert writers(c) == new  # no preemption: the old primary comes back as a secondary
-    assert time.monotonic() - t0 < 120
 
 
 def test_losing_the_majority_heals_by_rebooting_the_group(gr_cluster: Cluster) -> None:
@@ -498,9 +464,10 @@ def test_cli_fault_kill_primary_under_load_passes_and_prints_the_failover(gr_clu
     assert 0 < suspected <= shrunk <= 30 and 0 < elected <= 30 and 0 < writes <= 30, row
     # The command restarted the victim: this session's Cluster must see its new process.
     c.state = Cluster.load(c.topology.name, home=c.home).state
+    assert f"n{before} rejoined" in res.stdout, res.stdout[-2000:]
     all_ready(c)
     (after,) = writers(c)
-    assert after != before
+    assert after != before  # no preemption: the old primary came back as a secondary
 
 
 def test_cli_status_sql_logs_and_a_missing_rootfs(gr_cluster: Cluster, tmp_path: Path) -> None:

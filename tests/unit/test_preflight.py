@@ -243,6 +243,17 @@ def test_check_up_missing_binaries(
     assert str(info.value) == "missing rsync (Debian package rsync); run `make setup` to install them"
 
 
+def test_check_up_an_item_with_its_own_next_step_is_not_told_make_setup_again(
+    ready_machine: None, tmp_path: Path
+) -> None:
+    root = tmp_path / "no-rootfs"
+    how = "the MySQL root file system: `clusterbench rootfs build`"
+    own = {**needs(Topology()), f"{root}/usr/sbin/mysqld": how}
+    with pytest.raises(PreflightError) as info:
+        preflight.check_up(_topo("ut", "198.18.210.0/24"), tmp_path, real_host(), own)
+    assert str(info.value) == f"missing {root}/usr/sbin/mysqld ({how})"
+
+
 def test_check_up_no_mysql_user(ready_machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def nouser(name: str) -> pwd.struct_passwd:
         raise KeyError(name)

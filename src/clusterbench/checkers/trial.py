@@ -18,8 +18,11 @@ NAME = "trial"
 LATE_S = 5.0
 # Healed this much before its planned end: cut short (the load ended early and everything healed).
 EARLY_S = 0.5
-# Share of the planned load seconds that per-second samples must cover.
+# Share of the planned load seconds that per-second samples must cover; a short trial may always
+# miss one report interval (sysbench does not report the last, partial second: 7 intervals of an
+# 8 s load were seen on a busy machine).
 MIN_SAMPLE_SHARE = 0.9
+MISSING_S = 1.5
 # Share of the operations a verifier should have recorded outside fault windows.
 MIN_OPS_SHARE = 0.5
 
@@ -56,7 +59,7 @@ def check_trial(t: TrialRun) -> Verdict:
     problems: list[str] = []
     if t.load_status != "completed":
         problems.append(f"the load {t.load_status}: {t.load_failure or 'no reason recorded'}")
-    if t.planned_s > 0 and t.measured_s < MIN_SAMPLE_SHARE * t.planned_s:
+    if t.planned_s > 0 and t.measured_s < min(MIN_SAMPLE_SHARE * t.planned_s, t.planned_s - MISSING_S):
         problems.append(f"the load was measured for {t.measured_s:.0f} of {t.planned_s:.0f} s")
     for f in t.faults:
         if f.started is None:

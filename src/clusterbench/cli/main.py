@@ -91,7 +91,7 @@ def up(
         preflight.require_root()
     guard.claim(topo.name)
     cluster = Cluster(topo)
-    console.out.print(
+    banner = (
         f"Bringing up cluster [bold]{topo.name}[/]: {topo.cluster.nodes} {cluster.engine.label} node(s)"
         + (
             (" + 2 HAProxy with keepalived (VIP)" if topo.balancer.count == 2 else " + HAProxy")
@@ -100,7 +100,7 @@ def up(
         )
         + (f" on {len(topo.hosts)} machines over ssh" if topo.remote else f" on {topo.network}")
     )
-    timings = cluster.up(report=console.step)
+    timings = cluster.up(report=console.step, checked=lambda: console.out.print(banner))
     _print_endpoints(cluster)
     console.out.print(
         f"[green]up[/] in {timings['total']:.1f} s (nodes ready at {timings['nodes_synced']:.1f} s)"

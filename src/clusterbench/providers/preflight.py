@@ -91,7 +91,10 @@ def check_up(t: Topology, home: Path, host: LocalHost, engine_needs: dict[str, s
     require_root()
     missing = missing_binaries(t, engine_needs)
     if missing:
-        raise PreflightError(f"missing {', '.join(missing)}; run `make setup` to install them")
+        # an item that says its own next step (the engine's rootfs: `clusterbench rootfs build`)
+        # is not told to run `make setup` a second time
+        hint = "" if all("`" in m for m in missing) else "; run `make setup` to install them"
+        raise PreflightError(f"missing {', '.join(missing)}{hint}")
     try:
         pwd.getpwnam("mysql")
     except KeyError:

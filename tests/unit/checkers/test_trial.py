@@ -4,6 +4,7 @@ that stalled), and its wiring into the scenario engine."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,14 @@ GOOD = TrialRun(
         VerifierRun("probe", expected=450, recorded=440),
     ],
 )
+
+
+def test_a_short_trial_may_miss_one_report_interval() -> None:
+    short = dataclasses.replace(GOOD, planned_s=8, measured_s=7, faults=[])
+    assert check_trial(short).result is Result.PASS
+    shorter = dataclasses.replace(GOOD, planned_s=8, measured_s=6, faults=[])
+    v = check_trial(shorter)
+    assert v.result is Result.UNKNOWN and "the load was measured for 6 of 8 s" in v.summary
 
 
 def test_ran_as_planned_passes() -> None:
