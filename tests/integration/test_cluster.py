@@ -18,7 +18,7 @@ from clusterbench.engines.galera.status import classify_join
 from clusterbench.errors import ClusterStateError
 from clusterbench.hosts import procs
 
-from .conftest import galera, leftovers, make_topology
+from .conftest import clear_stale, galera, leftovers, make_topology
 
 pytestmark = pytest.mark.integration
 
@@ -358,6 +358,7 @@ def test_failed_join_reports_log_tail_and_leaves_nothing(cb_home: Path) -> None:
 def test_ctrl_c_during_up_tears_down(cb_home: Path, tmp_path: Path) -> None:
     f = tmp_path / "t.toml"
     f.write_text('[cluster]\nname = "cbint"\nsubnet = "198.18.209.0/24"\nnodes = 3\n')
+    clear_stale(make_topology("cbint", "198.18.209.0/24"), cb_home)  # what a killed session left
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
     p = subprocess.Popen(
         [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
