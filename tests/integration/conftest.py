@@ -25,8 +25,8 @@ NEEDED = ["mariadbd", "haproxy", "sysbench", "socat", "rsync", "ip"]
 
 # A test session started in the background of a non-interactive shell (`make test &`, `nohup`)
 # inherits SIGINT ignored, and every CLI process the tests start would inherit that too: the
-# Ctrl-C tests' SIGINT would then do nothing (seen in a rehearsal: all six of them failed). With
-# Python's own handler here, children start with the default disposition again.
+# Ctrl-C tests' SIGINT would then do nothing (seen in a rehearsal: four of them failed, a fifth
+# after them). With Python's own handler here, children start with the default disposition again.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
