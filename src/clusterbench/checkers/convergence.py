@@ -177,7 +177,7 @@ def check_convergence(snap: ConvergenceSnapshot, expected_size: int) -> Verdict:
     return Verdict(
         NAME,
         Result.PASS,
-        f"{len(readable)} nodes ready in one Primary view of {expected_size}, at position "
+        f"{len(readable)} nodes ready in one view with quorum of {expected_size}, at position "
         f"{readable[0].position}, {tables} tables identical"
         + (" in data and definition" if all(n.definitions for n in readable) else ""),
         evidence,

@@ -155,13 +155,13 @@ def check_split_brain(samples: Sequence[MonitorSample], n_nodes: int, *, stale: 
         return Verdict(
             NAME,
             Result.FAIL,
-            f"{len(first['components'])} Primary components (sizes sum {first['size_sum']} of {n_nodes}) "
+            f"{len(first['components'])} components with quorum (sizes sum {first['size_sum']} of {n_nodes}) "
             f"at t={first['t']} s; {len(violations)} samples in violation",
             evidence,
         )
     return Verdict(
         NAME,
         Result.PASS,
-        f"at most one Primary component in {len(ordered)} samples of {len(nodes_seen)} nodes",
+        f"at most one component with quorum in {len(ordered)} samples of {len(nodes_seen)} nodes",
         evidence,
     )

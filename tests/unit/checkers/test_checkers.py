@@ -149,7 +149,7 @@ def node(name: str, **kw: object) -> NodeState:
 def test_convergence_pass() -> None:
     v = check_convergence(ConvergenceSnapshot([node("n1"), node("n2"), node("n3")], True, 3), 3)
     assert v.result is Result.PASS
-    assert v.summary == "3 nodes ready in one Primary view of 3, at position 100, 2 tables identical"
+    assert v.summary == "3 nodes ready in one view with quorum of 3, at position 100, 2 tables identical"
     assert v.evidence["nodes"]["n2"]["tables"]["sbtest.sbtest1"] == {"rows": 1000, "checksum": 123}
 
 
@@ -245,7 +245,7 @@ def test_split_brain_pass_through_a_transition() -> None:
     ]  # fmt: skip
     v = check_split_brain(samples, 3)
     assert v.result is Result.PASS
-    assert v.summary == "at most one Primary component in 11 samples of 3 nodes"
+    assert v.summary == "at most one component with quorum in 11 samples of 3 nodes"
     assert v.evidence["max_primary_components"] == 1
     assert v.evidence["primary_views"] == [
         {"uuid": "u-1", "conf_id": 3, "size": 3},
@@ -263,7 +263,7 @@ def test_split_brain_fails_on_two_primary_components() -> None:
     ]
     v = check_split_brain(samples, 3)
     assert v.result is Result.FAIL
-    assert v.summary == "2 Primary components (sizes sum 3 of 3) at t=0.5 s; 1 samples in violation"
+    assert v.summary == "2 components with quorum (sizes sum 3 of 3) at t=0.5 s; 1 samples in violation"
     assert v.evidence["violations"]["examples"][0]["components"] == [
         [{"uuid": "u-1", "conf_id": 4, "size": 2, "nodes": ["n1", "n2"],
           "members": ["198.18.0.11:3306", "198.18.0.12:3306"]}],
