@@ -302,7 +302,20 @@ def test_kill_and_restart_a_node_under_verification_load(vcluster: Cluster, tmp_
         # or, when the prober's connections were on survivors, as writes that waited out the view
         # change (seen once: no error, a 2.97 s write). Either way it is bounded.
         outage = bal.unavailable if bal.unavailable else (bal.max_latency or 0.0)
-        assert 0.5 < outage < 15, bal
+        # On this 2-core machine, with the test's short EVS timeouts (suspect 2 s), the survivors
+        # sometimes suspect each other while n2 catches up by IST and leave Primary until it has
+        # joined (seen once in a rehearsal: n1 and n3 non-Primary from 14 s to 29.7 s, the balancer
+        # unavailable 27.7 s). Then the outage is that of the rejoin, bounded by its end; else the
+        # kill alone accounts for it.
+        left = sorted({s.node for s in mon.samples() if s.answered and s.node != "n2" and not s.primary
+                       and start_at < s.t < synced_at})  # fmt: skip
+        if left:
+            print(f"  {', '.join(left)} left Primary while n2 rejoined: outage bounded by the rejoin's end")
+            assert bal.unavailable_until is not None and bal.unavailable_until <= synced_at + 2.0, bal
+        else:
+            assert 0.5 < outage < 15, bal
+            # the monitor saw the view shrink to 2 and grow back to 3
+            assert {2, 3} <= {v["size"] for v in sb.evidence["primary_views"]}
         assert paths["node:2"].errors > 0 and paths["node:2"].recovered
         # The history and the monitor samples reached the store as the run went.
         assert len(load_ops(store, trial_id)) == len(ops) > len(led_ops) > 100
@@ -312,9 +325,6 @@ def test_kill_and_restart_a_node_under_verification_load(vcluster: Cluster, tmp_
             "convergence",
             "split-brain",
         ]
-        # The monitor saw the view shrink to 2 and grow back to 3.
-        sizes = {v["size"] for v in sb.evidence["primary_views"]}
-        assert {2, 3} <= sizes
     finally:
         for w in (led, probe):
             w.stop()
