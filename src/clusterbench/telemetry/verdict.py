@@ -120,8 +120,13 @@ def _tag(c: Candidate) -> str:
     return f"{what} {c.utilization:.0%}"
 
 
+def in_window(points: Sequence[tuple[float, float]], start: float, end: float) -> list[float]:
+    """The values of the trial's measured seconds (start, end], the last half second included."""
+    return [v for t, v in points if start < t <= end + 0.5]
+
+
 def window_mean(points: Sequence[tuple[float, float]], start: float, end: float) -> float | None:
-    vals = [v for t, v in points if start < t <= end + 0.5]
+    vals = in_window(points, start, end)
     return statistics.fmean(vals) if vals else None
 
 
@@ -206,7 +211,7 @@ def _furthest_behind(series: Series, start: float, end: float) -> tuple[str, str
         return None
 
     def stat(src: str, metric: str) -> tuple[float, float]:
-        pts = [v for t, v in series.get((src, metric), ()) if start < t <= end + 0.5]
+        pts = in_window(series.get((src, metric), ()), start, end)
         return (statistics.fmean(pts), max(pts)) if pts else (0.0, 0.0)
 
     queues = {m: stat(m, "recv_queue") for m in members}
