@@ -327,25 +327,20 @@ class ExperimentRunner:
             out.failed.append(t.key)
         return seq
 
-    def point_convergence(self, run_id: int, point_key: str, test: str) -> Convergence:
-        """How far the point's completed repetitions are from the experiment's CI target."""
+    def point_convergence(self, rows: list[dict[str, Any]], test: str) -> Convergence:
+        """How far a point's completed repetitions (its stored trial rows) are from the
+        experiment's CI target."""
         s = self.plan.experiment.settings
-        values = [
-            v
-            for r in trial_rows(self.store, run_id)
-            if r.get("point_key") == point_key
-            and (v := trial_value(test, r.get("summary"))) is not None
-        ]
+        values = [v for r in rows if (v := trial_value(test, r.get("summary"))) is not None]
         return converge(values, s.ci_statistic, s.ci_tolerance)
 
     def _next_repetition(self, run_id: int, t: TrialSpec) -> TrialSpec | None:
         """One more repetition of t's point while its CI is too wide and the cap not reached;
         None (and a line saying how it ended, once) when it is done."""
         s = self.plan.experiment.settings
-        c = self.point_convergence(run_id, t.point_key, t.test)
-        reps = [
-            int(r["rep"]) for r in trial_rows(self.store, run_id) if r.get("point_key") == t.point_key
-        ]
+        rows = [r for r in trial_rows(self.store, run_id) if r.get("point_key") == t.point_key]
+        c = self.point_convergence(rows, t.test)
+        reps = [int(r["rep"]) for r in rows]
         attempts = self._attempts.setdefault(t.point_key, 0)
         # a failed repetition is retried at most max_repetitions times in all: no endless loop
         if needs_more(c, s.max_repetitions) and attempts < s.max_repetitions:
