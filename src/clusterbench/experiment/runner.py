@@ -25,12 +25,21 @@ import pymysql  # type: ignore[import-untyped, unused-ignore]
 
 from clusterbench.checkers.availability import tps_recovery
 from clusterbench.cluster import Cluster
-from clusterbench.errors import ClusterbenchError, ComponentError
+from clusterbench.errors import ClusterbenchError, ComponentError, WorkloadError
 from clusterbench.experiment import tls as tlsmod
 from clusterbench.experiment.convergence import Convergence, converge, needs_more, trial_value, value_name
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
 from clusterbench.faults.nemesis import Nemesis
-from clusterbench.runner.bench import admin_connect, check_tpcc, tpcc_figures, tpcc_size, trial_stalls
+from clusterbench.runner.bench import (
+    DROP_LOCK_WAIT,
+    admin_connect,
+    check_tpcc,
+    ddl,
+    drop_group_tables,
+    tpcc_figures,
+    tpcc_size,
+    trial_stalls,
+)
 from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_nodes
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store, record_run_result
@@ -42,7 +51,6 @@ from clusterbench.workloads.sysbench import (
     ACCESS_GROUP,
     BULK_GROUP,
     TPCC,
-    TPCC_TABLES,
     prepare_group,
     prepare_test,
 )
@@ -502,21 +510,20 @@ class ExperimentRunner:
     # ---- data ---------------------------------------------------------------------------------
 
     def _drop_tables(self, db: str, group: str = "") -> None:
-        """Drop the sysbench tables (sbtest<N>; TPC-C's nine for the tpcc group) in `db`."""
-        c = self.cluster
-        assert c is not None
-        n1 = c.node(1)
-        n1.query(f"CREATE DATABASE IF NOT EXISTS `{db}`", timeout=10)
-        if group == TPCC:
-            names = "', '".join(TPCC_TABLES)
-            where = f"table_name IN ('{names}')"
-        else:
-            where = "table_name REGEXP '^sbtest[0-9]+$'"
-        rows = n1.query(
-            f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' AND {where}"
-        )
-        for (name,) in rows:
-            n1.query(f"DROP TABLE IF EXISTS `{db}`.`{name}`", timeout=60)
+        """Drop one prepare group's tables in `db` (through node 1), as `run` does before a prepare."""
+        conn, ep = self._admin(db)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT}")
+                ddl(cur, f"CREATE DATABASE IF NOT EXISTS `{db}`", ep.user)
+                drop_group_tables(cur, db, group, ep.user)
+        except pymysql.err.MySQLError as e:
+            raise WorkloadError(
+                f"cannot drop the tables left in {db} on n1: {e.args[-1] if e.args else e}; "
+                "see `SHOW PROCESSLIST` on n1"
+            ) from None
+        finally:
+            conn.close()
         # the other group's tables stay, and so does what is known about them
         self.prepared = {p for p in self.prepared if p[0] != db or (p[1] == TPCC) != (group == TPCC)}
 

@@ -81,6 +81,28 @@ def ddl(cur: Any, sql: str, user: str) -> None:
         cur.execute(sql)
 
 
+def drop_group_tables(cur: Any, database: str, group: str, user: str) -> list[str]:
+    """Drop the tables one prepare group keeps in `database` (TPC-C's nine for the tpcc group,
+    sysbench's sbtest<N> for every other) and return their names; another group's tables stay.
+    Each DROP waits at most DROP_LOCK_WAIT for its metadata lock, which an open transaction holds
+    for as long as its session lives (MySQL's default wait is a year), and is tried once more
+    after the load user's stale sessions are killed."""
+    if group == TPCC:
+        cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (database,))
+        names = sorted(str(r[0]) for r in cur.fetchall() if str(r[0]) in TPCC_TABLES)
+    else:
+        cur.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_name REGEXP '^sbtest[0-9]+$'",
+            (database,),
+        )
+        names = sorted(str(r[0]) for r in cur.fetchall())
+    cur.execute(f"SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT}")
+    for name in names:
+        ddl(cur, f"DROP TABLE IF EXISTS `{database}`.`{name}`", user)
+    return names
+
+
 def kill_stale_sessions(cur: Any, user: str) -> list[int]:
     """KILL the load user's sessions that are idle in an open transaction; returns their ids."""
     cur.execute(STALE_SESSIONS_SQL, (user,))
@@ -289,31 +311,13 @@ class BenchRunner:
             self.sysbench.check_endpoint(ep, plan.databases, use_tls(plan.options, ep))
 
     def _drop_tables(self, endpoint: Endpoint, database: str, group: str = "") -> list[str]:
-        """Drop every sysbench table (sbtest<N>, and TPC-C's nine for the tpcc group) in
-        `database`: a prepare starts from nothing."""
+        """Drop the tables of one prepare group in `database`: a prepare starts from nothing."""
         conn = self._admin_connect(endpoint)
         try:
             with conn.cursor() as cur:
                 if endpoint.galera:
                     causal_reads(cur)
-                cur.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
-                    "AND table_name REGEXP '^sbtest[0-9]+$'",
-                    (database,),
-                )
-                names = sorted(str(r[0]) for r in cur.fetchall())
-                if group == TPCC:
-                    cur.execute(
-                        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                        (database,),
-                    )
-                    names += sorted(str(r[0]) for r in cur.fetchall() if str(r[0]) in TPCC_TABLES)
-                # Bounded: a DROP waits for the table's metadata lock, which an open transaction
-                # holds for as long as its session lives (MySQL's default wait is a year).
-                cur.execute(f"SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT}")
-                for name in names:
-                    ddl(cur, f"DROP TABLE IF EXISTS `{database}`.`{name}`", endpoint.user)
-            return names
+                return drop_group_tables(cur, database, group, endpoint.user)
         except pymysql.err.MySQLError as e:
             raise WorkloadError(
                 f"cannot drop the sysbench tables left in {database}: {e.args[-1] if e.args else e}; "
