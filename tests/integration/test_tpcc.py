@@ -95,7 +95,7 @@ def test_tpcc_on_group_replication(gr_cluster: Cluster, tmp_path: Path) -> None:
     ep = gr_cluster.endpoint("balancer", database=DB)
     # a mix of its own (--mix): Order-Status at 20 % instead of 4 %
     opts = make_options(test="tpcc", warehouses=1, threads=4, time=8, warmup=1, mix=(40, 30, 20, 5, 5),
-                        prepare_extra=("--customers=300", "--items=10000"))  # fmt: skip
+                        customers=300, items=10000)  # fmt: skip
     runner = BenchRunner(SysbenchRunner(shim=build_shim(gr_cluster.home / "lib")), None, telemetry_on=False)
     plan = BenchPlan(kind="run", tests=("tpcc",), options=opts, endpoint=ep)
     runner.check(plan)

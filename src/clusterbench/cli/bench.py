@@ -94,6 +94,20 @@ WarehousesOpt = Annotated[
         min=1, help="tpcc: warehouses to load, the TPC-C scale (about 100 MB each); other tests ignore it."
     ),
 ]
+CustomersOpt = Annotated[
+    int,
+    typer.Option(
+        min=10, max=3000,
+        help="tpcc: customers per district to load (TPC-C: 3000); fewer makes a quick, smaller load.",
+    ),  # fmt: skip
+]
+ItemsOpt = Annotated[
+    int,
+    typer.Option(
+        min=100, max=100000,
+        help="tpcc: rows in ITEM, and in STOCK per warehouse, to load (TPC-C: 100000); fewer loads faster.",
+    ),  # fmt: skip
+]
 MixOpt = Annotated[
     str | None,
     typer.Option(
@@ -415,6 +429,8 @@ def run(
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
     warehouses: WarehousesOpt = 1,
+    customers: CustomersOpt = 3000,
+    items: ItemsOpt = 100000,
     mix: MixOpt = None,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
@@ -451,7 +467,7 @@ def run(
     opts = make_options(
         test=workload, threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
-        warehouses=warehouses, mix=weights,
+        warehouses=warehouses, customers=customers, items=items, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
@@ -488,6 +504,8 @@ def suite(
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
     warehouses: WarehousesOpt = 1,
+    customers: CustomersOpt = 3000,
+    items: ItemsOpt = 100000,
     mix: MixOpt = None,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
@@ -523,7 +541,7 @@ def suite(
     opts = make_options(
         test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
-        warehouses=warehouses, mix=weights,
+        warehouses=warehouses, customers=customers, items=items, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip

@@ -42,6 +42,9 @@ ACCESS_TESTS: tuple[str, ...] = tuple(f"access_{m}" for m in ACCESS_METHODS)
 SLAP_TEST = "mysqlslap"
 SLAP_GROUP = "mysqlslap"
 
+TPCC_CUSTOMERS = 3000  # per district, TPC-C's scale
+TPCC_ITEMS = 100_000  # rows in ITEM, and in STOCK per warehouse
+
 # clusterbench's own TPC-C-like test (lua/cb_tpcc.lua): nine tables of its own, scaled in warehouses
 TPCC = "tpcc"
 TPCC_MODULE = "cb_tpcc"
@@ -112,6 +115,10 @@ class SysbenchOptions(BaseModel):
     report_interval: int = Field(default=1, ge=1, description="seconds per sample")
     percentile: int = Field(default=95, ge=1, le=100)
     warehouses: int = Field(default=1, ge=1, description="tpcc: warehouses to load (the scale)")
+    # tpcc, a reduced load for quick runs (TPC-C's 3,000 customers per district and 100,000 items
+    # are the defaults); the run reads both from the loaded tables
+    customers: int = Field(default=TPCC_CUSTOMERS, ge=10, le=TPCC_CUSTOMERS, description="per district")
+    items: int = Field(default=TPCC_ITEMS, ge=100, le=TPCC_ITEMS, description="rows in ITEM")
     # tpcc: whole-percent weights of new_order, payment, order_status, delivery, stock_level
     # (summing to 100); None = the standard mix 45/43/4/4/4
     mix: tuple[int, int, int, int, int] | None = None
@@ -384,6 +391,10 @@ def _common_args(opts: SysbenchOptions, endpoint: Endpoint, database: str | None
         # the scale is the warehouses (prepare); the run reads it from the loaded tables
         args += [f"--threads={opts.threads}", f"--db-ps-mode={opts.db_ps_mode}",
                  f"--warehouses={opts.warehouses}"]  # fmt: skip
+        if opts.customers != TPCC_CUSTOMERS:
+            args.append(f"--customers={opts.customers}")
+        if opts.items != TPCC_ITEMS:
+            args.append(f"--items={opts.items}")
         if opts.mix is not None:
             args.append(f"--mix={','.join(map(str, opts.mix))}")
         return args

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from clusterbench.errors import InputError
+from clusterbench.runner import make_options
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.workloads import tpcc
 from clusterbench.workloads.parse import parse_output
@@ -182,6 +184,16 @@ def test_tpcc_argv_uses_its_own_script_and_the_warehouses() -> None:
     run = build_command(opts, EP, "run")
     assert run.argv[1] == str(report_script()) and run.env["CLUSTERBENCH_SB_MODULE"] == "cb_tpcc"
     assert tpcc_script().parent == report_script().parent and tpcc_script().is_file()
+
+
+def test_a_reduced_tpcc_load_passes_customers_and_items_and_the_full_one_neither() -> None:
+    full = build_command(SysbenchOptions(test="tpcc"), EP, "prepare").argv
+    assert not any(a.startswith(("--customers", "--items")) for a in full)
+    small = build_command(SysbenchOptions(test="tpcc", customers=300, items=10000), EP, "prepare").argv
+    assert "--customers=300" in small and "--items=10000" in small
+    for bad in ({"customers": 9}, {"customers": 3001}, {"items": 99}, {"items": 100001}):
+        with pytest.raises(InputError, match=f"^--{next(iter(bad))}: "):
+            make_options(test="tpcc", **bad)
 
 
 def test_tpcc_is_a_prepare_group_of_its_own_with_nine_tables() -> None:
