@@ -247,6 +247,27 @@ def test_check_names_the_problem_and_starts_nothing(
     assert message in err and err.startswith("error: ") and "Traceback" not in err
 
 
+def test_check_says_each_problem_once_naming_the_profiles_that_share_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = "[experiment]\nname = 'x'\n[factors]\nthreads = [1, 2]\n"
+    bad = "factors = { nodes = [12] }\n"
+    profiles = f"[profiles.a]\n{bad}[profiles.b]\n{bad}[profiles.c]\n"
+    f = tmp_path / "f.toml"
+    # a problem of the base: one line (every profile has it; it was printed once per profile)
+    f.write_text(base.replace("[1, 2]", "[0]") + "[profiles.quick]\n[profiles.full]\n")
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {f}: factors.threads"), err
+    # one problem of two profiles: one line naming both; the valid profile says nothing
+    f.write_text(base + profiles)
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"error: {f} (profile a): factors.nodes")
+    assert err[0].endswith(" (also profile b)")
+
+
 def test_check_estimates_a_search_by_its_budget(capsys: pytest.CaptureFixture[str]) -> None:
     # A search plans no trials ahead; its estimate is the budget's, as `plan` prints it (not 0 min).
     assert main(["check", str(EXAMPLES / "experiments/find-optimum.toml")]) == 0

@@ -81,12 +81,16 @@ def check_file(path: Path) -> list[str]:
     tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")  # as `plan` does; writes nothing
     profiles = data.get("profiles") if isinstance(data.get("profiles"), dict) else {}
     lines = [f"{path}: a valid experiment"]
-    errors: list[str] = []
+    # one line per problem: a problem of the base is every profile's too (a profile only overrides),
+    # and one that several profiles share names them together
+    errors: dict[str, tuple[str, list[str]]] = {}
     for profile in [None, *sorted(profiles or {})]:
         try:
             plan = expand(load_experiment(path, profile), tls)
         except InputError as exc:
-            errors.append(str(exc))
+            said = str(exc)
+            key = said.replace(f" (profile {profile})", "", 1) if profile else said
+            errors.setdefault(key, (said, []))[1].append(profile or "")
             continue
         if plan.experiment.search is None:
             est = plan.estimate()
@@ -102,7 +106,12 @@ def check_file(path: Path) -> list[str]:
             f"  {'profile ' + profile if profile else 'base'}: {what}, estimated {est.total / 60:.0f} min"
         )
     if errors:
-        raise InputError("\n".join(dict.fromkeys(errors)))
+        raise InputError(
+            "\n".join(
+                said + (f" (also profile {', '.join(where[1:])})" if where[0] and len(where) > 1 else "")
+                for said, where in errors.values()
+            )
+        )
     return lines
 
 
