@@ -166,6 +166,10 @@ class BenchPlan:
     # --tag and --notes: stored with the run when it is created, so an interrupted run has them
     tags: tuple[str, ...] = ()
     notes: str = ""
+    # tpcc: check the twelve consistency conditions right after each trial (a FAIL fails it).
+    # False: the caller checks later through `tpcc_consistency` (a drill, once its faults are healed
+    # and the cluster has settled, where the result is a verdict of its own).
+    consistency_after_trial: bool = True
 
     def __post_init__(self) -> None:
         if not self.tests:
@@ -309,6 +313,22 @@ class BenchRunner:
         self.sysbench.check_endpoint(plan.endpoint, plan.databases, use_tls(plan.options, plan.endpoint))
         for ep in plan.client_endpoints:
             self.sysbench.check_endpoint(ep, plan.databases, use_tls(plan.options, ep))
+        if not plan.prepare:  # before the run exists: a missing table starts nothing
+            for group in group_tests(plan.tests):
+                self._check_tables(plan, plan.trial_options(group.tests[0]))
+
+    def _check_tables(self, plan: BenchPlan, base: SysbenchOptions) -> None:
+        """--no-prepare: the tables of `base`'s prepare group must be in every database."""
+        group = prepare_group(base.test)
+        want = expected_tables(base, group)
+        for db in dict.fromkeys(plan.databases):
+            present = self.sysbench.existing_tables(plan.endpoint, db, use_tls(base, plan.endpoint))
+            missing = [t for t in want if t not in present]
+            if missing:
+                raise WorkloadError(
+                    f"--no-prepare, but tables {', '.join(missing)} are missing in {db}; "
+                    "run without --no-prepare to create them"
+                )
 
     def _drop_tables(self, endpoint: Endpoint, database: str, group: str = "") -> list[str]:
         """Drop the tables of one prepare group in `database`: a prepare starts from nothing."""
@@ -404,15 +424,7 @@ class BenchRunner:
         group = prepare_group(base.test)
         dbs = list(dict.fromkeys(plan.databases))
         if not plan.prepare:
-            want = expected_tables(base, group)
-            for db in dbs:
-                present = self.sysbench.existing_tables(plan.endpoint, db, use_tls(base, plan.endpoint))
-                missing = [t for t in want if t not in present]
-                if missing:
-                    raise WorkloadError(
-                        f"--no-prepare, but tables {', '.join(missing)} are missing in {db}; "
-                        "run without --no-prepare to create them"
-                    )
+            self._check_tables(plan, base)
             store.add_event(run_id, "prepare", {"group": group, "skipped": True})
             return
         for db in dbs:
@@ -462,6 +474,19 @@ class BenchRunner:
 
     def _tpcc_check(self, endpoint: Endpoint, database: str, when: str) -> CheckReport:
         return check_tpcc(self._admin_connect(endpoint), endpoint, database, when)
+
+    def tpcc_consistency(
+        self, plan: BenchPlan, store: Store, run_id: int, trial_id: int
+    ) -> list[tuple[str, CheckReport]]:
+        """The twelve conditions on every database the trial's clients wrote, after the trial
+        (condition 11 load-only), each stored as the trial's `tpcc_consistency:DB`. Raises
+        WorkloadError when a check cannot run."""
+        out = []
+        for db in dict.fromkeys(plan.databases):
+            report = self._tpcc_check(plan.endpoint, db, "run")
+            store.set_provenance(run_id, f"tpcc_consistency:{db}", report.to_json(), trial_id=trial_id)
+            out.append((db, report))
+        return out
 
     def _trial(
         self,
@@ -526,9 +551,9 @@ class BenchRunner:
             if figures is not None:
                 store.set_provenance(run_id, "tpcc", figures, trial_id=trial_id)
                 notes += tpcc.figure_lines(figures)
-            for db in dict.fromkeys(plan.databases):
-                report = self._tpcc_check(plan.endpoint, db, "run")
-                store.set_provenance(run_id, f"tpcc_consistency:{db}", report.to_json(), trial_id=trial_id)
+            for _, report in (
+                self.tpcc_consistency(plan, store, run_id, trial_id) if plan.consistency_after_trial else []
+            ):
                 notes.append(report.summary_line())
                 if report.failed and out.failure is None:
                     out.failure = report.summary_line()

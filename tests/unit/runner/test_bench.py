@@ -319,8 +319,17 @@ def test_suite_prepares_once_per_group_and_cleans_up(store: Store) -> None:
 
 def test_no_prepare_needs_the_tables() -> None:
     fake = FakeSysbench(tables={"sbtest1"})
-    with pytest.raises(WorkloadError, match="tables sbtest2 are missing in sbtest; run without --no-prepare"):
+    message = (
+        "--no-prepare, but tables sbtest2 are missing in sbtest; run without --no-prepare to create them"
+    )
+    # `check` says so before the run exists (run, fault and scenario call it first) ...
+    with pytest.raises(WorkloadError) as e:
+        bench(fake, []).check(plan("oltp_insert", prepare=False))
+    assert str(e.value) == message
+    # ... and `execute` on its own too
+    with pytest.raises(WorkloadError) as e:
         bench(fake, []).execute(plan("oltp_insert", prepare=False), Store.open(Path(":memory:")))
+    assert str(e.value) == message
     fake = FakeSysbench(tables={"sbtest1", "sbtest2"})
     store = Store.open(Path(":memory:"))
     out = bench(fake, []).execute(plan("oltp_insert", prepare=False), store)
