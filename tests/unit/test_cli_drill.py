@@ -44,3 +44,32 @@ def test_the_drill_view_receives_fault_events(monkeypatch: pytest.MonkeyPatch, t
     spec, _ = load_scenario(EXAMPLES / "kill-node.toml")
     drill._execute(spec, None, "lab", tmp_path / "r.db", False)
     assert seen == ["[  10.0 s] fault kill-node n2: applied"]
+
+
+def test_fault_no_prepare_reaches_the_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterbench.cli.main import main
+
+    seen: list[Any] = []
+
+    def fake_execute(spec: Any, *a: Any, **kw: Any) -> int:
+        seen.append(spec)
+        return 0
+
+    monkeypatch.setattr(drill, "_execute", fake_execute)
+    assert main(["fault", "kill-node", "--node", "2", "-w", "tpcc", "--no-prepare", "-n", "lab"]) == 0
+    assert main(["fault", "kill-node", "--node", "2", "-w", "tpcc", "-n", "lab"]) == 0
+    assert [(s.load.workload, s.load.prepare) for s in seen] == [("tpcc", False), ("tpcc", True)]
+
+
+def test_a_scenario_file_may_reuse_the_tables(tmp_path: Path) -> None:
+    from clusterbench.errors import InputError
+
+    f = tmp_path / "s.toml"
+    f.write_text('[load]\nworkload = "tpcc"\nprepare = false\n')
+    spec, _ = load_scenario(f)
+    assert spec.load.prepare is False
+    f.write_text('[load]\nworkload = "tpcc"\nprepare = "later"\n')
+    with pytest.raises(InputError) as e:
+        load_scenario(f)
+    assert str(e.value).startswith(f"{f}: load.prepare: Input should be a valid boolean")
+

@@ -39,6 +39,7 @@ from clusterbench.cli.common import (
     JsonOpt,
     NameOpt,
     NotesOpt,
+    PrepareOpt,
     ResultsOpt,
     TagOpt,
     TelemetryOpt,
@@ -160,7 +161,6 @@ PasswordEnvOpt = Annotated[
 ]
 DatabaseOpt = Annotated[str, typer.Option(help="Schema the tables go to.")]
 GaleraOpt = Annotated[bool, typer.Option(help="--host is a Galera node or balancer (sets --auto_inc=off).")]
-PrepareOpt = Annotated[bool, typer.Option(help="Create fresh tables first (--no-prepare reuses them).")]
 BatchOpt = Annotated[
     int, typer.Option(help="access_* tests: rows per batched, eq-bound or range access (at least 1).")
 ]

@@ -46,6 +46,7 @@ TagOpt = Annotated[
     list[str] | None,
     typer.Option("--tag", help="A label for the run, shown by `results list` (repeat for several)."),
 ]
+PrepareOpt = Annotated[bool, typer.Option(help="Create fresh tables first (--no-prepare reuses them).")]
 NotesOpt = Annotated[str | None, typer.Option(help="A note kept with the run, shown by `results list`.")]
 TelemetryOpt = Annotated[
     bool,

@@ -15,6 +15,7 @@ from clusterbench.checkers.verdict import Result, Verdict, combine, exit_code
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     NotesOpt,
+    PrepareOpt,
     TagOpt,
     TelemetryOpt,
     check_tags,
@@ -471,6 +472,7 @@ def register(app: typer.Typer) -> None:
         ] = "balancer",
         ledger_clients: Annotated[int, typer.Option(help="Ledger clients (0: off).", min=0)] = 2,
         bank: Annotated[bool, typer.Option(help="Also run the bank workload.")] = False,
+        prepare: PrepareOpt = True,
         name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
         results: Annotated[
             Path | None, typer.Option(help="Results store (default <home>/results.db).")
@@ -479,7 +481,8 @@ def register(app: typer.Typer) -> None:
         notes: NotesOpt = None,
         telemetry: TelemetryOpt = True,
     ) -> None:
-        """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`."""
+        """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`.
+        --no-prepare reuses the tables an earlier run loaded (e.g. a tpcc warehouse)."""
         tags = check_tags(tag)
         if kind not in KINDS:
             raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
@@ -505,7 +508,8 @@ def register(app: typer.Typer) -> None:
         try:
             spec = ScenarioSpec(
                 name=f"fault {kind}",
-                load=LoadSpec(workload=workload, threads=threads, duration=duration, target=load_target),
+                load=LoadSpec(workload=workload, threads=threads, duration=duration, target=load_target,
+                              prepare=prepare),  # fmt: skip
                 verify=VerifySpec(ledger_clients=ledger_clients, bank=bank),
                 fault=[FaultSpec.model_validate(fields)],
             )

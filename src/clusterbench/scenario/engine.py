@@ -222,6 +222,8 @@ class ScenarioEngine:
             rate=load.rate,
         )
         return BenchPlan(
+            # `prepare = false`: the tables an earlier run left, as `run --no-prepare`
+            prepare=load.prepare,
             kind="scenario",
             tests=(load.workload,),
             options=opts,
@@ -273,7 +275,7 @@ class ScenarioEngine:
         self.settle(timeout=120)
         bench = BenchRunner(self.sysbench, ClusterProbe(self.cluster), telemetry=self.cluster,
                             telemetry_on=self.telemetry)  # fmt: skip
-        bench.check(plan)
+        bench.check(plan)  # a missing table (prepare = false) stops here: nothing started, nothing stored
         store = self.stores.get()
         try:
             bench_out = bench.execute(plan, store, _Hooks(self, self.listener))

@@ -36,6 +36,9 @@ class LoadSpec(_Strict):
     # tpcc: "new_order=45,payment=43,..." or a table; None = the standard mix
     mix: tuple[int, ...] | None = None
     rate: int = Field(0, ge=0)
+    prepare: bool = Field(
+        True, description="false: reuse the tables an earlier run left (as `run --no-prepare`)"
+    )
 
     @model_validator(mode="before")
     @classmethod
