@@ -73,3 +73,41 @@ def test_a_scenario_file_may_reuse_the_tables(tmp_path: Path) -> None:
         load_scenario(f)
     assert str(e.value).startswith(f"{f}: load.prepare: Input should be a valid boolean")
 
+
+def test_a_tpcc_consistency_fail_is_a_verdict_row_and_fails_the_drill(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clusterbench.checkers.verdict import Result, Verdict
+
+    class FakeCluster:
+        class topology:  # noqa: N801
+            name = "lab"
+
+            class cluster:  # noqa: N801
+                nodes = 3
+
+            class balancer:  # noqa: N801
+                kind = "haproxy"
+
+    class FakeEngine:
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            pass
+
+        def run(self, command: str, checkers: Any = None) -> ScenarioOutcome:
+            summary = "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL, 1 row(s), e.g. 1, 3"
+            return ScenarioOutcome(run_id=7, trial_id=7, status="completed", verdicts=[
+                Verdict("trial", Result.PASS, "ran as planned"),
+                Verdict("tpcc-consistency", Result.FAIL, summary),
+            ])  # fmt: skip
+
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(drill, "_cluster_for", lambda spec, topo, name: (FakeCluster(), False))
+    monkeypatch.setattr(drill.leftovers, "find", lambda cluster: [])
+    monkeypatch.setattr(drill, "ScenarioEngine", FakeEngine)
+    monkeypatch.setattr(drill, "sysbench_runner", lambda cluster=None: None)
+    spec, _ = load_scenario(EXAMPLES / "tpcc-kill-node.toml")
+    spec = spec.model_copy(update={"fault": []})
+    assert drill._execute(spec, None, "lab", tmp_path / "r.db", False) == 1
+    out = capsys.readouterr().out
+    assert "tpcc-consistency" in out and "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL" in out
+    assert "overall: FAIL   run 7" in out

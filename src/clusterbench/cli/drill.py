@@ -482,7 +482,8 @@ def register(app: typer.Typer) -> None:
         telemetry: TelemetryOpt = True,
     ) -> None:
         """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`.
-        --no-prepare reuses the tables an earlier run loaded (e.g. a tpcc warehouse)."""
+        With -w tpcc the twelve TPC-C consistency conditions are a verdict (tpcc-consistency), checked
+        once the fault is healed; --no-prepare reuses the tables an earlier run loaded."""
         tags = check_tags(tag)
         if kind not in KINDS:
             raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")

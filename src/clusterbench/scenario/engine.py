@@ -15,6 +15,7 @@ from clusterbench.checkers.trial import FaultRun, TrialRun, VerifierRun, check_t
 from clusterbench.checkers.verdict import Result, Verdict, combine
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode
+from clusterbench.errors import WorkloadError
 from clusterbench.faults.nemesis import Nemesis
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.runner.bench import BenchListener, BenchPlan, BenchRunner, make_options
@@ -24,6 +25,7 @@ from clusterbench.store import Store
 from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
 from clusterbench.workloads.parse import combine_samples
+from clusterbench.workloads.tpcc_check import CheckReport
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +190,10 @@ class ScenarioEngine:
         self.nemesis = Nemesis(cluster, faults, self._fault_sink)
         self.companions: list[Companion] = companions(cluster, spec, self.stores) if companions else []
         self._stopped = False
+        # set by `run`: the load as planned and the runner that ran it (the checkers read the tables
+        # the load wrote through them)
+        self.plan: BenchPlan | None = None
+        self.bench: BenchRunner | None = None
 
     def _fault_sink(self, kind: str, detail: dict[str, Any], t: float) -> None:
         # Called from the nemesis thread: it writes through its own connection.
@@ -224,6 +230,8 @@ class ScenarioEngine:
         return BenchPlan(
             # `prepare = false`: the tables an earlier run left, as `run --no-prepare`
             prepare=load.prepare,
+            # tpcc: the consistency check is a verdict, after the faults are healed (run_checkers)
+            consistency_after_trial=False,
             kind="scenario",
             tests=(load.workload,),
             options=opts,
@@ -276,6 +284,7 @@ class ScenarioEngine:
         bench = BenchRunner(self.sysbench, ClusterProbe(self.cluster), telemetry=self.cluster,
                             telemetry_on=self.telemetry)  # fmt: skip
         bench.check(plan)  # a missing table (prepare = false) stops here: nothing started, nothing stored
+        self.plan, self.bench = plan, bench
         store = self.stores.get()
         try:
             bench_out = bench.execute(plan, store, _Hooks(self, self.listener))
@@ -317,6 +326,13 @@ class ScenarioEngine:
         for v in out.verdicts:
             self.listener.verdict(v)
         return out
+
+    def tpcc_consistency(self) -> list[tuple[str, CheckReport]]:
+        """The TPC-C consistency conditions on the tables the load wrote, stored with the trial
+        (BenchRunner.tpcc_consistency); WorkloadError when the check cannot run."""
+        if self.bench is None or self.plan is None or self.run_id is None or self.trial_id is None:
+            raise WorkloadError("the load never started a trial")
+        return self.bench.tpcc_consistency(self.plan, self.stores.get(), self.run_id, self.trial_id)
 
     def trial_run(self, status: str, failures: list[str]) -> TrialRun:
         """What the trial checker needs: how the load, the faults and the verifiers really ran."""

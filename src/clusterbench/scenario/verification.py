@@ -13,10 +13,13 @@ from clusterbench.checkers.convergence import check_convergence
 from clusterbench.checkers.failover import FailoverFault, failover_figures
 from clusterbench.checkers.ledger import check_ledger
 from clusterbench.checkers.split_brain import check_split_brain
+from clusterbench.checkers.tpcc import NAME as TPCC_CHECKER
+from clusterbench.checkers.tpcc import check_tpcc_consistency, tpcc_unknown
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict
 from clusterbench.checkers.vip import VipSample, check_vip
 from clusterbench.cluster import Cluster
+from clusterbench.errors import WorkloadError
 from clusterbench.scenario.anomalies import AnomalyVerification
 from clusterbench.scenario.engine import Companion, ScenarioEngine, ThreadStores
 from clusterbench.scenario.spec import ScenarioSpec
@@ -33,6 +36,7 @@ from clusterbench.verify.persist import monitor_sink, op_sink, save_verdicts
 from clusterbench.verify.probe import AvailabilityProber
 from clusterbench.verify.vip import VipMonitor
 from clusterbench.workloads.parse import combine_samples
+from clusterbench.workloads.sysbench import TPCC
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +235,16 @@ def _failover(engine: ScenarioEngine, ver: Verification) -> list[dict[str, Any]]
     return out
 
 
+def tpcc_verdict(engine: ScenarioEngine) -> Verdict:
+    """The TPC-C consistency conditions on the healed, settled cluster, as a verdict; UNKNOWN when
+    they cannot be read (a server error, a node down)."""
+    try:
+        reports = engine.tpcc_consistency()
+    except WorkloadError as exc:
+        return tpcc_unknown(str(exc))
+    return check_tpcc_consistency(reports)
+
+
 def run_checkers(engine: ScenarioEngine) -> list[Verdict]:
     ver = next((c for c in engine.companions if isinstance(c, Verification)), None)
     if ver is None:
@@ -256,6 +270,8 @@ def run_checkers(engine: ScenarioEngine) -> list[Verdict]:
                 ),
             )
         )
+    if engine.spec.load.workload == TPCC:
+        verdicts.append(_guard(TPCC_CHECKER, lambda: tpcc_verdict(engine)))
     if engine.spec.verify.convergence:
         verdicts.append(
             _guard(

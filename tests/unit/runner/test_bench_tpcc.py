@@ -1,6 +1,8 @@
 """A tpcc run through BenchRunner with fakes: the load's provenance and progress, tpmC stored per
 trial, the consistency check after the load and after the trial, and a FAIL that fails the trial
-naming the condition."""
+naming the condition. A tpcc drill through the scenario engine: the check after the faults are
+healed is a verdict (tpcc-consistency) that counts in overall, and `prepare = false` reuses the
+tables or stops before anything starts."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import pytest
 
 from clusterbench.errors import WorkloadError
@@ -136,6 +139,8 @@ class Cursor:
     def execute(self, sql: str, args: Any = None) -> None:
         self.last = sql
         self.db.sql.append(sql)
+        if sql == CONDITIONS[0].sql and self.db.checks() == self.db.unreachable:
+            raise pymysql.err.OperationalError(2013, "Lost connection to server during query")
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         if self.last.startswith("SELECT table_name FROM information_schema.tables"):
@@ -152,11 +157,15 @@ class Cursor:
 
 class DB:
     def __init__(
-        self, broken: dict[int, tuple[int, ...]] | None = None, tables: Sequence[str] = ()
+        self,
+        broken: dict[int, tuple[int, ...]] | None = None,
+        tables: Sequence[str] = (),
+        unreachable: int = 0,
     ) -> None:
         self.sql: list[str] = []
         self.tables = list(tables)  # what the table listing returns
         self.broken = broken or {}  # check number (1: after load, 2: after trial) -> failing conditions
+        self.unreachable = unreachable  # this check number loses its connection
 
     def checks(self) -> int:
         return sum(1 for s in self.sql if s == CONDITIONS[0].sql)
@@ -246,3 +255,169 @@ def test_a_condition_broken_after_the_load_stops_the_run(tmp_path: Path) -> None
         WorkloadError, match=r"sbtest: TPC-C consistency after load: FAIL: condition 1 \(W_YTD"
     ):
         go(tmp_path, [50], DB(broken={1: (1,)}))
+
+
+# ---- a tpcc drill: the consistency check is a verdict -------------------------------------------
+
+
+class DrillTpcc(FakeTpcc):
+    """FakeTpcc that records its calls and lists the tables an earlier run left."""
+
+    def __init__(self, tps: Sequence[int], tables: Sequence[str] = ()) -> None:
+        super().__init__(tps)
+        self.tables = set(tables)
+        self.calls: list[str] = []
+
+    def existing_tables(self, endpoint: Endpoint, database: str, tls: bool) -> set[str]:
+        return set(self.tables)
+
+    def prepare(self, opts: SysbenchOptions, endpoint: Endpoint, **kw: Any) -> list[CommandOutput]:
+        self.calls.append("prepare")
+        return super().prepare(opts, endpoint, **kw)
+
+    def run(self, opts: SysbenchOptions, endpoint: Endpoint, **kw: Any) -> RunResult:
+        self.calls.append("run")
+        return super().run(opts, endpoint, **kw)
+
+
+class Node:
+    index = 1
+
+    def alive(self) -> bool:
+        return True
+
+    def health(self) -> Any:
+        return type("Health", (), {"ready": True})()
+
+    def wait_ready(self, timeout: float, expect_size: int | None = None) -> None:
+        pass
+
+
+class OneNodeCluster:
+    """What the scenario engine asks of a cluster, with no server behind it."""
+
+    def __init__(self) -> None:
+        from clusterbench.spec.topology import Topology
+
+        self.topology = Topology.model_validate({"cluster": {"nodes": 1}})
+
+    def nodes(self) -> list[Node]:
+        return [Node()]
+
+    def haproxies(self) -> list[Any]:
+        return []
+
+    def endpoint(self, target: str = "balancer", database: str = "sbtest") -> Endpoint:
+        return EP
+
+    def client_hosts(self) -> list[Any]:
+        return []
+
+
+def drill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: DB, sysbench: DrillTpcc, prepare: bool = True
+) -> Any:
+    """A tpcc drill with no fault: the real scenario engine and checkers, fake servers."""
+    from clusterbench.scenario import engine as engmod
+    from clusterbench.scenario.spec import ScenarioSpec
+    from clusterbench.scenario.verification import companions, run_checkers
+
+    def runner(sb: Any, probe: Any, **kw: Any) -> BenchRunner:
+        return BenchRunner(sb, None, facts=dict, connect=db.connect, telemetry_on=False)
+
+    monkeypatch.setattr(engmod, "BenchRunner", runner)
+    spec = ScenarioSpec.model_validate({
+        "name": "tpcc drill",
+        "load": {"workload": "tpcc", "threads": 2, "duration": len(sysbench.tps), "prepare": prepare},
+        "verify": {"ledger_clients": 0, "prober": False, "monitor": False, "convergence": False},
+    })  # fmt: skip
+    eng = engmod.ScenarioEngine(OneNodeCluster(), spec, [], tmp_path / "r.db", sysbench,  # type: ignore[arg-type]
+                                companions=companions, telemetry=False)  # fmt: skip
+    return eng.run("clusterbench fault ... -w tpcc", checkers=run_checkers)
+
+
+def test_a_tpcc_drill_checks_consistency_once_healed_as_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterbench.checkers.verdict import Result, exit_code
+
+    db = DB()
+    out = drill(tmp_path, monkeypatch, db, DrillTpcc([50, 50, 50]))
+    assert [(v.checker, v.result) for v in out.verdicts] == [("trial", Result.PASS),
+                                                             ("tpcc-consistency", Result.PASS)]  # fmt: skip
+    assert out.verdicts[1].summary == "12 conditions hold in sbtest"
+    assert out.result is Result.PASS and exit_code(out.result) == 0
+    assert db.checks() == 2  # after the load, and once after the trial (not twice)
+    with Store.open(tmp_path / "r.db") as store:
+        stored = {v["checker"]: v for v in store.verdicts(out.run_id)}
+        assert stored["tpcc-consistency"]["result"] == "PASS"
+        assert stored["tpcc-consistency"]["trial_id"] == out.trial_id
+        tprov = store.provenance(out.run_id, out.trial_id)
+        assert tprov["tpcc_consistency:sbtest"]["verdict"] == "PASS"
+
+
+def test_a_condition_broken_in_a_drill_fails_the_drill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative control: district D_YTD off after the trial (condition 9) -> FAIL, overall FAIL,
+    exit 1, while the trial itself ran as planned. Condition 11 (load-only) is no failure."""
+    from clusterbench.checkers.verdict import Result, exit_code
+
+    out = drill(tmp_path, monkeypatch, DB(broken={2: (9, 11)}), DrillTpcc([50, 50, 50]))
+    trial, tpcc = out.verdicts
+    assert trial.result is Result.PASS, trial.summary
+    assert tpcc.checker == "tpcc-consistency" and tpcc.result is Result.FAIL
+    assert tpcc.summary == (
+        "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL, 1 row(s), e.g. 1, 3, 30001.00, 30000.00"
+    )
+    assert tpcc.evidence["sbtest"]["verdict"] == "FAIL"
+    assert out.result is Result.FAIL and exit_code(out.result) == 1
+    with Store.open(tmp_path / "r.db") as store:
+        stored = [v["result"] for v in store.verdicts(out.run_id) if v["checker"] == "tpcc-consistency"]
+        assert stored == ["FAIL"]
+
+
+def test_a_consistency_check_that_cannot_run_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterbench.checkers.verdict import Result, exit_code
+
+    out = drill(tmp_path, monkeypatch, DB(unreachable=2), DrillTpcc([50, 50, 50]))
+    tpcc = out.verdicts[1]
+    assert tpcc.result is Result.UNKNOWN
+    assert tpcc.summary.startswith(
+        "the check could not run: the TPC-C consistency check on sbtest could not run: "
+        "Lost connection to server during query"
+    )
+    assert out.result is Result.UNKNOWN and exit_code(out.result) == 2
+
+
+def test_a_drill_without_prepare_reuses_the_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterbench.checkers.verdict import Result
+    from clusterbench.workloads.sysbench import TPCC_TABLES
+
+    db = DB()
+    sb = DrillTpcc([50, 50, 50], tables=TPCC_TABLES)
+    out = drill(tmp_path, monkeypatch, db, sb, prepare=False)
+    assert sb.calls == ["run"] and db.checks() == 1  # no load, no check after a load
+    assert out.result is Result.PASS
+    with Store.open(tmp_path / "r.db") as store:
+        assert store.get_run(out.run_id).status == "completed"
+        assert {"kind": "prepare", "detail": {"group": "tpcc", "skipped": True}}.items() <= {
+            **next(e for e in store.events(out.run_id) if e["kind"] == "prepare")
+        }.items()
+
+
+def test_a_drill_without_prepare_and_without_tables_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sb = DrillTpcc([50, 50, 50], tables=("warehouse", "district"))
+    with pytest.raises(WorkloadError) as e:
+        drill(tmp_path, monkeypatch, DB(), sb, prepare=False)
+    assert str(e.value) == (
+        "--no-prepare, but tables customer, history, new_order, orders, order_line, item, stock are "
+        "missing in sbtest; run without --no-prepare to create them"
+    )
+    assert sb.calls == []
+    with Store.open(tmp_path / "r.db") as store:
+        assert store.list_runs() == []
