@@ -461,7 +461,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         workload: Annotated[
             str,
-            typer.Option("--workload", "-w", "--tests", help="sysbench test for the load (alias: --tests)."),
+            typer.Option(
+                "--workload", "-w", "--tests",
+                help="sysbench test, or tpcc (TPC-C-like), for the load (alias: --tests).",
+            ),  # fmt: skip
         ] = "oltp_read_write",
         threads: Annotated[int, typer.Option(help="sysbench threads.", min=1)] = 4,
         duration: Annotated[
