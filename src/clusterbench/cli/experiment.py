@@ -39,6 +39,7 @@ from clusterbench.runner import resolve_run
 from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions
 from clusterbench.workloads.parse import combine_samples
+from clusterbench.workloads.sysbench import ACCESS_TESTS
 
 FileArg = Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")]
 ProfileOpt = Annotated[
@@ -133,6 +134,8 @@ def plan_cmd(
                 for f in t.faults
             )
             console.out.print(f"faults in every trial of part {t.part}: {sched}", markup=False)
+    for line in settings_lines(plan):
+        console.out.print(line, markup=False)
     _print_designs(plan)
     est = plan.estimate(skip=done)
     phases = ", ".join(f"{k} {_dur(v)}" for k, v in sorted(est.phases.items(), key=lambda kv: -kv[1]))
@@ -149,6 +152,30 @@ def plan_cmd(
     console.out.print(
         f"estimated wall time {_dur(est.total)} ({phases}); not measuring {est.not_measuring_share:.0%}"
     )
+
+
+def _setting_text(v: Any) -> str:
+    if v is None:
+        return "standard"  # tpcc's mix
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def settings_lines(plan: Plan) -> list[str]:
+    """What the trials' own kinds of test run with beyond the table's columns (access_*: batch,
+    row_size; mysqlslap: slap_*; tpcc: warehouses, mix), once per part and distinct value set;
+    factors are in the point already."""
+    lines: list[str] = []
+    for t in plan.trials:
+        point = dict(t.point)
+        own = {k: v for k, v in t.test_settings().items() if k not in point}
+        if not own:
+            continue
+        kind = "access_*" if t.test in ACCESS_TESTS else t.test
+        text = ", ".join(f"{k}={_setting_text(v)}" for k, v in own.items())
+        line = f"part {t.part}, {kind}: {text}"
+        if line not in lines:
+            lines.append(line)
+    return lines
 
 
 def plan_record(plan: Plan, done: set[str]) -> dict[str, Any]:
@@ -175,6 +202,7 @@ def plan_record(plan: Plan, done: set[str]) -> dict[str, Any]:
                 "test": t.test,
                 "threads": t.threads,
                 "clients": t.clients,
+                "settings": t.test_settings(),
                 "rate": t.rate_text(),
                 "warmup_s": t.warmup,
                 "duration_s": t.duration,

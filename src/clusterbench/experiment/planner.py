@@ -55,9 +55,15 @@ from clusterbench.workloads.sysbench import (
     ACCESS_TESTS,
     BULK_GROUP,
     SLAP_GROUP,
+    SLAP_SETTINGS,
+    SLAP_TEST,
     TPCC,
+    SysbenchOptions,
     prepare_group,
 )
+
+# mysqlslap's settings when nothing sets them (SysbenchOptions' defaults)
+SLAP_DEFAULTS: dict[str, Any] = {k: SysbenchOptions.model_fields[k].default for k in SLAP_SETTINGS}
 
 # rows a tpcc load writes per warehouse (measured: 499,630 plus ITEM's 100,000 once); only used
 # for estimates
@@ -109,6 +115,12 @@ class TrialSpec:
     interconnect: str = ""
     warehouses: int = 1  # tpcc: the scale loaded
     mix: tuple[int, ...] | None = None  # tpcc: the transaction mix (None: the standard one)
+    # mysqlslap: the auto-generated load's type, queries per client per run, the user's SQL
+    # instead of the auto-generated load, the auto-generated table's engine
+    slap_load_type: str = "mixed"
+    slap_queries: int = 100
+    slap_query: str | None = None
+    slap_engine: str = "InnoDB"
 
     @property
     def point_label(self) -> str:
@@ -209,7 +221,25 @@ class TrialSpec:
             out["warehouses"] = self.warehouses
             if self.mix is not None:
                 out["mix"] = list(self.mix)
+        if self.test == SLAP_TEST:  # only those off mysqlslap's defaults: earlier plan ids stay
+            out.update({k: v for k, v in self._slap_settings().items() if v != SLAP_DEFAULTS[k]})
         return out
+
+    def _slap_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in SLAP_SETTINGS}
+
+    def test_settings(self) -> dict[str, Any]:
+        """The settings only the trial's kind of test reads, all of them (defaults included):
+        batch and row_size (access_*), the slap_* ones (mysqlslap), warehouses and mix (tpcc)."""
+        if self.test in ACCESS_TESTS:
+            return {"batch": self.batch, "row_size": self.row_size}
+        if self.test == SLAP_TEST:  # SQL of the user's replaces the auto-generated load and its engine
+            if self.slap_query is not None:
+                return {"slap_query": self.slap_query, "slap_queries": self.slap_queries}
+            return {k: v for k, v in self._slap_settings().items() if k != "slap_query"}
+        if self.test == TPCC:
+            return {"warehouses": self.warehouses, "mix": list(self.mix) if self.mix else None}
+        return {}
 
 
 @dataclass(frozen=True)
@@ -469,6 +499,10 @@ def _trial(
         interconnect=interconnect,
         warehouses=int(get("warehouses", wl.warehouses)),
         mix=wl.mix,
+        slap_load_type=str(get("slap_load_type", wl.slap_load_type)),
+        slap_queries=int(get("slap_queries", wl.slap_queries)),
+        slap_query=wl.slap_query,
+        slap_engine=str(get("slap_engine", wl.slap_engine)),
     )
 
 

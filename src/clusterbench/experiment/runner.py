@@ -692,6 +692,10 @@ class ExperimentRunner:
             row_size=t.row_size,
             warehouses=t.warehouses,
             mix=t.mix,
+            slap_load_type=t.slap_load_type,
+            slap_queries=t.slap_queries,
+            slap_query=t.slap_query,
+            slap_engine=t.slap_engine,
         )
         self._ensure_data(t, opts, run_id)
         rate = self._rate(run_id, t)

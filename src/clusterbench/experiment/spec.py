@@ -13,6 +13,7 @@ Layout of a file:
     [topology]     the base topology: the same tables as a topology file ([topology.cluster] ...)
     [workload]     tests, tables, table_size, warehouses and mix (tpcc), threads, clients, separate_schemas,
                    rate, rate_of_max, rand_type, target, tls, compression, batch and row_size (access_*),
+                   slap_load_type, slap_queries, slap_query and slap_engine (mysqlslap),
                    interconnect and shaped_bandwidth, duration, warmup, cooldown, and
                    [[workload.faults]] (a fault schedule run inside every trial; times from the
                    start of the load, warm-up included)
@@ -44,7 +45,16 @@ from clusterbench.spec.topology import (
     validation_messages,
 )
 from clusterbench.workloads import tpcc
-from clusterbench.workloads.sysbench import ACCESS_TESTS, KNOWN_TESTS, SLAP_TEST, TPCC
+from clusterbench.workloads.sysbench import (
+    ACCESS_TESTS,
+    KNOWN_TESTS,
+    SLAP_SETTINGS,
+    SLAP_TEST,
+    TPCC,
+    SlapLoadType,
+    check_slap_engine,
+    check_slap_query,
+)
 
 Level = int | float | str | bool
 
@@ -72,6 +82,9 @@ CLIENT_FACTORS = (
     "row_size",
     "interconnect",
     "warehouses",
+    "slap_load_type",
+    "slap_queries",
+    "slap_engine",
 )
 # `engine` builds another cluster (galera or group_replication) from the same base topology: one
 # file compares the two engines on the same hardware and load.
@@ -119,6 +132,10 @@ class Factors(_Strict):
     target: list[str] | None = None
     tls: list[bool] | None = None
     compression: list[bool] | None = None
+    # mysqlslap: the auto-generated load's type, queries per client per run, the table's engine
+    slap_load_type: list[SlapLoadType] | None = None
+    slap_queries: list[int] | None = None
+    slap_engine: list[str] | None = None
 
     @field_validator("*")
     @classmethod
@@ -146,7 +163,9 @@ class Factors(_Strict):
                 raise ValueError(f"row sizes must be 16-16384 bytes (got {x})")
         return v
 
-    @field_validator("threads", "clients", "wsrep_slave_threads", "client_hosts", "batch", "warehouses")
+    @field_validator(
+        "threads", "clients", "wsrep_slave_threads", "client_hosts", "batch", "warehouses", "slap_queries"
+    )
     @classmethod
     def _positive(cls, v: list[int] | None) -> list[int] | None:
         for x in v or []:
@@ -194,6 +213,13 @@ class Factors(_Strict):
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
         return v
 
+    @field_validator("slap_engine")
+    @classmethod
+    def _engines(cls, v: list[str] | None) -> list[str] | None:
+        for x in v or []:
+            check_slap_engine(x)
+        return v
+
     @field_validator("target")
     @classmethod
     def _target(cls, v: list[str] | None) -> list[str] | None:
@@ -238,6 +264,12 @@ class Workload(_Strict):
     # tpcc: whole-percent weights in tpcc.TYPES order, from "new_order=45,payment=43,..." or a table
     # { new_order = 45, ... }; None = the standard mix
     mix: tuple[int, ...] | None = None
+    # mysqlslap (the flags --slap-*): the auto-generated load, or slap_query (SQL of the user's,
+    # run in the workload's schema) instead of it
+    slap_load_type: SlapLoadType = Field("mixed", description="mysqlslap: auto-generated load type")
+    slap_queries: int = Field(100, ge=1, description="mysqlslap: queries per client per run")
+    slap_query: str | None = Field(None, min_length=1, description="mysqlslap: SQL instead of auto-generated")
+    slap_engine: str = Field("InnoDB", description="mysqlslap: storage engine of the auto-generated table")
     duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
@@ -264,6 +296,16 @@ class Workload(_Strict):
     @classmethod
     def _mix(cls, v: Any) -> Any:
         return None if v is None else tpcc.parse_mix(v)
+
+    @field_validator("slap_engine")
+    @classmethod
+    def _slap_engine(cls, v: str) -> str:
+        return check_slap_engine(v)
+
+    @field_validator("slap_query")
+    @classmethod
+    def _slap_query(cls, v: str | None) -> str | None:
+        return check_slap_query(v)
 
     @field_validator("tests")
     @classmethod
@@ -542,7 +584,8 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
                 f"{where}: parts.{name}: several tests in workload.workload and the factor workload; "
                 "give them one way"
             )
-        _check_own_workloads(wl, levels, f"{where}: parts.{name}")
+        given = set(f.workload.model_fields_set) | set(part.workload)  # the keys the file sets
+        _check_own_workloads(wl, levels, f"{where}: parts.{name}", given)
         _check_interconnect(wl, levels, topo, f"{where}: parts.{name}")
         for t in levels.get("target", []):
             if str(t).startswith("node:") and int(str(t)[5:]) > min(
@@ -591,9 +634,13 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
     )
 
 
-def _check_own_workloads(wl: Workload, levels: dict[str, list[Level]], where: str) -> None:
+def _check_own_workloads(
+    wl: Workload, levels: dict[str, list[Level]], where: str, given: set[str] | None = None
+) -> None:
     """The access-method tests' batch must fit the table; warehouses is a factor only with tpcc;
-    mysqlslap is one client process at one address, without a rate limit."""
+    mysqlslap is one client process at one address, without a rate limit; its settings (`given`:
+    the workload keys the file sets) only where a trial runs it, and slap_query without the
+    settings of the auto-generated load it replaces."""
     tests = [str(t) for t in levels.get("workload", wl.tests)]
     batches = [int(b) for b in levels.get("batch", [wl.batch])]
     if any(t in ACCESS_TESTS for t in tests) and max(batches) > wl.table_size:
@@ -610,6 +657,26 @@ def _check_own_workloads(wl: Workload, levels: dict[str, list[Level]], where: st
             f"{where}: factor warehouses is the tpcc scale and no trial runs tpcc; "
             "add workload = \"tpcc\" or remove the factor"
         )
+    slap_keys = [k for k in SLAP_SETTINGS if k in (given or set())]
+    slap_factors = [k for k in SLAP_SETTINGS if k in levels]
+    if SLAP_TEST not in tests and (slap_keys or slap_factors):
+        if slap_keys:
+            raise InputError(
+                f"{where}: workload.{slap_keys[0]} is a mysqlslap setting and no trial runs mysqlslap; "
+                'remove it or add workload = "mysqlslap"'
+            )
+        raise InputError(
+            f"{where}: factor {slap_factors[0]} is a mysqlslap setting and no trial runs mysqlslap; "
+            'add workload = "mysqlslap" or remove the factor'
+        )
+    if wl.slap_query is not None:
+        for k in ("slap_load_type", "slap_engine"):
+            if k in levels or k in (given or set()):
+                what = f"factor {k}" if k in levels else f"workload.{k}"
+                raise InputError(
+                    f"{where}: workload.slap_query replaces the auto-generated load, so {what} does "
+                    "nothing; remove one of them"
+                )
     if SLAP_TEST in tests:
         clients = [int(c) for c in levels.get("clients", [wl.clients])]
         targets = [str(t) for t in levels.get("target", [wl.target])]

@@ -140,7 +140,8 @@ def make_options(**fields: Any) -> SysbenchOptions:
         name = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
         name = {"--time": "--duration"}.get(name, name)  # the flag's name, not SysbenchOptions'
 
-        raise InputError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")  # a validator's own words
+        raise InputError(f"{name}: {msg} (got {err.get('input')!r})") from None
 
 
 @dataclass(frozen=True)

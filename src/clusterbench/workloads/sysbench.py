@@ -6,6 +6,7 @@ Nothing here runs a process; `runner.py` does. Every command is a `SysbenchComma
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -41,6 +42,29 @@ ACCESS_TESTS: tuple[str, ...] = tuple(f"access_{m}" for m in ACCESS_METHODS)
 # mysqlslap (Debian's mariadb-slap) as a workload: run by workloads/slap.py, nothing to prepare.
 SLAP_TEST = "mysqlslap"
 SLAP_GROUP = "mysqlslap"
+# its settings (SysbenchOptions.slap_*; flags --slap-*, experiment keys and factors slap_*)
+SLAP_SETTINGS: tuple[str, ...] = ("slap_load_type", "slap_queries", "slap_query", "slap_engine")
+SLAP_LOAD_TYPES: tuple[str, ...] = ("mixed", "read", "write", "key", "update")
+SlapLoadType = Literal["mixed", "read", "write", "key", "update"]
+_ENGINE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+
+
+def check_slap_engine(name: str) -> str:
+    """A storage engine name for mariadb-slap's --engine (raises ValueError)."""
+    if not _ENGINE_NAME.match(name):
+        raise ValueError(
+            f"'{name}' is not a storage engine name; give one like InnoDB (a letter, then letters, "
+            "digits or _)"
+        )
+    return name
+
+
+def check_slap_query(sql: str | None) -> str | None:
+    """SQL for mariadb-slap's --query: one line (raises ValueError)."""
+    if sql is not None and ("\n" in sql or "\r" in sql):
+        raise ValueError("give the SQL on one line (separate statements with ';')")
+    return sql
+
 
 TPCC_CUSTOMERS = 3000  # per district, TPC-C's scale
 TPCC_ITEMS = 100_000  # rows in ITEM, and in STOCK per warehouse
@@ -140,16 +164,21 @@ class SysbenchOptions(BaseModel):
     row_size: int = Field(default=20, ge=16, le=16384, description="approximate bytes per row")
     # mysqlslap: what each run executes (auto-generated SQL of a load type, or `slap_query`), how
     # many queries each client sends per run, and the engine of the auto-generated table
-    slap_load_type: Literal["mixed", "read", "write", "key", "update"] = "mixed"
+    slap_load_type: SlapLoadType = "mixed"
     slap_queries: int = Field(default=100, ge=1, description="queries per client per mysqlslap run")
     slap_query: str | None = Field(default=None, min_length=1, description="SQL instead of auto-generated")
-    slap_engine: str = Field(default="InnoDB", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+    slap_engine: str = Field(default="InnoDB", description="storage engine of the auto-generated table")
 
     @field_validator("test")
     @classmethod
     def _known_test(cls, v: str) -> str:
         check_known_tests([v])
         return v
+
+    @field_validator("slap_engine")
+    @classmethod
+    def _slap_engine(cls, v: str) -> str:
+        return check_slap_engine(v)
 
     @model_validator(mode="after")
     def _batch_fits(self) -> SysbenchOptions:
