@@ -62,10 +62,12 @@ def check_file(path: Path) -> list[str]:
         sched = "; ".join(
             f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "") for f in faults
         )
+        load = spec.load
+        access = f" (batch {load.batch}, rows of about {load.row_size} bytes)" if load.access else ""
         lines = [
             f"{path}: a valid scenario '{spec.name}' {where}",
-            f"  load: {spec.load.workload} x{spec.load.threads} threads for {spec.load.duration} s via "
-            f"{spec.load.target}; faults: {sched or 'none'}",
+            f"  load: {load.workload}{access} x{load.threads} threads for {load.duration} s via "
+            f"{load.target}; faults: {sched or 'none'}",
         ]
         if spec.random_faults is not None:
             lines.append(f"  random faults drawn with seed {spec.random_seed} (same seed, same schedule)")

@@ -226,6 +226,8 @@ class ScenarioEngine:
             warehouses=load.warehouses,
             mix=load.mix,
             rate=load.rate,
+            batch=load.batch,
+            row_size=load.row_size,
         )
         return BenchPlan(
             # `prepare = false`: the tables an earlier run left, as `run --no-prepare`

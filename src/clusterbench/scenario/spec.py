@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clusterbench.errors import InputError
 from clusterbench.faults.spec import FaultSpec, PlannedFault, RandomFaults, expand_random, plan
@@ -13,6 +20,7 @@ from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import parse_toml, validation_messages
 from clusterbench.workloads import KNOWN_TESTS
+from clusterbench.workloads.sysbench import ACCESS_TESTS
 
 TARGET_HELP = "balancer, node:N or all-nodes"
 
@@ -39,6 +47,10 @@ class LoadSpec(_Strict):
     prepare: bool = Field(
         True, description="false: reuse the tables an earlier run left (as `run --no-prepare`)"
     )
+    # access_* tests (as in experiment files and --batch, --row-size): rows per batched, eq-bound or
+    # range access, and the approximate bytes per row (the table is sbtest<row_size>)
+    batch: int = Field(32, ge=1, description="access_* tests: rows per batched, eq-bound or range access")
+    row_size: int = Field(20, ge=16, le=16384, description="access_* tests: approximate bytes per row")
 
     @model_validator(mode="before")
     @classmethod
@@ -59,10 +71,36 @@ class LoadSpec(_Strict):
             raise ValueError(f"unknown workload '{v}'; known: {', '.join(KNOWN_TESTS)}")
         return v
 
+    @property
+    def access(self) -> bool:
+        """An access_* test (batch and row_size apply)."""
+        return self.workload in ACCESS_TESTS
+
+    @model_validator(mode="after")
+    def _access_settings(self) -> LoadSpec:
+        given = [k for k in ("batch", "row_size") if k in self.model_fields_set]
+        if given and not self.access:
+            what = f"{given[0]} is a setting" if len(given) == 1 else "batch and row_size are settings"
+            them = "it" if len(given) == 1 else "them"
+            raise ValueError(
+                f"{what} of the access_* tests and workload {self.workload} is not one; remove {them}, "
+                'or set workload = "access_pk" (or another access_* test)'
+            )
+        return self
+
     @model_validator(mode="after")
     def _mix_is_tpcc(self) -> LoadSpec:
         if self.mix is not None and self.workload != "tpcc":
             raise ValueError("mix is the tpcc transaction mix; remove it, or set workload = \"tpcc\"")
+        return self
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> LoadSpec:
+        if self.access and self.batch > self.table_size:
+            raise ValueError(
+                f"batch {self.batch} is more than table_size {self.table_size}; "
+                "lower batch or raise table_size"
+            )
         return self
 
 
