@@ -290,6 +290,12 @@ def check_search(spec: SearchSpec, wl: Workload, topo: Topology, where: str) -> 
             f"{where}: search.knobs.workload: several tests in workload.workload and the knob workload; "
             "give them one way"
         )
+    # what a grid refuses about the tests' own settings (batch against the table, the tpcc scale,
+    # mysqlslap's one process and its settings), with each knob's extreme values as its levels
+    from clusterbench.experiment.spec import check_own_workloads
+
+    ranges = {k.name: list(k.values) if k.values else [k.low or 0, k.high or 0] for k in s.knobs}
+    check_own_workloads(wl, ranges, where, set(wl.model_fields_set))
     for k in s.knobs:
         if k.name == "client_hosts":
             from clusterbench.experiment.spec import check_client_hosts

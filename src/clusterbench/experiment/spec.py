@@ -585,7 +585,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
                 "give them one way"
             )
         given = set(f.workload.model_fields_set) | set(part.workload)  # the keys the file sets
-        _check_own_workloads(wl, levels, f"{where}: parts.{name}", given)
+        check_own_workloads(wl, levels, f"{where}: parts.{name}", given)
         _check_interconnect(wl, levels, topo, f"{where}: parts.{name}")
         for t in levels.get("target", []):
             if str(t).startswith("node:") and int(str(t)[5:]) > min(
@@ -634,7 +634,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
     )
 
 
-def _check_own_workloads(
+def check_own_workloads(
     wl: Workload, levels: dict[str, list[Level]], where: str, given: set[str] | None = None
 ) -> None:
     """The access-method tests' batch must fit the table; warehouses is a factor only with tpcc;

@@ -199,3 +199,33 @@ def test_the_runner_passes_them_to_mariadb_slap_and_stores_them_with_the_trial(t
     ]
     assert [tr.params["slap_load_type"] for tr in trials] == ["read", "write"]  # the trial's description
     assert all(tr.params["slap_queries"] == 50 for tr in trials)
+
+
+SEARCH = """
+[experiment]
+name = "ss"
+[topology.cluster]
+name = "slx2"
+subnet = "198.18.231.0/24"
+[workload]
+workload = "{test}"
+target = "node:1"
+duration = 3
+[search]
+knobs = {{ threads = [1, 16], slap_load_type = {{ choices = ["read", "write"] }} }}
+budget = 4
+"""
+
+
+def test_a_search_tunes_the_load_type_and_refuses_it_without_mysqlslap() -> None:
+    from clusterbench.experiment.search_run import make_trial, search_setup
+
+    e = exp(SEARCH.format(test="mysqlslap"))
+    t = make_trial(e, search_setup(e), {"threads": 4, "slap_load_type": "write"}, 1, 1)
+    assert (t.test, t.threads, t.slap_load_type, t.slap_queries) == ("mysqlslap", 4, "write", 100)
+    with pytest.raises(InputError) as ei:
+        exp(SEARCH.format(test="oltp_read_only"))
+    assert str(ei.value) == (
+        "x.toml: factor slap_load_type is a mysqlslap setting and no trial runs mysqlslap; "
+        'add workload = "mysqlslap" or remove the factor'
+    )
