@@ -167,3 +167,26 @@ def test_run_with_target_socket_runs_on_the_nodes_host(cluster: Cluster, tmp_pat
         hosts = [r[0] for r in store.conn.execute(sql, (trial.id,))]
     assert s is not None and s["events"] > 100
     assert hosts == [cluster.node(2).host.name]
+
+
+def test_a_scenario_runs_an_access_load_with_its_batch_and_row_size(cluster: Cluster, tmp_path: Path) -> None:
+    """[load] batch and row_size of a scenario file reach the drill's load: the stored options, and
+    the access table's rows per access and row bytes, read from what sysbench did."""
+    db = tmp_path / "results.db"
+    f = tmp_path / "access.toml"
+    f.write_text(
+        'name = "access load"\n[load]\nworkload = "access_pk_batch"\nthreads = 1\nduration = 4\n'
+        'target = "node:1"\ntable_size = 500\nbatch = 8\nrow_size = 512\n'
+        "[verify]\nledger_clients = 0\nprober = false\n"
+    )
+    res = cb("scenario", str(f), "-n", cluster.topology.name, "--results", str(db), "--no-telemetry")
+    print(res.stdout)
+    assert res.returncode == 0, res.stdout + res.stderr
+    with Store.open(db) as store:
+        run_id = store.list_runs()[0].id
+        trial = store.trials(run_id)[0]
+        rows = access_results(store, run_id)
+        s = store.summary(trial.id)
+    assert (trial.workload, trial.params["batch"], trial.params["row_size"]) == ("access_pk_batch", 8, 512)
+    assert [(r.test, r.rows, r.row_size) for r in rows] == [("access_pk_batch", 8, 512)]
+    assert s is not None and s["events"] > 50 and rows[0].us_avg > 0
