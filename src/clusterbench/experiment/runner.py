@@ -47,9 +47,11 @@ from clusterbench.store.store import process_start_ticks
 from clusterbench.telemetry.recorder import TrialTelemetry
 from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner, tpcc
+from clusterbench.workloads.slap import SLAP_SCHEMA
 from clusterbench.workloads.sysbench import (
     ACCESS_GROUP,
     BULK_GROUP,
+    SLAP_GROUP,
     TPCC,
     prepare_group,
     prepare_test,
@@ -545,7 +547,12 @@ class ExperimentRunner:
                 what = "bulk_insert tables" if ds is None else f"{t.tables} x {t.table_size} rows"
                 if prepare_group(t.test) == ACCESS_GROUP:
                     what = f"{t.table_size} rows of about {t.row_size} bytes"
-                self.lis.phase(f"preparing {what} in {db}")
+                if group == SLAP_GROUP:  # nothing of ours: say so instead of a table count
+                    where = (f"mariadb-slap makes its own schema {SLAP_SCHEMA}" if t.slap_query is None
+                             else f"slap_query runs in {db} as it is")  # fmt: skip
+                    self.lis.phase(f"mysqlslap: nothing to prepare ({where})")
+                else:
+                    self.lis.phase(f"preparing {what} in {db}")
                 base = opts.model_copy(update={"tls": False, "compression": False, "rate": 0})
                 if ds is not None:
                     base = base.model_copy(update={"test": prepare_test(prepare_group(t.test))})

@@ -40,6 +40,8 @@ from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.runner import causal_reads
 from clusterbench.workloads.slap import check_slap
 from clusterbench.workloads.sysbench import (
+    ACCESS_GROUP,
+    SLAP_GROUP,
     SLAP_TEST,
     TPCC,
     TPCC_TABLES,
@@ -436,6 +438,11 @@ class BenchRunner:
         if group == TPCC:
             where = ", ".join(dbs)
             lis.phase(f"loading tpcc: {base.warehouses} warehouse(s), {base.threads} thread(s) in {where}")
+        elif group == ACCESS_GROUP:  # one table of its own, not `tables` of them
+            lis.phase(f"preparing access: sbtest{base.row_size}, {base.table_size} rows of about "
+                      f"{base.row_size} bytes in {', '.join(dbs)}")  # fmt: skip
+        elif group == SLAP_GROUP:
+            lis.phase("mysqlslap: nothing to prepare (mariadb-slap makes its own tables)")
         else:
             lis.phase(
                 f"preparing {group}: {base.tables if group != 'bulk_insert' else base.threads} table(s)"

@@ -179,7 +179,8 @@ def test_the_runner_passes_them_to_mariadb_slap_and_stores_them_with_the_trial(t
     store = Store.open(tmp_path / "r.db")
     run_id = store.create_run("experiment", name="sl")
     db = DB()
-    runner = ExperimentRunner(plan, store, sb, home=tmp_path, listener=Notes(), facts=dict, telemetry=False,
+    notes = Notes()
+    runner = ExperimentRunner(plan, store, sb, home=tmp_path, listener=notes, facts=dict, telemetry=False,
                               connect=db.connect)  # fmt: skip
     runner.cluster = Cluster(plan.trials[0].topology)  # type: ignore[assignment]
     runner.running = 3
@@ -199,6 +200,9 @@ def test_the_runner_passes_them_to_mariadb_slap_and_stores_them_with_the_trial(t
     ]
     assert [tr.params["slap_load_type"] for tr in trials] == ["read", "write"]  # the trial's description
     assert all(tr.params["slap_queries"] == 50 for tr in trials)
+    # nothing is prepared for mysqlslap, and the progress line says so (it said "4 x 10000 rows")
+    assert "mysqlslap: nothing to prepare (mariadb-slap makes its own schema cbslap)" in notes.lines
+    assert not any(ln.startswith("preparing") for ln in notes.lines)
 
 
 SEARCH = """

@@ -531,3 +531,17 @@ def test_a_drop_blocked_by_a_stale_session_kills_it_once_else_one_line(store: St
         "cannot drop the sysbench tables left in sbtest: Lock wait timeout exceeded; try restarting "
         "transaction; see `SHOW PROCESSLIST` through the balancer endpoint"
     )
+
+
+def test_the_prepare_line_says_what_access_and_mysqlslap_prepare(store: Store) -> None:
+    rec = Recorder()
+    opts = make_options(test="access_pk_batch", threads=1, time=3, table_size=100, batch=8, row_size=512)
+    access = BenchPlan(kind="run", tests=("access_pk_batch",), options=opts, endpoint=EP)
+    bench(FakeSysbench(), []).execute(access, store, rec)
+    assert "phase preparing access: sbtest512, 100 rows of about 512 bytes in sbtest" in rec.events
+    rec = Recorder()
+    opts = make_options(test="mysqlslap", threads=1, time=3)
+    slap = BenchPlan(kind="run", tests=("mysqlslap",), options=opts, endpoint=EP)
+    bench(FakeSysbench(), []).execute(slap, store, rec)
+    assert "phase mysqlslap: nothing to prepare (mariadb-slap makes its own tables)" in rec.events
+    assert not any(e.startswith("phase preparing") for e in rec.events)  # was "4 table(s) x 10000 rows"
