@@ -1,8 +1,10 @@
 """The TPC-C-like workload against the session's real 3-node Galera cluster, as a user runs it:
 `clusterbench run -w tpcc` loads 1 warehouse, runs 10 s through HAProxy and checks the twelve
-consistency conditions after the load and after the trial; then a row changed behind the
-workload's back makes `clusterbench tpcc-check` FAIL naming the condition (the negative control).
-The same on the session's Group Replication cluster, at a reduced scale so that it adds seconds.
+consistency conditions after the load and after the trial; then a drill on the same tables
+(`prepare = false`: no second load) whose `sql` fault changes a history row behind the workload's
+back FAILs its `tpcc-consistency` verdict and the drill (exit 1), and `clusterbench tpcc-check` FAILs
+naming the conditions (the negative controls). The same on the session's Group Replication cluster,
+at a reduced scale so that it adds seconds.
 """
 
 from __future__ import annotations
@@ -20,11 +22,41 @@ from clusterbench.runner.bench import admin_connect, check_tpcc
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner
 from clusterbench.workloads.shim import build_shim
+from clusterbench.workloads.sysbench import TPCC_TABLES
 from clusterbench.workloads.tpcc import TYPES
 
 pytestmark = pytest.mark.integration
 
 DB = "tpccit"
+# The Galera test's schema: the one a drill's load uses (the cluster's endpoint schema), so that
+# the drill reuses the warehouse the run loaded.
+DRILL_DB = "sbtest"
+
+# A drill on the loaded warehouse: no second load; its one fault adds 1 to the amount of the first
+# history row the load wrote (a row no transaction of the load writes again, so the statement
+# never conflicts with it): W_YTD, D_YTD and that customer's balance no longer match their history
+# (conditions 8, 9, 10). Nothing else beside it, so that it adds seconds.
+TAMPER_DRILL = f"""
+name = "tpcc, a district's YTD changed behind the workload's back"
+
+[load]
+workload = "tpcc"
+threads = 2
+duration = 4
+prepare = false
+
+[verify]
+ledger_clients = 0
+prober = false
+monitor = false
+convergence = false
+
+[[fault]]
+kind = "sql"
+target = "node:1"
+at = 1
+statement = "UPDATE {DRILL_DB}.history SET h_amount = h_amount + 1 ORDER BY h_pk LIMIT 1"
+"""
 
 
 def cb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -38,7 +70,8 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
     name = cluster.topology.name
     results = tmp_path / "results.db"
     res = cb("run", "-n", name, "-w", "tpcc", "--warehouses", "1", "--threads", "4", "--duration", "10",
-             "--warmup", "2", "--database", DB, "--results", str(results), "--no-telemetry")  # fmt: skip
+             "--warmup", "2", "--database", DRILL_DB, "--results", str(results),
+             "--no-telemetry")  # fmt: skip
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert "TPC-C consistency after load: PASS" in out, out
@@ -52,7 +85,7 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
         # one warehouse at full scale: 100k items + 100k stock + 30k customers, history, orders ...
         assert load["warehouses"] == 1 and load["rows"] > 500_000 and load["rows_per_s"] > 0
         assert load["bytes_per_warehouse"] > 30 * 2**20 and load["data_to_buffer_pool"] > 0
-        assert prov[f"tpcc_consistency@load:{DB}"]["verdict"] == "PASS"
+        assert prov[f"tpcc_consistency@load:{DRILL_DB}"]["verdict"] == "PASS"
         (trial,) = store.trials(run.id)
         tprov = store.provenance(run.id, trial.id)
         f = tprov["tpcc"]
@@ -66,26 +99,48 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
         # per second: the reported intervals (the final summary also counts the last partial one)
         per_second = sum(s["new_order"] for s in f["per_second"])
         assert 0.8 * f["types"]["new_order"]["count"] <= per_second <= f["types"]["new_order"]["count"]
-        check = tprov[f"tpcc_consistency:{DB}"]
+        check = tprov[f"tpcc_consistency:{DRILL_DB}"]
         assert check["verdict"] == "PASS"
         assert {c["condition"]: c["status"] for c in check["conditions"]}[11] in ("PASS", "load-only")
         assert tprov["stalls"]["median_tps"] > 0
         assert len(store.samples(trial.id)) >= 8
 
     # the checker on demand passes on the same tables ...
-    ok = cb("tpcc-check", "-n", name, "--database", DB)
+    ok = cb("tpcc-check", "-n", name, "--database", DRILL_DB)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "condition 1 (W_YTD = sum(D_YTD) for each warehouse): PASS" in ok.stdout
-    # ... and fails, naming the condition, once a district's YTD changes behind the workload's back
-    tamper = f"UPDATE {DB}.district SET d_ytd = d_ytd + 1 WHERE d_w_id = 1 AND d_id = 3"
-    bad = cb("sql", "1", "-n", name, "-e", tamper)
-    assert bad.returncode == 0, bad.stdout + bad.stderr
-    fail = cb("tpcc-check", "-n", name, "--database", DB)
+    # ... a drill on the same tables whose fault changes a history row behind the workload's back
+    # fails its tpcc-consistency verdict, and so the drill (exit 1), though the trial ran as planned
+    scenario = tmp_path / "tamper.toml"
+    scenario.write_text(TAMPER_DRILL)
+    drill = cb("scenario", str(scenario), "-n", name, "--results", str(results), "--no-telemetry")
+    out = drill.stdout + drill.stderr
+    assert drill.returncode == 1, out
+    assert "loading tpcc" not in out and "tpcc-consistency" in out and "overall: FAIL" in out, out
+    with Store.open(results) as store:
+        run = store.list_runs()[-1]
+        verdicts = {v["checker"]: v for v in store.verdicts(run.id)}
+        assert verdicts["trial"]["result"] == "PASS", verdicts["trial"]["summary"]
+        tpcc = verdicts["tpcc-consistency"]
+        assert tpcc["result"] == "FAIL", tpcc["summary"]
+        first = "condition 8 (W_YTD = sum(H_AMOUNT) for each warehouse): FAIL, 1 row(s)"
+        assert tpcc["summary"].startswith(first), tpcc["summary"]
+        assert "; condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL, 1 row(s)" in tpcc["summary"]
+        assert "; condition 10 (C_BALANCE = " in tpcc["summary"]
+        # no second load: the drill reused the run's tables
+        assert [e["detail"] for e in store.events(run.id) if e["kind"] == "prepare"] == [
+            {"group": "tpcc", "skipped": True}
+        ]
+        (trial,) = store.trials(run.id)
+        check = store.provenance(run.id, trial.id)[f"tpcc_consistency:{DRILL_DB}"]
+        assert [c["condition"] for c in check["conditions"] if c["status"] == "FAIL"] == [8, 9, 10]
+    # ... and the checker on demand fails too, naming the conditions
+    fail = cb("tpcc-check", "-n", name, "--database", DRILL_DB)
     assert fail.returncode == 1, fail.stdout + fail.stderr
-    assert "TPC-C consistency after run: FAIL: condition 1 (W_YTD = sum(D_YTD) for each warehouse); " \
-        "condition 9 (D_YTD = sum(H_AMOUNT) for each district)" in fail.stdout + fail.stderr
-    assert "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL, 1 row(s), e.g. 1, 3" in fail.stdout
-    cb("sql", "1", "-n", name, "-e", f"DROP DATABASE IF EXISTS {DB}")
+    assert "TPC-C consistency after run: FAIL: condition 8 (W_YTD = sum(H_AMOUNT) for each warehouse); " \
+        "condition 9 (D_YTD = sum(H_AMOUNT) for each district); condition 10 (" in fail.stdout + fail.stderr
+    tables = ", ".join(f"{DRILL_DB}.{t}" for t in TPCC_TABLES)
+    cb("sql", "1", "-n", name, "-e", f"DROP TABLE IF EXISTS {tables}")
 
 
 def test_tpcc_on_group_replication(gr_cluster: Cluster, tmp_path: Path) -> None:
