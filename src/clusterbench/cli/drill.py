@@ -225,7 +225,9 @@ def _run_one(
     )
     console.out.print(
         f"{prefix}scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
-        f"{spec.load.workload} x{spec.load.threads} for {spec.load.duration} s via {spec.load.target}; "
+        f"{spec.load.workload} x{spec.load.threads} for {spec.load.duration} s via {spec.load.target}"
+        + ("" if spec.load.prepare else " on the tables already there (--no-prepare)")
+        + "; "
         + (
             "; ".join(
                 f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "")
