@@ -61,13 +61,20 @@ def test_fault_no_prepare_reaches_the_scenario(monkeypatch: pytest.MonkeyPatch) 
     assert [(s.load.workload, s.load.prepare) for s in seen] == [("tpcc", False), ("tpcc", True)]
 
 
-def test_a_scenario_file_may_reuse_the_tables(tmp_path: Path) -> None:
+def test_a_scenario_file_may_reuse_the_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from clusterbench.errors import InputError
 
     f = tmp_path / "s.toml"
     f.write_text('[load]\nworkload = "tpcc"\nprepare = false\n')
     spec, _ = load_scenario(f)
     assert spec.load.prepare is False
+    from clusterbench.cli.main import main
+
+    assert main(["check", str(f)]) == 0
+    assert (
+        "  load: tpcc x4 threads for 60 s via balancer on the tables already there (prepare = false); "
+        "faults: none" in capsys.readouterr().out
+    )
     f.write_text('[load]\nworkload = "tpcc"\nprepare = "later"\n')
     with pytest.raises(InputError) as e:
         load_scenario(f)

@@ -67,7 +67,8 @@ def check_file(path: Path) -> list[str]:
         lines = [
             f"{path}: a valid scenario '{spec.name}' {where}",
             f"  load: {load.workload}{access} x{load.threads} threads for {load.duration} s via "
-            f"{load.target}; faults: {sched or 'none'}",
+            f"{load.target}" + ("" if load.prepare else " on the tables already there (prepare = false)")
+            + f"; faults: {sched or 'none'}",
         ]
         if spec.random_faults is not None:
             lines.append(f"  random faults drawn with seed {spec.random_seed} (same seed, same schedule)")
