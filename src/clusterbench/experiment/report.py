@@ -49,7 +49,7 @@ from clusterbench.experiment.runner import trial_rows
 from clusterbench.experiment.spec import INTERCONNECTS
 from clusterbench.store import Store
 from clusterbench.telemetry.report import busiest_per_second, point_bottleneck
-from clusterbench.workloads.sysbench import ACCESS_TESTS, TPCC, access_rows
+from clusterbench.workloads.sysbench import ACCESS_TESTS, SLAP_TEST, TPCC, access_rows
 
 CI_NOTE = (
     "tps: the median over a point's repetitions with its order-statistic confidence interval (95 %; "
@@ -609,6 +609,44 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
     return sec
 
 
+def slap_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Section | None:
+    """The mysqlslap points: what each ran (load type and engine, or the user's SQL), queries/s
+    (median over repetitions, with its CI), seconds per run of all clients' queries and runs/s."""
+    rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    table: list[list[str]] = []
+    for p in points:
+        trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
+        if not trs or trs[0].get("test") != SLAP_TEST:
+            continue
+        done = [r for r in trs if r.get("summary")]
+        if not done:
+            continue
+        o = done[0].get("options") or {}
+        sql = o.get("slap_query")
+        load = f"SQL: {sql[:40]}{'…' if len(sql) > 40 else ''}" if sql else \
+            f"{o.get('slap_load_type', 'mixed')} ({o.get('slap_engine', 'InnoDB')})"
+        qps = median_ci([float(r["summary"]["qps_other"]) for r in done])
+        per_run = statistics.median(float(r["summary"]["lat_avg"]) / 1000.0 for r in done)
+        runs = statistics.median(float(r["summary"]["tps"]) for r in done)
+        others = " ".join(f"{k}={level_text(v)}" for k, v in p.point.items() if k != "workload")
+        table.append([p.part, others or "—", load, str(o.get("slap_queries", "")), str(o.get("threads", "")),
+                      str(len(done)), f"{qps.median:,.0f} [{qps.low:,.0f}, {qps.high:,.0f}]",
+                      f"{per_run:.3f}", f"{runs:,.1f}"])  # fmt: skip
+    if not table:
+        return None
+    head = ["part", "point", "load (engine)", "queries/client", "clients", "n", "queries/s median [95 % CI]",
+            "s/run median", "runs/s"]  # fmt: skip
+    sec = Section("mysqlslap", "mysqlslap", tables=[Table(head, table, ["l", "l", "l"] + ["r"] * 6)])
+    sec.paragraphs.append(
+        "One mariadb-slap run = every client (its concurrency, the threads setting) sending its queries "
+        "once; the trial repeats runs until its time is up. queries/s counts all clients' queries; "
+        "s/run is mariadb-slap's own average seconds to run them; runs/s is runs per measured second. "
+        "Elsewhere in this report tps comes from the per-run samples, not from queries: compare "
+        "mysqlslap points by this table."
+    )
+    return sec
+
+
 INTERCONNECT_NOTE = (
     "By interconnect: socket = the node's Unix socket, the client on the node's own host; tcp = TCP to "
     "the node over the bridge; haproxy = TCP through the balancer to a node; shaped = TCP to the node "
@@ -757,6 +795,7 @@ def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = Fa
     several = len({p.part for p in points}) > 1
     for extra in (
         access_section(store, run_id, points),
+        slap_section(store, run_id, points),
         tpcc_section(store, run_id, points),
         fault_section(fault_effects(store, run_id), several),
         client_section(clients, several),

@@ -13,6 +13,7 @@ import pytest
 from clusterbench.cli.experiment import plan_record, settings_lines
 from clusterbench.errors import InputError
 from clusterbench.experiment.planner import expand
+from clusterbench.experiment.report import build_experiment_report
 from clusterbench.experiment.runner import ExperimentRunner
 from clusterbench.experiment.spec import Experiment, experiment_from_data
 from clusterbench.spec.endpoint import Endpoint
@@ -203,6 +204,12 @@ def test_the_runner_passes_them_to_mariadb_slap_and_stores_them_with_the_trial(t
     # nothing is prepared for mysqlslap, and the progress line says so (it said "4 x 10000 rows")
     assert "mysqlslap: nothing to prepare (mariadb-slap makes its own schema cbslap)" in notes.lines
     assert not any(ln.startswith("preparing") for ln in notes.lines)
+    # the experiment report's mysqlslap section: 4 measured runs of 200 queries in 2 s per trial
+    sec = next(x for x in build_experiment_report(store, run_id).sections if x.key == "mysqlslap")
+    assert [r[:9] for r in sec.tables[0].rows] == [
+        ["main", "slap_load_type=read", "read (Aria)", "50", "4", "1", "400 [400, 400]", "0.018", "2.0"],
+        ["main", "slap_load_type=write", "write (Aria)", "50", "4", "1", "400 [400, 400]", "0.018", "2.0"],
+    ]
 
 
 SEARCH = """
