@@ -641,8 +641,8 @@ def slap_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Sec
         "One mariadb-slap run = every client (its concurrency, the threads setting) sending its queries "
         "once; the trial repeats runs until its time is up. queries/s counts all clients' queries; "
         "s/run is mariadb-slap's own average seconds to run them; runs/s is runs per measured second. "
-        "Elsewhere in this report tps comes from the per-run samples, not from queries: compare "
-        "mysqlslap points by this table."
+        "Elsewhere in this report a mysqlslap trial's tps is its runs per second (a run is one event), "
+        "not queries: compare mysqlslap points by this table."
     )
     return sec
 

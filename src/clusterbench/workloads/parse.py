@@ -385,16 +385,38 @@ def combine_samples(samples: Iterable[Sample]) -> list[Sample]:
     return [combine_group(float(t), by_t[t]) for t in sorted(by_t)]
 
 
+def _rate_of(s: Sample, k: int) -> float:
+    """A sample's k-th rate: tps, qps read, qps write, qps other."""
+    return (s.tps, s.qps_read, s.qps_write, s.qps_other)[k]
+
+
 def combine_group(t: float, group: Sequence[Sample]) -> Sample:
-    """One interval's samples (one per client) as one sample at `t`."""
+    """One interval's samples as one sample at `t`: the clients' rates add up. A client with
+    several samples in the interval (mysqlslap reports each run, a fraction of a second) counts
+    once, at its rate over those samples' time together: its runs follow each other, they do not
+    run side by side."""
     hist = merge_exact(s.hist for s in group)
     pct = group[0].percentile
     events = sum(s.events for s in group)
     walls = [s.wall for s in group if s.wall is not None]
+    by_client: dict[int, list[Sample]] = {}
+    for s in group:
+        by_client.setdefault(s.client, []).append(s)
+    rates = [0.0, 0.0, 0.0, 0.0]
+    spans, threads = [], 0
+    for own in by_client.values():
+        span = sum(s.interval for s in own)
+        spans.append(span)
+        threads += max(s.threads for s in own)
+        for k in range(4):
+            if len(own) == 1:
+                rates[k] += _rate_of(own[0], k)
+            elif span > 0:
+                rates[k] += sum(_rate_of(s, k) * s.interval for s in own) / span
     return Sample(
         t=t,
-        interval=max(s.interval for s in group),
-        threads=sum(s.threads for s in group),
+        interval=max(spans),
+        threads=threads,
         events=events,
         reads=sum(s.reads for s in group),
         writes=sum(s.writes for s in group),
@@ -406,10 +428,5 @@ def combine_group(t: float, group: Sequence[Sample]) -> Sample:
         client=-1,
         hist=hist,
         wall=max(walls) if len(walls) == len(group) else None,
-        rates=(
-            sum(s.tps for s in group),
-            sum(s.qps_read for s in group),
-            sum(s.qps_write for s in group),
-            sum(s.qps_other for s in group),
-        ),
+        rates=(rates[0], rates[1], rates[2], rates[3]),
     )

@@ -82,6 +82,22 @@ def test_per_interval_sum_is_exact() -> None:
     assert m.wall == 1000.02
 
 
+def test_one_clients_runs_within_a_second_count_once_at_their_rate_together() -> None:
+    # mysqlslap reports each run (0.08 s here): twelve runs of client 0 between t = 0.5 and 1.5
+    # are 12 / 0.96 = 12.5 runs/s, not twelve rates of 12.5 added up (150); a second client with
+    # one 0.5 s run of 1 event adds its 2 runs/s
+    runs = [sample(0, 0.5 + 0.08 * i, 0.08, A, 1, reads=10) for i in range(1, 13)]
+    other = sample(1, 1.2, 0.5, B, 1, reads=4)
+    [m] = combine_samples([*runs, other])
+    assert m.events == 13 and m.threads == 4
+    assert m.tps == pytest.approx(12 / 0.96 + 2.0)
+    assert m.qps_read == pytest.approx(120 / 0.96 + 8.0)
+    assert m.interval == pytest.approx(0.96)
+    # a client with one sample per interval (sysbench) is unchanged: rates add up across clients
+    [alone] = combine_samples([runs[0]])
+    assert alone.tps == pytest.approx(1 / 0.08)
+
+
 def test_missing_histogram_gives_no_percentile_rather_than_a_partial_one() -> None:
     a = sample(0, 1.0, 1.0, A, 100)
     b = sample(1, 1.0, 1.0, None, 100)
