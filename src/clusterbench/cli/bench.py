@@ -11,7 +11,6 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,17 +35,22 @@ from clusterbench.analysis.report import (
 from clusterbench.analysis.workload_tables import ACCESS_HEADER, SLAP_HEADER, access_table, slap_table
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
+    CustomersOpt,
+    ItemsOpt,
     JsonOpt,
+    MixOpt,
     NameOpt,
     NotesOpt,
     PrepareOpt,
     ResultsOpt,
     TagOpt,
     TelemetryOpt,
+    WarehousesOpt,
     check_tags,
     command_line,
     label_run,
     load_cluster,
+    parse_mix_option,
     print_json,
     results_path,
     store_at,
@@ -75,7 +79,7 @@ from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
 from clusterbench.workloads import KNOWN_TESTS, tpcc
 from clusterbench.workloads.placement import ClientHost
-from clusterbench.workloads.sysbench import SYSBENCH_TESTS, TPCC
+from clusterbench.workloads.sysbench import SYSBENCH_TESTS
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
@@ -89,48 +93,6 @@ TargetOpt = Annotated[
 ]
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
 TableSizeOpt = Annotated[int, typer.Option(min=1, help="Rows per table.")]
-WarehousesOpt = Annotated[
-    int,
-    typer.Option(
-        min=1, help="tpcc: warehouses to load, the TPC-C scale (about 100 MB each); other tests ignore it."
-    ),
-]
-CustomersOpt = Annotated[
-    int,
-    typer.Option(
-        min=10, max=3000,
-        help="tpcc: customers per district to load (TPC-C: 3000); fewer makes a quick, smaller load.",
-    ),  # fmt: skip
-]
-ItemsOpt = Annotated[
-    int,
-    typer.Option(
-        min=100, max=100000,
-        help="tpcc: rows in ITEM, and in STOCK per warehouse, to load (TPC-C: 100000); fewer loads faster.",
-    ),  # fmt: skip
-]
-MixOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="tpcc: the transaction mix as whole-percent weights summing to 100, e.g. "
-        "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4 (the default, the standard "
-        "mix); a transaction left out weighs 0."
-    ),
-]
-
-
-def parse_mix_option(mix: str | None, tests: Sequence[str]) -> tuple[int, ...] | None:
-    """--mix as weights in tpcc.TYPES order (None: the standard mix); one InputError line otherwise."""
-    if mix is None:
-        return None
-    if TPCC not in tests:
-        raise InputError("--mix is the tpcc transaction mix; leave it out, or run -w tpcc")
-    try:
-        return tpcc.parse_mix(mix)
-    except ValueError as exc:
-        raise InputError(f"--mix: {exc}") from None
-
-
 WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --duration, not in the results.")]
 RateOpt = Annotated[int, typer.Option(min=0, help="Target transactions per second (0 = unlimited).")]
 RandTypeOpt = Annotated[str, typer.Option(help="uniform, gaussian, special or pareto.")]

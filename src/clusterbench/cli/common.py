@@ -12,7 +12,7 @@ import json
 import shlex
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -24,7 +24,8 @@ from clusterbench.cluster import Cluster, home_dir, known_clusters
 from clusterbench.errors import InputError
 from clusterbench.spec.topology import Topology
 from clusterbench.store import Store
-from clusterbench.workloads import SysbenchRunner, build_shim
+from clusterbench.workloads import SysbenchRunner, build_shim, tpcc
+from clusterbench.workloads.sysbench import TPCC
 
 
 def typer_app(**kw: object) -> typer.Typer:
@@ -46,6 +47,49 @@ TagOpt = Annotated[
     list[str] | None,
     typer.Option("--tag", help="A label for the run, shown by `results list` (repeat for several)."),
 ]
+# tpcc (run, suite, fault)
+WarehousesOpt = Annotated[
+    int,
+    typer.Option(
+        min=1, help="tpcc: warehouses to load, the TPC-C scale (about 100 MB each); other tests ignore it."
+    ),
+]
+CustomersOpt = Annotated[
+    int,
+    typer.Option(
+        min=10, max=3000,
+        help="tpcc: customers per district to load (TPC-C: 3000); fewer makes a quick, smaller load.",
+    ),  # fmt: skip
+]
+ItemsOpt = Annotated[
+    int,
+    typer.Option(
+        min=100, max=100000,
+        help="tpcc: rows in ITEM, and in STOCK per warehouse, to load (TPC-C: 100000); fewer loads faster.",
+    ),  # fmt: skip
+]
+MixOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="tpcc: the transaction mix as whole-percent weights summing to 100, e.g. "
+        "new_order=45,payment=43,order_status=4,delivery=4,stock_level=4 (the default, the standard "
+        "mix); a transaction left out weighs 0."
+    ),
+]
+
+
+def parse_mix_option(mix: str | None, tests: Sequence[str]) -> tuple[int, ...] | None:
+    """--mix as weights in tpcc.TYPES order (None: the standard mix); one InputError line otherwise."""
+    if mix is None:
+        return None
+    if TPCC not in tests:
+        raise InputError("--mix is the tpcc transaction mix; leave it out, or run -w tpcc")
+    try:
+        return tpcc.parse_mix(mix)
+    except ValueError as exc:
+        raise InputError(f"--mix: {exc}") from None
+
+
 PrepareOpt = Annotated[bool, typer.Option(help="Create fresh tables first (--no-prepare reuses them).")]
 NotesOpt = Annotated[str | None, typer.Option(help="A note kept with the run, shown by `results list`.")]
 TelemetryOpt = Annotated[

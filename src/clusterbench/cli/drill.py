@@ -14,14 +14,19 @@ from rich.table import Table
 from clusterbench.checkers.verdict import Result, Verdict, combine, exit_code
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
+    CustomersOpt,
+    ItemsOpt,
+    MixOpt,
     NotesOpt,
     PrepareOpt,
     TagOpt,
     TelemetryOpt,
+    WarehousesOpt,
     check_tags,
     command_line,
     global_name,
     open_store,
+    parse_mix_option,
     results_path,
     sysbench_runner,
 )
@@ -472,6 +477,10 @@ def register(app: typer.Typer) -> None:
         duration: Annotated[
             int, typer.Option("--duration", "--time", "-t", help="Seconds of load (alias: --time).", min=1)
         ] = 40,
+        warehouses: WarehousesOpt = 1,
+        customers: CustomersOpt = 3000,
+        items: ItemsOpt = 100000,
+        mix: MixOpt = None,
         load_target: Annotated[
             str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
         ] = "balancer",
@@ -492,6 +501,14 @@ def register(app: typer.Typer) -> None:
         tags = check_tags(tag)
         if kind not in KINDS:
             raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
+        weights = parse_mix_option(mix, (workload,))
+        # tpcc's scale and mix, as given (a value left at its default is not a setting of the load)
+        given = (("warehouses", warehouses, 1), ("customers", customers, 3000), ("items", items, 100000))
+        scale: dict[str, Any] = {k: v for k, v, default in given if v != default}
+        if workload != "tpcc" and ({"customers", "items"} & scale.keys()):
+            raise InputError("--customers and --items are tpcc's load scale; leave them out, or use -w tpcc")
+        if weights is not None:
+            scale["mix"] = weights
         fields: dict[str, Any] = {"kind": kind, "target": f"node:{node}" if node else target, "at": at}
         if kind in ("kill-balancer", "cut-vrrp") and node is None and target == "random":
             fields["target"] = "balancer"
@@ -515,7 +532,7 @@ def register(app: typer.Typer) -> None:
             spec = ScenarioSpec(
                 name=f"fault {kind}",
                 load=LoadSpec(workload=workload, threads=threads, duration=duration, target=load_target,
-                              prepare=prepare),  # fmt: skip
+                              prepare=prepare, **scale),  # fmt: skip
                 verify=VerifySpec(ledger_clients=ledger_clients, bank=bank),
                 fault=[FaultSpec.model_validate(fields)],
             )

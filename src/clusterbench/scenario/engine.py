@@ -224,6 +224,8 @@ class ScenarioEngine:
             tables=load.tables,
             table_size=load.table_size,
             warehouses=load.warehouses,
+            customers=load.customers,
+            items=load.items,
             mix=load.mix,
             rate=load.rate,
             batch=load.batch,

@@ -20,7 +20,7 @@ from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import parse_toml, validation_messages
 from clusterbench.workloads import KNOWN_TESTS
-from clusterbench.workloads.sysbench import ACCESS_TESTS
+from clusterbench.workloads.sysbench import ACCESS_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
 
 TARGET_HELP = "balancer, node:N or all-nodes"
 
@@ -41,6 +41,9 @@ class LoadSpec(_Strict):
     tables: int = Field(4, ge=1, le=1000)
     table_size: int = Field(10000, ge=1)
     warehouses: int = Field(1, ge=1, description="tpcc: warehouses to load")
+    # tpcc, a reduced load for quick drills (as run's --customers, --items)
+    customers: int = Field(TPCC_CUSTOMERS, ge=10, le=TPCC_CUSTOMERS, description="per district")
+    items: int = Field(TPCC_ITEMS, ge=100, le=TPCC_ITEMS, description="rows in ITEM")
     # tpcc: "new_order=45,payment=43,..." or a table; None = the standard mix
     mix: tuple[int, ...] | None = None
     rate: int = Field(0, ge=0)
@@ -92,6 +95,9 @@ class LoadSpec(_Strict):
     def _mix_is_tpcc(self) -> LoadSpec:
         if self.mix is not None and self.workload != "tpcc":
             raise ValueError("mix is the tpcc transaction mix; remove it, or set workload = \"tpcc\"")
+        scale = [k for k in ("customers", "items") if k in self.model_fields_set]
+        if scale and self.workload != "tpcc":
+            raise ValueError(f"{' and '.join(scale)}: tpcc's load scale; remove, or set workload = \"tpcc\"")
         return self
 
     @model_validator(mode="after")

@@ -250,3 +250,52 @@ def test_a_drill_takes_the_mix_and_refuses_a_bad_one_naming_the_field(tmp_path: 
         load_scenario(f)
     assert 'load: mix is the tpcc transaction mix; remove it, or set workload = "tpcc"' in str(exc.value)
     assert len(str(exc.value).splitlines()) == 1
+
+
+def test_a_drill_takes_a_reduced_tpcc_scale_from_its_file_and_from_fault(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typing import Any
+
+    from clusterbench.cli.main import main
+    from clusterbench.scenario.engine import ScenarioEngine
+    from clusterbench.scenario.spec import load_scenario
+    from clusterbench.spec.topology import Topology
+    from clusterbench.workloads.runner import SysbenchRunner
+
+    class Cluster:
+        topology = Topology()
+
+        def endpoint(self, target: str, database: str = "sbtest") -> Endpoint:
+            return EP
+
+        def client_hosts(self) -> list[Any]:
+            return []
+
+    f = tmp_path / "s.toml"
+    f.write_text('[load]\nworkload = "tpcc"\nwarehouses = 2\ncustomers = 300\nitems = 10000\n')
+    spec, _ = load_scenario(f)
+    cluster: Any = Cluster()
+    engine = ScenarioEngine(cluster, spec, [], tmp_path / "r.db", SysbenchRunner(shim=None))
+    opts = engine.bench_plan("x").options
+    assert (opts.warehouses, opts.customers, opts.items) == (2, 300, 10000)
+    argv = set(build_command(opts, EP, "prepare").argv)
+    assert {"--customers=300", "--items=10000", "--warehouses=2"} <= argv
+    # the scale of another workload: one line naming the keys
+    f.write_text('[load]\nworkload = "oltp_read_write"\nitems = 10000\n')
+    with pytest.raises(InputError) as exc:
+        load_scenario(f)
+    assert str(exc.value).endswith('load: items: tpcc\'s load scale; remove, or set workload = "tpcc"')
+    f.write_text('[load]\nworkload = "tpcc"\ncustomers = 5\n')
+    with pytest.raises(InputError, match="load.customers: Input should be greater than or equal to 10"):
+        load_scenario(f)
+    # fault takes the same: out of range, or without tpcc, one line and exit 2 before anything starts
+    monkeypatch.setenv("CLUSTERBENCH_HOME", str(tmp_path / "home"))
+    for args, message in (
+        (["-w", "tpcc", "--items", "5"], "Invalid value for '--items': 5 is not in the range 100<=x<=100000"),
+        (["--customers", "300"], "--customers and --items are tpcc's load scale; leave them out"),
+        (["--mix", "new_order=100"], "--mix is the tpcc transaction mix; leave it out, or run -w tpcc"),
+    ):
+        assert main(["fault", "kill-node", *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
