@@ -637,7 +637,8 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
 def check_own_workloads(
     wl: Workload, levels: dict[str, list[Level]], where: str, given: set[str] | None = None
 ) -> None:
-    """The access-method tests' batch must fit the table; warehouses is a factor only with tpcc;
+    """The access-method tests' batch must fit the table, and batch and row_size are set only where
+    a trial runs one of them; warehouses is a factor only with tpcc;
     mysqlslap is one client process at one address, without a rate limit; its settings (`given`:
     the workload keys the file sets) only where a trial runs it, and slap_query without the
     settings of the auto-generated load it replaces."""
@@ -686,6 +687,14 @@ def check_own_workloads(
             raise InputError(f"{where}: mysqlslap connects to one address; use target balancer or node:N")
         if wl.rate or wl.rate_of_max or levels.get("rate"):
             raise InputError(f"{where}: mysqlslap has no rate limit; remove rate and rate_of_max")
+    access_keys = [k for k in ("batch", "row_size") if k in (given or set())]
+    access_factors = [k for k in ("batch", "row_size") if k in levels]
+    if not any(t in ACCESS_TESTS for t in tests) and (access_keys or access_factors):
+        what = f"workload.{access_keys[0]}" if access_keys else f"factor {access_factors[0]}"
+        raise InputError(
+            f"{where}: {what} is a setting of the access_* tests and no trial runs one; "
+            'remove it or add workload = "access_pk" (or another access_* test)'
+        )
 
 
 def interconnect_target(interconnect: str, target: str) -> str:

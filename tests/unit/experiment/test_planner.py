@@ -334,6 +334,9 @@ workload = ["access_pk", "access_pk_batch"]
 """
 
 
+ACCESS_FACTORS = 'row_size = [20, 2048]\nworkload = ["access_pk", "access_pk_batch"]'
+
+
 def test_access_methods_sweep_method_and_row_size_and_prepare_once_per_size() -> None:
     plan = expand(exp(ACCESS))
     got = [(t.test, t.row_size, t.batch, t.dataset()) for t in plan.trials]
@@ -349,6 +352,21 @@ def test_access_methods_sweep_method_and_row_size_and_prepare_once_per_size() ->
     assert prepare == pytest.approx(2 * (c.prepare_base + 1000 / c.prepare_rows_per_s))
     # other tests keep their trial descriptions (and so their plan ids)
     assert "row_size" not in expand(exp()).trials[0].describe()
+
+
+def test_batch_and_row_size_without_an_access_trial_are_refused_naming_the_key() -> None:
+    oltp = ACCESS.replace(ACCESS_FACTORS, "threads = [1, 2]")
+    for change, named in (("duration = 3\nbatch = 8", "workload.batch"), ("duration = 3\nrow_size = 512",
+                          "workload.row_size"), ("threads = [1, 2]", None)):  # fmt: skip
+        text = oltp.replace("duration = 3", change) if named else oltp + "row_size = [20, 512]\n"
+        with pytest.raises(InputError) as info:
+            expand(exp(text))
+        what = named or "factor row_size"
+        assert str(info.value) == (
+            f"x.toml: parts.main: {what} is a setting of the access_* tests and no trial runs one; "
+            'remove it or add workload = "access_pk" (or another access_* test)'
+        )
+    assert len(expand(exp(oltp)).trials) == 2  # the same file without them
 
 
 @pytest.mark.parametrize(
@@ -376,7 +394,7 @@ def test_own_workloads_are_checked_when_loading(change: tuple[str, str], message
 
 
 def test_mysqlslap_prepares_nothing() -> None:
-    text = ACCESS.replace('workload = ["access_pk", "access_pk_batch"]', 'workload = ["mysqlslap"]')
+    text = ACCESS.replace(ACCESS_FACTORS, 'workload = ["mysqlslap"]')
     plan = expand(exp(text))
     assert {t.dataset() for t in plan.trials} == {()}
     assert plan.estimate().phases.get("prepare", 0) == pytest.approx(CostModel().prepare_base)
