@@ -35,7 +35,7 @@ from clusterbench.runner.bench import (
     admin_connect,
     check_tpcc,
     ddl,
-    drop_group_tables,
+    drop_tables,
     tpcc_figures,
     tpcc_size,
     trial_stalls,
@@ -53,6 +53,8 @@ from clusterbench.workloads.sysbench import (
     BULK_GROUP,
     SLAP_GROUP,
     TPCC,
+    TPCC_TABLES,
+    expected_tables,
     prepare_group,
     prepare_test,
 )
@@ -217,7 +219,8 @@ class ExperimentRunner:
         self.ledger = Ledger(monotonic=monotonic)
         self.cluster: Cluster | None = None
         self.running = 0
-        self.prepared: set[tuple[object, ...]] = set()
+        # (database, prepare group, *dataset) -> the tables that prepare made
+        self.prepared: dict[tuple[object, ...], frozenset[str]] = {}
         self.certs: Path | None = None
         self.client_hosts: list[Any] = []
         self._extra_index = 0  # run-order positions of repetitions added by repetitions = "auto"
@@ -399,7 +402,7 @@ class ExperimentRunner:
             self.cluster = c
             c.up(report=self.lis.phase)
         self.running = topo.cluster.nodes
-        self.prepared = set()
+        self.prepared = {}
         self.client_hosts = list(c.client_hosts())
 
     def _teardown(self) -> None:
@@ -511,14 +514,17 @@ class ExperimentRunner:
 
     # ---- data ---------------------------------------------------------------------------------
 
-    def _drop_tables(self, db: str, group: str = "") -> None:
-        """Drop one prepare group's tables in `db` (through node 1), as `run` does before a prepare."""
+    def _drop_tables(self, db: str, names: Sequence[str]) -> None:
+        """Drop the tables a prepare is about to make in `db` (through node 1), as `run` does;
+        what was prepared with any of them is forgotten, every other table stays."""
+        if not names:
+            return
         conn, ep = self._admin(db)
         try:
             with conn.cursor() as cur:
                 cur.execute(f"SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT}")
                 ddl(cur, f"CREATE DATABASE IF NOT EXISTS `{db}`", ep.user)
-                drop_group_tables(cur, db, group, ep.user)
+                drop_tables(cur, db, names, ep.user)
         except pymysql.err.MySQLError as e:
             raise WorkloadError(
                 f"cannot drop the tables left in {db} on n1: {e.args[-1] if e.args else e}; "
@@ -526,24 +532,25 @@ class ExperimentRunner:
             ) from None
         finally:
             conn.close()
-        # the other group's tables stay, and so does what is known about them
-        self.prepared = {p for p in self.prepared if p[0] != db or (p[1] == TPCC) != (group == TPCC)}
+        gone = set(names)
+        self.prepared = {k: v for k, v in self.prepared.items() if k[0] != db or not (v & gone)}
 
     def _ensure_data(self, t: TrialSpec, opts: SysbenchOptions, run_id: int = 0) -> None:
         c = self.cluster
         assert c is not None
         ds = t.dataset()
         group = prepare_group(t.test)
+        tables = expected_tables(opts, group)
         for db in t.databases():
             if ds is not None and (db, group, *ds) in self.prepared:
                 continue
             if group == TPCC:
                 with self.ledger.phase("prepare"):
                     self._load_tpcc(run_id, t, opts, db)
-                self.prepared.add((db, group, *(ds or ())))
+                self.prepared[(db, group, *(ds or ()))] = frozenset(tables)
                 continue
             with self.ledger.phase("prepare"):
-                self._drop_tables(db)
+                self._drop_tables(db, tables)
                 what = "bulk_insert tables" if ds is None else f"{t.tables} x {t.table_size} rows"
                 if prepare_group(t.test) == ACCESS_GROUP:
                     what = f"{t.table_size} rows of about {t.row_size} bytes"
@@ -558,7 +565,7 @@ class ExperimentRunner:
                     base = base.model_copy(update={"test": prepare_test(prepare_group(t.test))})
                 self.sysbench.prepare(base, c.endpoint("node:1", database=db), databases=[db])
                 if ds is not None:
-                    self.prepared.add((db, group, *ds))
+                    self.prepared[(db, group, *ds)] = frozenset(tables)
 
     def _admin(self, db: str) -> tuple[Any, Endpoint]:
         """A session on node 1 for the tool's own statements, and node 1's endpoint."""
@@ -573,7 +580,7 @@ class ExperimentRunner:
         and check the twelve conditions; a FAIL stops the experiment."""
         c = self.cluster
         assert c is not None
-        self._drop_tables(db, TPCC)
+        self._drop_tables(db, TPCC_TABLES)
         self.lis.phase(f"loading tpcc: {t.warehouses} warehouse(s), {t.threads} thread(s) in {db}")
         base = opts.model_copy(update={"tls": False, "compression": False, "rate": 0, "test": TPCC})
         done: list[str] = []
@@ -787,7 +794,7 @@ class ExperimentRunner:
         if t.test == BULK_GROUP:
             with self.ledger.phase("prepare"):
                 for db in t.databases():
-                    self._drop_tables(db)
+                    self._drop_tables(db, expected_tables(opts, BULK_GROUP))
         now = self.ledger.monotonic()
         # Everything of the trial that is neither warm-up, measuring nor faults: SET GLOBAL,
         # snapshots, storing, and sysbench's own start (the clients' common start lead,

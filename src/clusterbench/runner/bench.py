@@ -83,26 +83,25 @@ def ddl(cur: Any, sql: str, user: str) -> None:
         cur.execute(sql)
 
 
-def drop_group_tables(cur: Any, database: str, group: str, user: str) -> list[str]:
-    """Drop the tables one prepare group keeps in `database` (TPC-C's nine for the tpcc group,
-    sysbench's sbtest<N> for every other) and return their names; another group's tables stay.
+def drop_tables(cur: Any, database: str, names: Sequence[str], user: str) -> list[str]:
+    """Drop those of `names` that exist in `database` (the tables a prepare is about to make:
+    `expected_tables`; every other table stays, a user's or another test's) and return them.
     Each DROP waits at most DROP_LOCK_WAIT for its metadata lock, which an open transaction holds
     for as long as its session lives (MySQL's default wait is a year), and is tried once more
     after the load user's stale sessions are killed."""
-    if group == TPCC:
-        cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (database,))
-        names = sorted(str(r[0]) for r in cur.fetchall() if str(r[0]) in TPCC_TABLES)
-    else:
-        cur.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
-            "AND table_name REGEXP '^sbtest[0-9]+$'",
-            (database,),
-        )
-        names = sorted(str(r[0]) for r in cur.fetchall())
+    if not names:
+        return []
+    cur.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s AND table_name IN ("
+        + ",".join(["%s"] * len(names)) + ")",
+        (database, *names),
+    )
+    found = {str(r[0]) for r in cur.fetchall()}
+    there = [n for n in names if n in found]
     cur.execute(f"SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT}")
-    for name in names:
+    for name in there:
         ddl(cur, f"DROP TABLE IF EXISTS `{database}`.`{name}`", user)
-    return names
+    return there
 
 
 def kill_stale_sessions(cur: Any, user: str) -> list[int]:
@@ -333,14 +332,16 @@ class BenchRunner:
                     "run without --no-prepare to create them"
                 )
 
-    def _drop_tables(self, endpoint: Endpoint, database: str, group: str = "") -> list[str]:
-        """Drop the tables of one prepare group in `database`: a prepare starts from nothing."""
+    def _drop_tables(self, endpoint: Endpoint, database: str, names: Sequence[str]) -> list[str]:
+        """Drop the tables a prepare is about to make, where an earlier run left them."""
+        if not names:
+            return []
         conn = self._admin_connect(endpoint)
         try:
             with conn.cursor() as cur:
                 if endpoint.galera:
                     causal_reads(cur)
-                return drop_group_tables(cur, database, group, endpoint.user)
+                return drop_tables(cur, database, names, endpoint.user)
         except pymysql.err.MySQLError as e:
             raise WorkloadError(
                 f"cannot drop the sysbench tables left in {database}: {e.args[-1] if e.args else e}; "
@@ -431,7 +432,7 @@ class BenchRunner:
             store.add_event(run_id, "prepare", {"group": group, "skipped": True})
             return
         for db in dbs:
-            dropped = self._drop_tables(plan.endpoint, db, group)
+            dropped = self._drop_tables(plan.endpoint, db, expected_tables(base, group))
             if dropped:
                 lis.phase(f"dropped {len(dropped)} sysbench table(s) left in {db} by an earlier run")
                 store.add_event(run_id, "drop_tables", {"database": db, "tables": dropped})

@@ -202,7 +202,7 @@ def test_the_runner_loads_once_per_scale_and_stores_figures_stalls_and_verdicts(
     assert sum(ln.startswith("stalls: 1 interval(s) below") for ln in notes.lines) == 2
     # the load dropped only the tpcc tables found (warehouse, district), not sbtest<N>
     drops = [s for s in db.sql if s.startswith("DROP")]
-    assert drops == ["DROP TABLE IF EXISTS `sbtest`.`district`", "DROP TABLE IF EXISTS `sbtest`.`warehouse`"]
+    assert drops == ["DROP TABLE IF EXISTS `sbtest`.`warehouse`", "DROP TABLE IF EXISTS `sbtest`.`district`"]
 
     sections = build_experiment_report(store, run_id).sections
     shaded = next(s for s in sections if s.key == "series").figures[0].svg
@@ -251,3 +251,26 @@ def test_rate_of_max_takes_the_maximum_of_the_same_scale(tmp_path: Path) -> None
     store, run_id, runner, notes, statuses = run(tmp_path, plan, DB())
     # 1 warehouse ran at 161.6 tps, 2 at 80.8: half of the 2-warehouse maximum, not of the other one
     assert runner.rates == [0, 0, 40]  # type: ignore[attr-defined]
+
+
+def test_a_drop_takes_only_the_tables_a_prepare_makes_and_forgets_what_used_them(tmp_path: Path) -> None:
+    from clusterbench.workloads.sysbench import TPCC_TABLES
+
+    plan = expand(exp("[factors]\nthreads = [2]\n"))
+    db = DB(tables=["sbtest1", "sbtest2", "sbtest512", "users", *TPCC_TABLES])
+    store, run_id, runner, notes, statuses = run(tmp_path, plan, db)
+    oltp, access = ("sbtest", "oltp", 4, 100), ("sbtest", "access", 1, 100, 512, 32)
+    runner.prepared = {
+        oltp: frozenset({"sbtest1", "sbtest2", "sbtest3", "sbtest4"}),
+        access: frozenset({"sbtest512"}),
+        ("sbtest", "tpcc", 1, 1): frozenset(TPCC_TABLES),
+    }
+    db.sql.clear()
+    runner._drop_tables("sbtest", [])  # mysqlslap makes no table of ours: nothing is dropped
+    assert db.sql == []
+    runner._drop_tables("sbtest", ["sbtest1", "sbtest2"])  # a bulk_insert trial of 2 threads
+    assert [s for s in db.sql if s.startswith("DROP")] == [
+        "DROP TABLE IF EXISTS `sbtest`.`sbtest1`", "DROP TABLE IF EXISTS `sbtest`.`sbtest2`",
+    ]  # fmt: skip
+    # the oltp tables are gone (prepared again when needed); the access table and tpcc's stay known
+    assert set(runner.prepared) == {access, ("sbtest", "tpcc", 1, 1)}

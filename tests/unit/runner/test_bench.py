@@ -114,6 +114,7 @@ class FakeCursor:
     def __init__(self, log: list[str], tables: list[str]) -> None:
         self.log = log
         self.tables = tables
+        self.asked: tuple[str, ...] | None = None
 
     def __enter__(self) -> FakeCursor:
         return self
@@ -123,9 +124,11 @@ class FakeCursor:
 
     def execute(self, sql: str, args: Any = None) -> None:
         self.log.append(sql if args is None else f"{sql} {args}")
+        self.asked = args[1:] if args is not None and "table_name IN (" in sql else None
 
     def fetchall(self) -> list[tuple[str]]:
-        return [(t,) for t in self.tables]
+        # as the server: a listing of named tables returns those that exist
+        return [(t,) for t in self.tables if self.asked is None or t in self.asked]
 
 
 class FakeConn:
@@ -253,11 +256,9 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     assert n > 0 and len(store.samples(trial.id)) == n == out.trials[0].samples
     summary = store.summary(trial.id)
     assert summary is not None and summary["tps"] == pytest.approx(recorded().summary.tps)
-    # leftover sysbench tables are dropped before the prepare
-    assert [s for s in sql if s.startswith("DROP")] == [
-        "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
-        "DROP TABLE IF EXISTS `sbtest`.`sbtest7`",
-    ]
+    # the tables the prepare makes (2) are dropped where an earlier run left them; sbtest7 is
+    # not one of them and stays
+    assert [s for s in sql if s.startswith("DROP")] == ["DROP TABLE IF EXISTS `sbtest`.`sbtest1`"]
     assert fake.calls == [
         ("prepare", "oltp_point_select", ("sbtest",)),
         ("run", "oltp_point_select", ("2", "3")),
@@ -288,7 +289,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     assert [e["kind"] for e in store.events(out.run_id)] == ["drop_tables", "prepare"]
     assert rec.events[:4] == [
         f"run {out.run_id}",
-        "phase dropped 2 sysbench table(s) left in sbtest by an earlier run",
+        "phase dropped 1 sysbench table(s) left in sbtest by an earlier run",
         "phase preparing oltp: 2 table(s) x 100 rows in sbtest",
         "start 1 oltp_point_select",
     ]
@@ -506,6 +507,25 @@ class LockedCursor(FakeCursor):
         return self.rows
 
 
+def test_a_prepare_drops_only_its_own_tables_and_mysqlslap_none(store: Store) -> None:
+    from clusterbench.runner import make_options
+    from clusterbench.workloads.sysbench import expected_tables
+
+    log: list[str] = []
+    there = ["sbtest1", "sbtest4", "sbtest20", "orders"]
+    runner = BenchRunner(FakeSysbench(), Probe(), facts=lambda: dict(FACTS),
+                         connect=lambda **kw: FakeConn(log, there))  # fmt: skip
+    slap = expected_tables(make_options(test="mysqlslap"), "mysqlslap")
+    assert runner._drop_tables(EP, "sbtest", slap) == [] and log == []  # not even a connection
+    access = expected_tables(make_options(test="access_pk", row_size=20), "access")
+    assert runner._drop_tables(EP, "sbtest", access) == ["sbtest20"]  # the oltp tables stay
+    oltp = expected_tables(make_options(test="oltp_read_write", tables=2), "oltp")
+    assert runner._drop_tables(EP, "sbtest", oltp) == ["sbtest1"]  # sbtest4 is not one of its 2
+    assert [s for s in log if s.startswith("DROP")] == [
+        "DROP TABLE IF EXISTS `sbtest`.`sbtest20`", "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
+    ]  # fmt: skip
+
+
 def test_a_drop_blocked_by_a_stale_session_kills_it_once_else_one_line(store: Store) -> None:
     from clusterbench.runner.bench import STALE_SESSIONS_SQL
 
@@ -513,7 +533,7 @@ def test_a_drop_blocked_by_a_stale_session_kills_it_once_else_one_line(store: St
     conn = FakeConn(log, ["sbtest1"])
     conn.cursor = lambda: LockedCursor(log, ["sbtest1"], [42])  # type: ignore[method-assign]
     runner = BenchRunner(FakeSysbench(), Probe(), facts=lambda: dict(FACTS), connect=lambda **kw: conn)
-    assert runner._drop_tables(EP, "sbtest") == ["sbtest1"]
+    assert runner._drop_tables(EP, "sbtest", ["sbtest1", "sbtest2"]) == ["sbtest1"]
     assert log[log.index("SET SESSION lock_wait_timeout = 10") :] == [
         "SET SESSION lock_wait_timeout = 10",
         "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
@@ -526,7 +546,7 @@ def test_a_drop_blocked_by_a_stale_session_kills_it_once_else_one_line(store: St
     log.clear()
     conn.cursor = lambda: LockedCursor(log, ["sbtest1"], [])  # type: ignore[method-assign]
     with pytest.raises(WorkloadError) as e:
-        runner._drop_tables(EP, "sbtest")
+        runner._drop_tables(EP, "sbtest", ["sbtest1", "sbtest2"])
     assert str(e.value) == (
         "cannot drop the sysbench tables left in sbtest: Lock wait timeout exceeded; try restarting "
         "transaction; see `SHOW PROCESSLIST` through the balancer endpoint"
