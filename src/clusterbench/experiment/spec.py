@@ -658,6 +658,11 @@ def check_own_workloads(
             f"{where}: factor warehouses is the tpcc scale and no trial runs tpcc; "
             "add workload = \"tpcc\" or remove the factor"
         )
+    if "warehouses" in (given or set()) and TPCC not in tests:
+        raise InputError(
+            f"{where}: workload.warehouses is the tpcc scale and no trial runs tpcc; "
+            "remove it or add workload = \"tpcc\""
+        )
     slap_keys = [k for k in SLAP_SETTINGS if k in (given or set())]
     slap_factors = [k for k in SLAP_SETTINGS if k in levels]
     if SLAP_TEST not in tests and (slap_keys or slap_factors):

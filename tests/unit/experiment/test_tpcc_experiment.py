@@ -69,6 +69,14 @@ def test_warehouses_needs_tpcc_and_at_least_one() -> None:
     with pytest.raises(InputError, match=r"workload.warehouses"):
         text = BASE.replace("warehouses = 2", "warehouses = 0") + "[factors]\nthreads=[1]\n"
         experiment_from_data(parse_toml(text, "x"), "x")
+    # the setting without a tpcc trial: one line, as the other tests' own settings
+    oltp = BASE.replace('workload = "tpcc"', 'workload = "oltp_read_write"') + "[factors]\nthreads=[1]\n"
+    with pytest.raises(InputError) as info:
+        experiment_from_data(parse_toml(oltp, "x.toml"), "x.toml")
+    assert str(info.value) == (
+        'x.toml: parts.main: workload.warehouses is the tpcc scale and no trial runs tpcc; remove it or '
+        'add workload = "tpcc"'
+    )
 
 
 def test_the_mix_of_an_experiment_is_a_workload_setting_checked_like_the_option() -> None:
