@@ -58,7 +58,8 @@ CustomersOpt = Annotated[
     int,
     typer.Option(
         min=10, max=3000,
-        help="tpcc: customers per district to load (TPC-C: 3000); fewer makes a quick, smaller load.",
+        help="tpcc: customers per district to load (TPC-C: 3000); fewer makes a quick, smaller load "
+        "(run and suite: other tests ignore it).",
     ),  # fmt: skip
 ]
 ItemsOpt = Annotated[
