@@ -15,18 +15,21 @@ from clusterbench.scenario.spec import load_scenario
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 
 
+class FakeCluster:
+    """A cluster of 3 nodes behind one HAProxy, as far as drill.py reads it."""
+
+    class topology:  # noqa: N801 - the attribute shape drill.py reads
+        name = "lab"
+
+        class cluster:  # noqa: N801
+            nodes = 3
+
+        class balancer:  # noqa: N801
+            kind = "haproxy"
+
+
 def test_the_drill_view_receives_fault_events(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen: list[str] = []
-
-    class FakeCluster:
-        class topology:  # noqa: N801 - the attribute shape drill.py reads
-            name = "lab"
-
-            class cluster:  # noqa: N801
-                nodes = 3
-
-            class balancer:  # noqa: N801
-                kind = "haproxy"
 
     class FakeEngine:
         def __init__(self, *a: Any, listener: Any = None, **kw: Any) -> None:
@@ -85,16 +88,6 @@ def test_a_tpcc_consistency_fail_is_a_verdict_row_and_fails_the_drill(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from clusterbench.checkers.verdict import Result, Verdict
-
-    class FakeCluster:
-        class topology:  # noqa: N801
-            name = "lab"
-
-            class cluster:  # noqa: N801
-                nodes = 3
-
-            class balancer:  # noqa: N801
-                kind = "haproxy"
 
     class FakeEngine:
         def __init__(self, *a: Any, **kw: Any) -> None:
