@@ -217,7 +217,10 @@ class Factors(_Strict):
     @classmethod
     def _engines(cls, v: list[str] | None) -> list[str] | None:
         for x in v or []:
-            check_slap_engine(x)
+            try:
+                check_slap_engine(x)
+            except ValueError as exc:  # a level of a list: say which one
+                raise ValueError(f"{exc} (got {x!r})") from None
         return v
 
     @field_validator("target")

@@ -53,7 +53,7 @@ def check_slap_engine(name: str) -> str:
     """A storage engine name for mariadb-slap's --engine (raises ValueError)."""
     if not _ENGINE_NAME.match(name):
         raise ValueError(
-            f"'{name}' is not a storage engine name; give one like InnoDB (a letter, then letters, "
+            "not a storage engine name; give one like InnoDB (a letter, then letters, "
             "digits or _)"
         )
     return name
