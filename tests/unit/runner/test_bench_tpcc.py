@@ -210,8 +210,13 @@ def go(tmp_path: Path, tps: Sequence[int], db: DB) -> tuple[Store, Any, Notes]:
 
 
 def test_a_tpcc_run_stores_its_load_figures_and_consistency(tmp_path: Path) -> None:
-    store, out, notes = go(tmp_path, [100, 110, 4, 90, 100], DB())
+    db = DB()
+    store, out, notes = go(tmp_path, [100, 110, 4, 90, 100], db)
     assert out.status == "completed"
+    # each check (after the load, after the trial) first refreshes the answering node's statistics
+    firsts = [i for i, sql in enumerate(db.sql) if sql == CONDITIONS[0].sql]
+    assert len(firsts) == 2
+    assert all(db.sql[i - 1].startswith("ANALYZE NO_WRITE_TO_BINLOG TABLE `warehouse`, ") for i in firsts)
     prov = store.provenance(out.run_id)
     assert prov["tpcc_load"] == {
         "warehouses": 2,
