@@ -79,7 +79,7 @@ from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
 from clusterbench.workloads import KNOWN_TESTS, tpcc
 from clusterbench.workloads.placement import ClientHost
-from clusterbench.workloads.sysbench import SYSBENCH_TESTS
+from clusterbench.workloads.sysbench import SYSBENCH_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
@@ -391,8 +391,8 @@ def run(
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
     warehouses: WarehousesOpt = 1,
-    customers: CustomersOpt = 3000,
-    items: ItemsOpt = 100000,
+    customers: CustomersOpt = TPCC_CUSTOMERS,
+    items: ItemsOpt = TPCC_ITEMS,
     mix: MixOpt = None,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",
@@ -466,8 +466,8 @@ def suite(
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
     warehouses: WarehousesOpt = 1,
-    customers: CustomersOpt = 3000,
-    items: ItemsOpt = 100000,
+    customers: CustomersOpt = TPCC_CUSTOMERS,
+    items: ItemsOpt = TPCC_ITEMS,
     mix: MixOpt = None,
     rate: RateOpt = 0,
     rand_type: RandTypeOpt = "special",

@@ -25,7 +25,7 @@ from clusterbench.errors import InputError
 from clusterbench.spec.topology import Topology
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim, tpcc
-from clusterbench.workloads.sysbench import TPCC
+from clusterbench.workloads.sysbench import TPCC, TPCC_CUSTOMERS, TPCC_ITEMS
 
 
 def typer_app(**kw: object) -> typer.Typer:
@@ -57,7 +57,7 @@ WarehousesOpt = Annotated[
 CustomersOpt = Annotated[
     int,
     typer.Option(
-        min=10, max=3000,
+        min=10, max=TPCC_CUSTOMERS,
         help="tpcc: customers per district to load (TPC-C: 3000); fewer makes a quick, smaller load "
         "(run and suite: other tests ignore it).",
     ),  # fmt: skip
@@ -65,7 +65,7 @@ CustomersOpt = Annotated[
 ItemsOpt = Annotated[
     int,
     typer.Option(
-        min=100, max=100000,
+        min=100, max=TPCC_ITEMS,
         help="tpcc: rows in ITEM, and in STOCK per warehouse, to load (TPC-C: 100000); fewer loads faster.",
     ),  # fmt: skip
 ]

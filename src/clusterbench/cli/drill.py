@@ -41,6 +41,7 @@ from clusterbench.scenario.engine import ScenarioEngine, ScenarioListener, Scena
 from clusterbench.scenario.spec import LoadSpec, ScenarioSpec, VerifySpec, load_scenario
 from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.spec.topology import load_topology
+from clusterbench.workloads.sysbench import TPCC_CUSTOMERS, TPCC_ITEMS
 
 
 class DrillView(LiveView, ScenarioListener):
@@ -478,8 +479,8 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--duration", "--time", "-t", help="Seconds of load (alias: --time).", min=1)
         ] = 40,
         warehouses: WarehousesOpt = 1,
-        customers: CustomersOpt = 3000,
-        items: ItemsOpt = 100000,
+        customers: CustomersOpt = TPCC_CUSTOMERS,
+        items: ItemsOpt = TPCC_ITEMS,
         mix: MixOpt = None,
         load_target: Annotated[
             str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
@@ -503,7 +504,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
         weights = parse_mix_option(mix, (workload,))
         # tpcc's scale and mix, as given (a value left at its default is not a setting of the load)
-        given = (("warehouses", warehouses, 1), ("customers", customers, 3000), ("items", items, 100000))
+        given = (("warehouses", warehouses, 1), ("customers", customers, TPCC_CUSTOMERS),
+                 ("items", items, TPCC_ITEMS))  # fmt: skip
         scale: dict[str, Any] = {k: v for k, v, default in given if v != default}
         if workload != "tpcc" and ({"customers", "items"} & scale.keys()):
             raise InputError("--customers and --items are tpcc's load scale; leave them out, or use -w tpcc")
