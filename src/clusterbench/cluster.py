@@ -699,6 +699,18 @@ class Cluster:
                 return n.index
         return None
 
+    def admin_node(self) -> DbNode | None:
+        """The node the tool's own DDL and verification setup go to: one that takes writes now
+        (a single-primary group's primary wherever it is, after any failover; any ready Galera
+        node), else the first running one; None when no node runs. A drill or a prepare must
+        start from whatever state the previous one left, never assume node 1 is writable."""
+        alive = [n for n in self.nodes() if n.alive()]
+        for n in alive:
+            h = n.health()
+            if h is not None and h.writable:
+                return n
+        return alive[0] if alive else None
+
     def node_restart(self, index: int) -> str:
         stopped = self.node_stop(index)
         return f"{stopped}; {self.node_start(index)}"

@@ -437,37 +437,44 @@ def test_bank_negative_control_on_the_primary_without_for_update_fails_with_it_h
             bank.drop(c.node(writers(c)[0]))
 
 
-def test_cli_fault_kill_primary_under_load_passes_and_prints_the_failover(gr_cluster: Cluster) -> None:
+def test_cli_fault_kill_primary_twice_in_a_row_passes_and_prints_the_failover(gr_cluster: Cluster) -> None:
+    """Two kill-primary drills in a row on one group: the second starts where the first left it
+    (node 1 a secondary, the primary elsewhere) and must set up its verification tables on the
+    new primary, not on the first running member (which refused with 1290, super-read-only)."""
     c = gr_cluster
-    (before,) = writers(c)
     env = {**os.environ, "CLUSTERBENCH_HOME": str(c.home), "COLUMNS": "200"}
-    res = subprocess.run(
-        [sys.executable, "-m", "clusterbench", "fault", "kill-node", "--target", "primary", "--at", "5",
-         "--for", "12", "--duration", "30", "--threads", "2", "-n", c.topology.name],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    print(res.stdout[-4000:])
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "Traceback" not in res.stderr
-    assert f"kill-node n{before}" in res.stdout
-    rows = [ln.replace("│", " ").replace("┃", " ").split() for ln in res.stdout.splitlines()]
-    checkers = ("ledger", "convergence", "split-brain", "availability", "trial")
-    verdicts = {r[0]: r[1] for r in rows if len(r) > 1 and r[0] in checkers}
-    assert set(verdicts) >= {"ledger", "convergence", "split-brain", "availability"}, res.stdout
-    assert set(verdicts.values()) == {"PASS"}, verdicts
-    assert "overall: PASS" in res.stdout
-    # The failover table: the victim was the primary, a new one was elected, writes went on.
-    row = next(r for r in rows if r[:3] == ["kill-node", f"n{before}", "yes"])
-    figures = [float(x) for x in row[3:] if x.replace(".", "", 1).isdigit()]
-    assert len(figures) >= 4, row
-    suspected, shrunk, elected, writes = figures[:4]
-    assert 0 < suspected <= shrunk <= 30 and 0 < elected <= 30 and 0 < writes <= 30, row
-    # The command restarted the victim: this session's Cluster must see its new process.
-    c.state = Cluster.load(c.topology.name, home=c.home).state
-    assert f"n{before} rejoined" in res.stdout, res.stdout[-2000:]
-    all_ready(c)
-    (after,) = writers(c)
-    assert after != before  # no preemption: the old primary came back as a secondary
+    victims = []
+    for drill in (1, 2):
+        (before,) = writers(c)
+        victims.append(before)
+        res = subprocess.run(
+            [sys.executable, "-m", "clusterbench", "fault", "kill-node", "--target", "primary", "--at", "5",
+             "--for", "12", "--duration", "30", "--threads", "2", "-n", c.topology.name],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        print(f"drill {drill}:", res.stdout[-4000:])
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        assert "Traceback" not in res.stderr
+        assert f"kill-node n{before}" in res.stdout
+        rows = [ln.replace("│", " ").replace("┃", " ").split() for ln in res.stdout.splitlines()]
+        checkers = ("ledger", "convergence", "split-brain", "availability", "trial")
+        verdicts = {r[0]: r[1] for r in rows if len(r) > 1 and r[0] in checkers}
+        assert set(verdicts) >= {"ledger", "convergence", "split-brain", "availability"}, res.stdout
+        assert set(verdicts.values()) == {"PASS"}, verdicts
+        assert "overall: PASS" in res.stdout
+        # The failover table: the victim was the primary, a new one was elected, writes went on.
+        row = next(r for r in rows if r[:3] == ["kill-node", f"n{before}", "yes"])
+        figures = [float(x) for x in row[3:] if x.replace(".", "", 1).isdigit()]
+        assert len(figures) >= 4, row
+        suspected, shrunk, elected, writes = figures[:4]
+        assert 0 < suspected <= shrunk <= 30 and 0 < elected <= 30 and 0 < writes <= 30, row
+        # The command restarted the victim: this session's Cluster must see its new process.
+        c.state = Cluster.load(c.topology.name, home=c.home).state
+        assert f"n{before} rejoined" in res.stdout, res.stdout[-2000:]
+        all_ready(c)
+        (after,) = writers(c)
+        assert after != before  # no preemption: the old primary came back as a secondary
+    assert victims[0] != victims[1]
 
 
 def test_cli_status_sql_logs_and_a_missing_rootfs(gr_cluster: Cluster, tmp_path: Path) -> None:

@@ -533,3 +533,44 @@ def test_no_bootstrap_while_the_survivor_sees_a_member_it_cannot_account_for(tmp
     with pytest.raises(ComponentError, match="no other node is in a Primary component"):
         rejoin(c, n)
     assert said == []
+
+
+# ---------------------------------------------------------------- the writable node
+
+
+class _Node:
+    def __init__(self, index: int, alive: bool, writable: bool | None) -> None:
+        self.index, self._alive, self._writable = index, alive, writable
+
+    def alive(self) -> bool:
+        return self._alive
+
+    def health(self) -> object:
+        if self._writable is None:
+            return None
+        from clusterbench.engines.base import NodeHealth
+
+        return NodeHealth("ONLINE", True, True, self._writable, 3)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "want"),
+    [
+        # after a failover n1 is a running secondary: the primary n2 takes the DDL
+        ([(1, True, False), (2, True, True), (3, True, False)], 2),
+        ([(1, False, None), (2, True, False), (3, True, True)], 3),
+        # nobody writable (no quorum): the first running node, whose error then names the state
+        ([(1, False, None), (2, True, False), (3, True, None)], 2),
+        ([(1, False, None), (2, False, None)], None),
+    ],
+)
+def test_admin_node_is_a_writable_one_wherever_it_is(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    nodes: list[tuple[int, bool, bool | None]],
+    want: int | None,
+) -> None:
+    c = cluster(tmp_path)
+    monkeypatch.setattr(c, "nodes", lambda: [_Node(*n) for n in nodes])
+    got = c.admin_node()
+    assert (got.index if got is not None else None) == want

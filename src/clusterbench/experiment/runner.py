@@ -527,8 +527,8 @@ class ExperimentRunner:
                 drop_tables(cur, db, names, ep.user)
         except pymysql.err.MySQLError as e:
             raise WorkloadError(
-                f"cannot drop the tables left in {db} on n1: {e.args[-1] if e.args else e}; "
-                "see `SHOW PROCESSLIST` on n1"
+                f"cannot drop the tables left in {db} on {ep.name}: {e.args[-1] if e.args else e}; "
+                f"see `SHOW PROCESSLIST` on {ep.name}"
             ) from None
         finally:
             conn.close()
@@ -563,15 +563,23 @@ class ExperimentRunner:
                 base = opts.model_copy(update={"tls": False, "compression": False, "rate": 0})
                 if ds is not None:
                     base = base.model_copy(update={"test": prepare_test(prepare_group(t.test))})
-                self.sysbench.prepare(base, c.endpoint("node:1", database=db), databases=[db])
+                self.sysbench.prepare(base, c.endpoint(self._writer(), database=db), databases=[db])
                 if ds is not None:
                     self.prepared[(db, group, *ds)] = frozenset(tables)
 
-    def _admin(self, db: str) -> tuple[Any, Endpoint]:
-        """A session on node 1 for the tool's own statements, and node 1's endpoint."""
+    def _writer(self) -> str:
+        """The target of the tool's own DDL and loads: a node that takes writes now (node 1 until
+        a fault moved a single primary elsewhere)."""
         c = self.cluster
         assert c is not None
-        ep = c.endpoint("node:1", database=db)
+        node = c.admin_node()
+        return f"node:{node.index if node is not None else 1}"
+
+    def _admin(self, db: str) -> tuple[Any, Endpoint]:
+        """A session on the writable node for the tool's own statements, and its endpoint."""
+        c = self.cluster
+        assert c is not None
+        ep = c.endpoint(self._writer(), database=db)
         return admin_connect(self.connect or pymysql.connect, ep, self.sysbench.connect_timeout), ep
 
     def _load_tpcc(self, run_id: int, t: TrialSpec, opts: SysbenchOptions, db: str) -> None:
@@ -591,7 +599,7 @@ class ExperimentRunner:
                 self.lis.phase(f"  {line.removeprefix('CBLOAD ')} ({len(done)} of {t.warehouses})")
 
         t0 = self.ledger.monotonic()
-        ep = c.endpoint("node:1", database=db)
+        ep = c.endpoint(self._writer(), database=db)
         outputs = self.sysbench.prepare(base, ep, databases=[db], on_line=progress)
         seconds = round(self.ledger.monotonic() - t0, 3)
         rows = sum(tpcc.load_rows(o.stdout) for o in outputs)

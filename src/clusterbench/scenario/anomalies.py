@@ -18,6 +18,7 @@ from clusterbench.checkers.trial import VerifierRun, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode, SessionSql
+from clusterbench.errors import WorkloadError
 from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.scenario.engine import Companion, ThreadStores
 from clusterbench.spec.endpoint import Endpoint
@@ -82,7 +83,9 @@ class AnomalyVerification(Companion):
         # As many clients as one per node, spread over the writers (a single primary gets them all:
         # the concurrency of the workload does not depend on where writes are taken).
         eps = [writer_eps[i % len(writer_eps)] for i in range(len(all_eps))]
-        admin = next(n for n in self.cluster.nodes() if n.alive())
+        admin = self.cluster.admin_node()
+        if admin is None:
+            raise WorkloadError("no node of the cluster is running: start it with `clusterbench start`")
         s = self.spec
         if "counter" in s.checkers:
             self.tables["counter"] = trial_table(countermod.TABLE, trial_id, token)
@@ -220,7 +223,7 @@ class AnomalyVerification(Companion):
         return out
 
     def drop_tables(self) -> None:
-        admin = next((n for n in self.cluster.nodes() if n.alive()), None)
+        admin = self.cluster.admin_node()
         if admin is None:
             return
         for w in self.workloads():

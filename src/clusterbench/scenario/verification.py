@@ -90,7 +90,9 @@ class Verification(Companion):
             store.add_event(run_id, "verification_tables", dict(self.tables), trial_id=trial_id)
         self.history = History(op_sink(store, trial_id))
         self.history.start()
-        admin = next(n for n in self.cluster.nodes() if n.alive())
+        admin = self.cluster.admin_node()
+        if admin is None:
+            raise WorkloadError("no node of the cluster is running: start it with `clusterbench start`")
         if v.ledger_clients > 0:
             self.ledger = LedgerWorkload(
                 [self.cluster.endpoint(t) for t in v.ledger_targets],
@@ -173,7 +175,7 @@ class Verification(Companion):
 
     def drop_tables(self) -> None:
         """Drop this trial's own verification tables (never another run's)."""
-        admin = next((n for n in self.cluster.nodes() if n.alive()), None)
+        admin = self.cluster.admin_node()
         if admin is None:
             return
         for w in (self.ledger, self.bank, self.prober):
