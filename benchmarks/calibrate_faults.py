@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from clusterbench.cluster import Cluster
-from clusterbench.scenario.engine import ScenarioEngine, ScenarioOutcome
+from clusterbench.scenario.drill import Drill, DrillOutcome
 from clusterbench.scenario.spec import ScenarioSpec
-from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.spec.topology import Topology
 from clusterbench.workloads import SysbenchRunner, build_shim
 
@@ -45,7 +44,7 @@ DRILLS: dict[str, dict[str, Any]] = {
 }
 
 
-def stall(out: ScenarioOutcome, start: float) -> int:
+def stall(out: DrillOutcome, start: float) -> int:
     """Longest run of seconds with zero tps from the fault start on."""
     longest = run = 0
     for s in sorted(out.samples, key=lambda s: s.t):
@@ -56,7 +55,7 @@ def stall(out: ScenarioOutcome, start: float) -> int:
     return longest
 
 
-def rejoin(out: ScenarioOutcome) -> str:
+def rejoin(out: DrillOutcome) -> str:
     text = " ".join(str(d["heal"]) for d in out.heal_details)
     m = re.findall(r"rejoined by (IST|SST)[^']*? in ([0-9.]+) s", text)
     if m:
@@ -116,15 +115,9 @@ def main() -> int:
                             "fault": [fault],
                         }
                     )
-                    engine = ScenarioEngine(
-                        cluster,
-                        spec,
-                        spec.planned(3, 1, d),
-                        home / "results.db",
-                        sysbench,
-                        companions=companions,
-                    )
-                    out = engine.run(f"calibrate {d}", checkers=run_checkers)
+                    faults = spec.planned(3, 1, d)
+                    drill = Drill(cluster, spec, home / "results.db", sysbench)
+                    out = drill.run(f"calibrate {d}", faults)
                     start = out.windows[0][1] if out.windows else 15.0
                     paths = [p for f in out.availability for p in f["paths"] if p["process"] == "balancer"]
                     p = paths[0] if paths else {}

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clusterbench.analysis import write_report
+from clusterbench.analysis.document import write_report
 from clusterbench.experiment.planner import label
 from clusterbench.experiment.report import write_experiment_report
 from clusterbench.store import Store

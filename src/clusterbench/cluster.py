@@ -41,6 +41,10 @@ DEFAULT_HOME = Path("/var/lib/clusterbench")
 BALANCER_ROLE = "lb1"
 JOIN_TIMEOUT = 180.0
 BACKENDS_TIMEOUT = 30.0
+# The one limit of settling (after a heal, before a drill, after a node change): the nodes back as
+# ready members and the balancers seeing them. A rejoin by full state transfer (a Group
+# Replication clone, an SST) is the slow case it has to cover.
+SETTLE_TIMEOUT = 240.0
 
 
 def balancer_role(index: int) -> str:
@@ -711,6 +715,42 @@ class Cluster:
                 return n
         return alive[0] if alive else None
 
+    def settle(self, running: int | None = None, timeout: float = SETTLE_TIMEOUT) -> list[str]:
+        """Until nodes 1..running (every node by default) are ready members of one view of that
+        size and every running balancer sees them UP: after a fault is healed, before a drill (it
+        must not inherit an earlier fault's aftermath) and after node changes. Nodes that are not
+        running are started (rejoin, or the engine's cold start), running ones that do not come
+        back by themselves are brought back the engine's way (a Group Replication member expelled
+        by a fault), and nodes beyond `running` that a cold start brought back are stopped again,
+        last first. Returns what happened, one line each; ComponentError past `timeout`."""
+        size = running or self.topology.cluster.nodes
+        t0 = time.monotonic()
+
+        def left() -> float:
+            return max(1.0, timeout - (time.monotonic() - t0))
+
+        beyond = range(self.topology.cluster.nodes, size, -1)
+        notes = [self.node_stop(i) for i in beyond if self.node(i).alive()]
+        for i in range(1, size + 1):
+            if not self.node(i).alive():
+                notes.append(f"n{i} was not running; starting it")
+                notes.append(self.node_start(i))
+        unready = [i for i in range(1, size + 1) if not _ready(self.node(i))]
+        if unready:
+            notes += self.recover(unready)
+        for i in range(1, size + 1):
+            self.node(i).wait_ready(left(), expect_size=size)
+        notes.append(f"all {size} nodes ready in one view {time.monotonic() - t0:.1f} s after heal")
+        # Clients come through the balancers: settled means they see every node UP again too
+        # (HAProxy needs `rise` good checks after a node returns).
+        backends = [f"n{i}" for i in range(1, size + 1)]
+        running_balancers = [h for h in self.haproxies() if h.alive()]
+        for h in running_balancers:
+            h.wait_all_up(backends, timeout=max(5.0, left()))
+        if running_balancers:
+            notes.append(f"balancers see every node UP {time.monotonic() - t0:.1f} s after heal")
+        return notes
+
     def node_restart(self, index: int) -> str:
         stopped = self.node_stop(index)
         return f"{stopped}; {self.node_start(index)}"
@@ -731,3 +771,8 @@ class Cluster:
     def stop_all(self) -> list[str]:
         """Graceful stop of every node, in the engine's order."""
         return [self.node_stop(n.index) for n in self.engine.stop_order(self.nodes())]
+
+
+def _ready(n: DbNode) -> bool:
+    h = n.health()
+    return h is not None and h.ready

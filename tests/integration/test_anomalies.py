@@ -29,9 +29,8 @@ from clusterbench.cluster import Cluster
 from clusterbench.faults import leftovers
 from clusterbench.faults.actions import CoordinatedCrash
 from clusterbench.faults.spec import FaultSpec, plan
-from clusterbench.scenario.engine import ScenarioEngine
+from clusterbench.scenario.drill import Drill
 from clusterbench.scenario.spec import ScenarioSpec
-from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.store import Store
 from clusterbench.verify.counter import CounterWorkload
 from clusterbench.verify.edn import list_append_edn, run_list_append_edn
@@ -243,15 +242,8 @@ def test_drill_with_anomalies_and_a_coordinated_crash_stores_everything(
     )
     faults = spec.planned(3, 1, "test")
     db = tmp_path / "r.db"
-    engine = ScenarioEngine(
-        cluster,
-        spec,
-        faults,
-        db,
-        SysbenchRunner(shim=build_shim(cluster.home / "lib")),
-        companions=companions,
-    )
-    out = engine.run("test", checkers=run_checkers)
+    drill = Drill(cluster, spec, db, SysbenchRunner(shim=build_shim(cluster.home / "lib")))
+    out = drill.run("test", faults)
     by = {v.checker: v for v in out.verdicts}
     for name in ("counter:read-modify-write", "counter:increment", "stale-read:default", "stale-read:causal",
                  "list-append:default/plain", "ledger"):  # fmt: skip

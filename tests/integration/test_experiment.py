@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from clusterbench.cli.common import sysbench_runner
+from clusterbench.experiment.load import experiment_from_data
 from clusterbench.experiment.planner import TrialSpec, expand
 from clusterbench.experiment.report import write_experiment_report
 from clusterbench.experiment.results import point_stats
 from clusterbench.experiment.runner import ExperimentInterrupted, ExperimentListener, ExperimentRunner
-from clusterbench.experiment.spec import experiment_from_data
 from clusterbench.spec.topology import parse_toml
 from clusterbench.store import Store
 from clusterbench.workloads import RunResult

@@ -17,35 +17,27 @@ import pytest
 from clusterbench.checkers.verdict import Result
 from clusterbench.cluster import Cluster
 from clusterbench.faults import leftovers
-from clusterbench.scenario.engine import ScenarioEngine, ScenarioOutcome
+from clusterbench.scenario.drill import Drill, DrillOutcome
 from clusterbench.scenario.spec import ScenarioSpec
-from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
 
 pytestmark = pytest.mark.integration
 
 
-def run_scenario(cluster: Cluster, data: dict[str, Any]) -> tuple[ScenarioOutcome, ScenarioEngine]:
+def run_scenario(cluster: Cluster, data: dict[str, Any]) -> DrillOutcome:
     spec = ScenarioSpec.model_validate(data)
     faults = spec.planned(cluster.topology.cluster.nodes, 1, "test")
-    engine = ScenarioEngine(
-        cluster,
-        spec,
-        faults,
-        cluster.home / "results.db",
-        SysbenchRunner(shim=build_shim(cluster.home / "lib")),
-        companions=companions,
-    )
-    return engine.run("test", checkers=run_checkers), engine
+    sysbench = SysbenchRunner(shim=build_shim(cluster.home / "lib"))
+    return Drill(cluster, spec, cluster.home / "results.db", sysbench).run("test", faults)
 
 
-def verdicts(out: ScenarioOutcome) -> dict[str, Result]:
+def verdicts(out: DrillOutcome) -> dict[str, Result]:
     return {v.checker: v.result for v in out.verdicts}
 
 
 def test_isolated_node_accepts_no_writes_and_heals_by_itself(cluster: Cluster) -> None:
-    out, engine = run_scenario(
+    out = run_scenario(
         cluster,
         {
             "name": "isolate n3",
@@ -131,7 +123,7 @@ def test_isolated_node_accepts_no_writes_and_heals_by_itself(cluster: Cluster) -
 
 
 def test_partial_partition_heals_and_leaves_no_rules(cluster: Cluster) -> None:
-    out, _ = run_scenario(
+    out = run_scenario(
         cluster,
         {
             "name": "cut n1|n3",
@@ -155,7 +147,7 @@ def test_partial_partition_heals_and_leaves_no_rules(cluster: Cluster) -> None:
 
 def test_short_and_long_pause(cluster: Cluster) -> None:
     # evs.inactive_timeout is 4 s on this cluster: 1.5 s stalls everyone, 8 s evicts the node.
-    out, _ = run_scenario(
+    out = run_scenario(
         cluster,
         {
             "name": "pause n2",

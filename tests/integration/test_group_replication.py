@@ -24,9 +24,8 @@ from clusterbench.engines.group_replication import rootfs
 from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.errors import PreflightError
 from clusterbench.faults import leftovers as fault_leftovers
-from clusterbench.scenario.engine import ScenarioEngine, ScenarioOutcome
+from clusterbench.scenario.drill import Drill, DrillOutcome
 from clusterbench.scenario.spec import ScenarioSpec
-from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.verify import BankWorkload, History, LedgerWorkload, Outcome, Timebase, collect_convergence
 from clusterbench.workloads import SysbenchRunner, build_shim
 
@@ -253,9 +252,8 @@ def test_anomaly_workloads_and_checkers_on_a_single_primary_group(
     its writers are the nodes whose health says writable (the primary), the stale-read probe reads
     on the secondaries, the sessions come from GR's SessionSql (the group's own consistency vs BEFORE)."""
     from clusterbench.checkers.verdict import Result
-    from clusterbench.scenario.engine import ScenarioEngine
+    from clusterbench.scenario.drill import Drill
     from clusterbench.scenario.spec import ScenarioSpec
-    from clusterbench.scenario.verification import companions, run_checkers
     from clusterbench.store import Store
     from clusterbench.workloads import SysbenchRunner, build_shim
 
@@ -276,11 +274,9 @@ def test_anomaly_workloads_and_checkers_on_a_single_primary_group(
         }
     )  # fmt: skip
     db = tmp_path / "r.db"
-    engine = ScenarioEngine(
-        c, spec, spec.planned(3, 1, "test"), db, SysbenchRunner(shim=build_shim(c.home / "lib")),
-        companions=companions,
-    )  # fmt: skip
-    out = engine.run("test", checkers=run_checkers)
+    faults = spec.planned(3, 1, "test")
+    drill = Drill(c, spec, db, SysbenchRunner(shim=build_shim(c.home / "lib")))
+    out = drill.run("test", faults)
     by = {v.checker: v for v in out.verdicts}
     for v in out.verdicts:
         print(f"GR {v.checker}: {v.result.value} {v.summary}")
@@ -355,15 +351,12 @@ FAULT_GROUPS: dict[str, tuple[int, list[dict[str, Any]]]] = {
 }
 
 
-def run_scenario(c: Cluster, data: dict[str, Any]) -> ScenarioOutcome:
+def run_scenario(c: Cluster, data: dict[str, Any]) -> DrillOutcome:
     spec = ScenarioSpec.model_validate(data)
     primary = next(iter(writers(c)), None) if c.topology.engine.has_primary else None
     faults = spec.planned(c.topology.cluster.nodes, 1, "test", primary=primary)
-    engine = ScenarioEngine(
-        c, spec, faults, c.home / "results.db", SysbenchRunner(shim=build_shim(c.home / "lib")),
-        companions=companions,
-    )  # fmt: skip
-    return engine.run("test", checkers=run_checkers)
+    drill = Drill(c, spec, c.home / "results.db", SysbenchRunner(shim=build_shim(c.home / "lib")))
+    return drill.run("test", faults)
 
 
 # Every group on Group Replication; on Galera only the rolling restart, which no other test runs

@@ -23,9 +23,8 @@ from clusterbench.cluster import Cluster
 from clusterbench.hosts import process
 from clusterbench.hosts.local import NetnsHost
 from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget
-from clusterbench.scenario.engine import ScenarioEngine
+from clusterbench.scenario.drill import Drill
 from clusterbench.scenario.spec import ScenarioSpec
-from clusterbench.scenario.verification import companions, run_checkers
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
 from tests.integration.conftest import galera
@@ -284,15 +283,10 @@ def test_kill_node_under_load_over_ssh_loses_no_acknowledged_write(ssh_cluster: 
             "fault": [{"kind": "kill-node", "target": "node:2", "at": 4, "for": 5}],
         }
     )
-    engine = ScenarioEngine(
-        ssh_cluster,
-        spec,
-        spec.planned(3, 1, "test"),
-        ssh_cluster.home / "results.db",
-        SysbenchRunner(shim=build_shim(ssh_cluster.home / "lib")),
-        companions=companions,
-    )
-    out = engine.run("test", checkers=run_checkers)
+    faults = spec.planned(3, 1, "test")
+    sysbench = SysbenchRunner(shim=build_shim(ssh_cluster.home / "lib"))
+    drill = Drill(ssh_cluster, spec, ssh_cluster.home / "results.db", sysbench)
+    out = drill.run("test", faults)
     v = {x.checker: x.result for x in out.verdicts}
     assert v["ledger"] is Result.PASS and v["convergence"] is Result.PASS, out
     st = ssh_cluster.status()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from clusterbench.analysis import write_report
+from clusterbench.analysis.document import write_report
 from clusterbench.cli.common import sysbench_runner
 from clusterbench.cluster import Cluster
 from clusterbench.runner import BenchListener, BenchPlan, BenchRunner, ClusterProbe, make_options
@@ -58,13 +58,13 @@ def probes_of(name: str) -> list[str]:
 class Seen(BenchListener):
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.verdict: Bottleneck | None = None
+        self.found: Bottleneck | None = None
 
     def telemetry(self, seq: int, line: str) -> None:
         self.lines.append(line)
 
     def bottleneck(self, seq: int, verdict: Bottleneck) -> None:
-        self.verdict = verdict
+        self.found = verdict
 
 
 def run_trial(
@@ -81,6 +81,7 @@ def run_trial(
         out = bench.execute(plan, store, seen)
         assert out.status == "completed", out.failures
         trial_id = out.trials[0].trial_id
+        assert trial_id is not None
     assert probes_of(cluster.topology.name) == []
     return trial_id, seen
 
@@ -125,7 +126,7 @@ def candidate(v: Bottleneck, resource: str) -> list[float]:
 def test_a_10_mbit_link_is_the_bottleneck(cluster: Cluster, store_path: Path) -> None:
     with limits(cluster, bandwidth="10mbit"):
         trial_id, seen = run_trial(cluster, store_path)
-    v = seen.verdict
+    v = seen.found
     assert v is not None
     print(v.summary)
     assert v.resource == "link" and v.source.startswith("n") and (v.utilization or 0) >= 0.90, v.summary
@@ -149,7 +150,7 @@ def test_a_half_cpu_quota_makes_a_node_cpu_bound(cluster: Cluster, store_path: P
     nodes at 63-85 % of their quota, the machine 97 % busy, and the verdict says so)."""
     with limits(cluster, cpu_quota=0.5):
         trial_id, seen = run_trial(cluster, store_path, target="node:1")
-    v = seen.verdict
+    v = seen.found
     assert v is not None
     print(v.summary)
     assert (v.resource, v.source) == ("cpu", "n1") and (v.utilization or 0) >= 0.90, v.summary
@@ -166,7 +167,7 @@ def test_a_half_cpu_quota_makes_a_node_cpu_bound(cluster: Cluster, store_path: P
 
 def test_without_limits_it_is_neither_link_nor_a_node_cpu(cluster: Cluster, store_path: Path) -> None:
     trial_id, seen = run_trial(cluster, store_path)
-    v = seen.verdict
+    v = seen.found
     assert v is not None
     print(v.summary)
     assert v.resource not in ("link", "cpu"), v.summary

@@ -73,7 +73,7 @@ def gr_store(gr_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> P
 def test_gr_figures_through_the_engine_interface(gr_cluster: Cluster, gr_store: Path) -> None:
     primary, secondaries = primary_and_secondaries(gr_cluster)
     trial_id, seen = run_trial(gr_cluster, gr_store)
-    v = seen.verdict
+    v = seen.found
     assert v is not None
     print(v.summary)
     # negative controls: nothing is limited, nothing queues: not a link, not a node's CPU, no flow control
@@ -112,7 +112,7 @@ def test_a_slow_secondary_is_named_with_flow_control_at_the_primary(
     with flow_control_thresholds(c, 1), limits(c, node=[{"index": slow, "cpu_quota": 0.1}]):
         trial_id, seen = run_trial(c, gr_store)
     all_ready(c, 3)
-    v: Bottleneck | None = seen.verdict
+    v: Bottleneck | None = seen.found
     assert v is not None
     print(v.summary)
     # Which of the two leads depends on how hard flow control held the primary back: at a 1-transaction

@@ -18,8 +18,8 @@ import pytest
 
 from clusterbench.cluster import Cluster
 from clusterbench.runner import BenchPlan, BenchRunner, make_options
-from clusterbench.runner.bench import admin_connect, check_tpcc
 from clusterbench.store import Store
+from clusterbench.trial.data import admin_connect, check_tpcc
 from clusterbench.workloads import SysbenchRunner
 from clusterbench.workloads.shim import build_shim
 from clusterbench.workloads.sysbench import TPCC_TABLES

@@ -15,10 +15,11 @@ import pytest
 from clusterbench.checkers.counter import check_counter
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.stale_read import check_stale_reads
-from clusterbench.cli.drill import parse_duration, soak_spec
+from clusterbench.cli.drill import parse_duration
 from clusterbench.cli.main import main
 from clusterbench.errors import InputError
 from clusterbench.scenario.anomalies import anomaly_rows
+from clusterbench.scenario.drill import soak_spec
 from clusterbench.scenario.spec import load_scenario
 from clusterbench.verify.history import Op, Outcome
 from clusterbench.verify.txn import MicroOp, Txn

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from clusterbench.cli import drill
-from clusterbench.scenario.engine import ScenarioOutcome
+from clusterbench.scenario.drill import DrillOutcome
 from clusterbench.scenario.spec import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
@@ -31,17 +31,20 @@ class FakeCluster:
 def test_the_drill_view_receives_fault_events(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen: list[str] = []
 
-    class FakeEngine:
+    class FakeDrill:
         def __init__(self, *a: Any, listener: Any = None, **kw: Any) -> None:
             self.listener = listener
 
-        def run(self, command: str, checkers: Any = None) -> ScenarioOutcome:
+        def faults(self) -> list[Any]:
+            return []
+
+        def run(self, command: str, faults: Any = None) -> DrillOutcome:
             self.listener.fault_event(10.0, {"fault": "kill-node n2", "phase": "applied"})
-            return ScenarioOutcome(run_id=1, trial_id=1, status="completed")
+            return DrillOutcome(run_id=1, trial_id=1, status="completed")
 
     monkeypatch.setattr(drill, "_cluster_for", lambda spec, topo, name: (FakeCluster(), False))
     monkeypatch.setattr(drill.leftovers, "find", lambda cluster: [])
-    monkeypatch.setattr(drill, "ScenarioEngine", FakeEngine)
+    monkeypatch.setattr(drill, "Drill", FakeDrill)
     monkeypatch.setattr(drill, "sysbench_runner", lambda cluster=None: None)
     monkeypatch.setattr(drill.DrillView, "phase", lambda self, text: seen.append(text))
     spec, _ = load_scenario(EXAMPLES / "kill-node.toml")
@@ -89,13 +92,16 @@ def test_a_tpcc_consistency_fail_is_a_verdict_row_and_fails_the_drill(
 ) -> None:
     from clusterbench.checkers.verdict import Result, Verdict
 
-    class FakeEngine:
+    class FakeDrill:
         def __init__(self, *a: Any, **kw: Any) -> None:
             pass
 
-        def run(self, command: str, checkers: Any = None) -> ScenarioOutcome:
+        def faults(self) -> list[Any]:
+            return []
+
+        def run(self, command: str, faults: Any = None) -> DrillOutcome:
             summary = "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL, 1 row(s), e.g. 1, 3"
-            return ScenarioOutcome(run_id=7, trial_id=7, status="completed", verdicts=[
+            return DrillOutcome(run_id=7, trial_id=7, status="completed", verdicts=[
                 Verdict("trial", Result.PASS, "ran as planned"),
                 Verdict("tpcc-consistency", Result.FAIL, summary),
             ])  # fmt: skip
@@ -103,7 +109,7 @@ def test_a_tpcc_consistency_fail_is_a_verdict_row_and_fails_the_drill(
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setattr(drill, "_cluster_for", lambda spec, topo, name: (FakeCluster(), False))
     monkeypatch.setattr(drill.leftovers, "find", lambda cluster: [])
-    monkeypatch.setattr(drill, "ScenarioEngine", FakeEngine)
+    monkeypatch.setattr(drill, "Drill", FakeDrill)
     monkeypatch.setattr(drill, "sysbench_runner", lambda cluster=None: None)
     spec, _ = load_scenario(EXAMPLES / "tpcc-kill-node.toml")
     spec = spec.model_copy(update={"fault": [], "load": spec.load.model_copy(update={"prepare": False})})

@@ -11,7 +11,7 @@ import pytest
 
 from clusterbench.cli.main import main
 from clusterbench.errors import InputError
-from clusterbench.experiment.spec import experiment_from_data
+from clusterbench.experiment.load import experiment_from_data
 from clusterbench.scenario.spec import load_scenario
 from clusterbench.spec.aliases import option_conflicts
 from clusterbench.spec.topology import parse_toml

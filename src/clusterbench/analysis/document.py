@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from clusterbench.analysis.report import (
     verdict_rows,
     verification_latency_rows,
 )
+from clusterbench.analysis.sections import Figure, Report, Section, Table
 from clusterbench.analysis.variables import cell as variable_cell
 from clusterbench.analysis.variables import variable_report
 from clusterbench.analysis.workload_tables import (
@@ -80,64 +80,6 @@ UNITS_NOTE = (
     "buckets, 1.8 % apart), never from averaged percentiles; errors = statements that failed with an "
     "error sysbench was told to ignore; reconnects = connections sysbench opened again after losing one."
 )
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-    align: list[str]  # 'l' or 'r' per column
-    marks: set[tuple[int, int]] = field(default_factory=set)  # (row, column) of flagged cells
-    caption: str = ""
-    styles: dict[tuple[int, int], str] = field(default_factory=dict)  # HTML class of a cell (colour)
-
-    def is_marked(self, r: int, c: int) -> bool:
-        return (r, c) in self.marks
-
-    def style(self, r: int, c: int) -> str:
-        return self.styles.get((r, c), "")
-
-
-@dataclass
-class Figure:
-    title: str
-    svg: str  # the default view
-    alt_svg: str = ""  # the same figure on a log scale (latency), shown by the page's switch
-    kind: str = ""  # 'latency' for the switchable ones
-
-
-@dataclass
-class Section:
-    key: str
-    title: str
-    intro: list[str] = field(default_factory=list)  # before the figures and tables
-    paragraphs: list[str] = field(default_factory=list)  # notes after them
-    warnings: list[str] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    bullets: list[str] = field(default_factory=list)
-    figures: list[Figure] = field(default_factory=list)  # HTML only
-    details: list[tuple[str, str]] = field(default_factory=list)  # (label, preformatted text)
-    level: int = 2  # heading level: 2 a section, 3 a part of the section before it
-
-
-@dataclass
-class Report:
-    run_id: int
-    title: str
-    facts: list[tuple[str, str]]  # (label, value)
-    code_facts: set[str]  # labels whose value is a command line
-    warnings: list[str]
-    sections: list[Section]
-    log_latency: bool = False
-
-    @property
-    def section_titles(self) -> list[str]:
-        return [s.title for s in self.sections if s.level == 2]
-
-    @property
-    def switch_at(self) -> str:
-        """The section that carries the page's one log-scale switch: the first with a latency plot."""
-        return next((s.key for s in self.sections if any(f.kind == "latency" for f in s.figures)), "")
 
 
 def _r(n: int) -> list[str]:

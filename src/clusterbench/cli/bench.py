@@ -21,7 +21,7 @@ from rich import box
 from rich.console import Group
 from rich.table import Table
 
-from clusterbench.analysis import summary_rows, table_cells, write_report
+from clusterbench.analysis.document import write_report
 from clusterbench.analysis.report import (
     CLIENT_HEADER,
     SATURATION_WARNING,
@@ -30,7 +30,9 @@ from clusterbench.analysis.report import (
     multi_client,
     saturation_lines,
     summary_parts,
+    summary_rows,
     table_align,
+    table_cells,
 )
 from clusterbench.analysis.workload_tables import ACCESS_HEADER, SLAP_HEADER, access_table, slap_table
 from clusterbench.cli import console, guard
@@ -74,9 +76,10 @@ from clusterbench.runner import (
     parse_tests,
     resolve_run,
 )
-from clusterbench.runner.bench import check_tpcc, choose_client_hosts, default_clients
+from clusterbench.runner.bench import choose_client_hosts, default_clients
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
+from clusterbench.trial.data import check_tpcc
 from clusterbench.workloads import KNOWN_TESTS, tpcc
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.sysbench import SYSBENCH_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS

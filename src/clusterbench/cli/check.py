@@ -77,9 +77,9 @@ def check_file(path: Path) -> list[str]:
         return lines
     from clusterbench.cluster import home_dir
     from clusterbench.experiment import tls as tlsmod
+    from clusterbench.experiment.load import load_experiment
     from clusterbench.experiment.planner import expand
     from clusterbench.experiment.search_run import estimate as search_estimate
-    from clusterbench.experiment.spec import load_experiment
 
     tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")  # as `plan` does; writes nothing
     profiles = data.get("profiles") if isinstance(data.get("profiles"), dict) else {}

@@ -32,19 +32,26 @@ from clusterbench.cli.common import (
 )
 from clusterbench.cli.live import LiveView
 from clusterbench.cluster import Cluster, home_dir, known_clusters
-from clusterbench.errors import ClusterStateError, InputError
+from clusterbench.errors import InputError
 from clusterbench.faults import leftovers
-from clusterbench.faults.spec import KINDS, FaultSpec
+from clusterbench.faults.spec import KINDS
 from clusterbench.runner.bench import BenchInterrupted
 from clusterbench.scenario.anomalies import AnomalyRow, anomaly_rows
-from clusterbench.scenario.engine import ScenarioEngine, ScenarioListener, ScenarioOutcome
-from clusterbench.scenario.spec import LoadSpec, ScenarioSpec, VerifySpec, load_scenario
-from clusterbench.scenario.verification import companions, run_checkers
+from clusterbench.scenario.drill import (
+    Drill,
+    DrillOutcome,
+    check_leftovers,
+    pick_cluster,
+    precheck,
+    soak_spec,
+)
+from clusterbench.scenario.spec import ScenarioSpec, fault_scenario, load_scenario
 from clusterbench.spec.topology import load_topology
+from clusterbench.trial.spec import fault_labels
 from clusterbench.workloads.sysbench import TPCC_CUSTOMERS, TPCC_ITEMS
 
 
-class DrillView(LiveView, ScenarioListener):
+class DrillView(LiveView):
     def fault_event(self, t: float, detail: dict[str, Any]) -> None:
         phase = detail.get("phase")
         extra = {k: v for k, v in detail.items() if k not in ("fault", "index", "phase")}
@@ -57,19 +64,9 @@ class DrillView(LiveView, ScenarioListener):
         pass
 
 
-def _precheck(spec: ScenarioSpec, topo_path: Path | None) -> None:
-    """Plan the schedule against the scenario's topology file before anything is brought up (a
-    scenario without one is planned against the cluster that is up, once it is known)."""
-    if topo_path is None:
-        return
-    topo = load_topology(topo_path)
-    primary = 1 if topo.engine.has_primary else None  # member 1 is the primary after `up`
-    spec.planned(topo.cluster.nodes, 1 if topo.balancer.kind == "haproxy" else 0, "scenario", primary=primary)
-
-
 def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -> tuple[Cluster, bool]:
     """The cluster to run on, and whether we brought it up (and so take it down)."""
-    _precheck(spec, topo_path)
+    precheck(spec, topo_path)
     if topo_path is not None:
         topo = load_topology(topo_path)
         guard.claim(topo.name)
@@ -79,22 +76,13 @@ def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -
         c = Cluster(topo)
         c.up(report=console.step)
         return c, True
-    name = name or global_name()
-    if name is None:
-        known = known_clusters(home_dir())
-        if len(known) != 1:
-            raise ClusterStateError(
-                "no cluster is up; start one with `clusterbench up`"
-                if not known
-                else f"several clusters are up ({', '.join(known)}); choose one with --name"
-            )
-        name = known[0]
-    cluster = Cluster.load(name)
-    guard.claim(name)
+    picked = pick_cluster(name or global_name())
+    cluster = Cluster.load(picked)
+    guard.claim(picked)
     return cluster, False
 
 
-def _print_outcome(out: ScenarioOutcome) -> None:
+def _print_outcome(out: DrillOutcome) -> None:
     if out.heal_details:
         t = Table(title="faults", title_justify="left")
         for col in ("fault", "start s", "end s", "what happened"):
@@ -175,7 +163,7 @@ def _print_outcome(out: ScenarioOutcome) -> None:
     )
 
 
-def _has_anomaly_verdicts(out: ScenarioOutcome) -> bool:
+def _has_anomaly_verdicts(out: DrillOutcome) -> bool:
     return any(v.checker.split(":")[0] in ("counter", "stale-read", "list-append") for v in out.verdicts)
 
 
@@ -196,16 +184,6 @@ def _s(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def _check_leftovers(cluster: Cluster) -> None:
-    left = leftovers.find(cluster)
-    if left:
-        raise ClusterStateError(
-            f"faults left by an earlier run on cluster '{cluster.topology.name}': "
-            + "; ".join(lo.describe() for lo in left)
-            + f"; heal them with `clusterbench heal -n {cluster.topology.name}`"
-        )
-
-
 def _run_one(
     cluster: Cluster,
     spec: ScenarioSpec,
@@ -214,52 +192,23 @@ def _run_one(
     notes: str | None,
     prefix: str = "",
     telemetry: bool = True,
-) -> ScenarioOutcome:
-    """One scenario trial on a cluster that is up: plan, run, check, label. Ctrl-C goes through
-    (the engine has healed and stopped everything by then)."""
-    primary = cluster.primary() if spec.targets_primary() else None
-    if primary is None and spec.targets_primary() and not cluster.engine.every_node_writes:
-        raise ClusterStateError(
-            f"target primary: no member of '{cluster.topology.name}' is a writable primary now; "
-            "see `clusterbench status`, heal it (`clusterbench start`) and run again"
-        )
-    faults = spec.planned(
-        cluster.topology.cluster.nodes,
-        1 if cluster.topology.balancer.kind == "haproxy" else 0,
-        "scenario",
-        primary=primary,
-    )
+) -> DrillOutcome:
+    """One drill on a cluster that is up: say what it does, run it with the live view. Ctrl-C goes
+    through (the pipeline has healed and stopped everything by then)."""
+    view = DrillView(clients=1, per_sample_lines=False)
+    drill = Drill(cluster, spec, results_path(results), sysbench_runner(cluster.topology.name), listener=view,
+                  tags=tags or [], notes=notes or "", telemetry=telemetry)  # fmt: skip
+    faults = drill.faults()
+    load = spec.load
     console.out.print(
         f"{prefix}scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
-        f"{spec.load.workload} x{spec.load.threads} for {spec.load.duration} s via {spec.load.target}"
-        + ("" if spec.load.prepare else " on the tables already there (--no-prepare)")
-        + "; "
-        + (
-            "; ".join(
-                f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "")
-                for f in faults
-            )
-            or "no faults"
-        )
+        f"{load.workload} x{load.threads} for {load.duration} s via {load.target}"
+        + ("" if load.prepare else " on the tables already there (--no-prepare)")
+        + "; " + (fault_labels(faults) or "no faults")
         + (f" (seed {spec.seed})" if spec.random_faults is not None else "")
-    )
-    view = DrillView(clients=1, per_sample_lines=False)
-    with view:
-        # The view is the engine's listener: fault events and the per-second line show live.
-        engine = ScenarioEngine(
-            cluster,
-            spec,
-            faults,
-            results_path(results),
-            sysbench_runner(cluster.topology.name),
-            companions=companions,
-            listener=view,
-            tags=tags or [],
-            notes=notes or "",
-            telemetry=telemetry,
-        )
-        out = engine.run(command_line(), checkers=run_checkers)
-    return out
+    )  # fmt: skip
+    with view:  # fault events and the per-second line show live
+        return drill.run(command_line(), faults)
 
 
 def _execute(
@@ -276,7 +225,7 @@ def _execute(
     store.close()
     cluster, brought_up = _cluster_for(spec, topo_path, name)
     try:
-        _check_leftovers(cluster)
+        check_leftovers(cluster)
         out = _run_one(cluster, spec, results, tags, notes, telemetry=telemetry)
         _print_outcome(out)
         return exit_code(out.result)
@@ -296,16 +245,6 @@ def parse_duration(text: str, option: str = "--for") -> float:
     return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2) or "s"]
 
 
-def soak_spec(spec: ScenarioSpec, i: int) -> ScenarioSpec:
-    """Trial i of a soak: the scenario with seed + i (and the random schedule's own seed + i), so
-    every trial draws other faults and targets, reproducibly."""
-    update: dict[str, Any] = {"seed": spec.seed + i}
-    rf = spec.random_faults
-    if rf is not None and rf.seed is not None:
-        update["random_faults"] = rf.model_copy(update={"seed": rf.seed + i})
-    return spec.model_copy(update=update)
-
-
 def _soak(
     spec: ScenarioSpec,
     topo_path: Path | None,
@@ -319,14 +258,14 @@ def _soak(
 ) -> int:
     store = open_store(results)
     store.close()
-    _precheck(soak_spec(spec, 0), topo_path)  # the first trial's schedule, before anything starts
+    precheck(soak_spec(spec, 0), topo_path)  # the first trial's schedule, before anything starts
     cluster, brought_up = _cluster_for(spec, topo_path, name)
     per_trial: list[list[dict[str, Any]]] = []
     runs: list[tuple[int, str]] = []
     interrupted = False
     deadline = None if seconds is None else time.monotonic() + seconds
     try:
-        _check_leftovers(cluster)
+        check_leftovers(cluster)
         i = 0
         while (trials is not None and i < trials) or (deadline is not None and time.monotonic() < deadline):
             s = soak_spec(spec, i)
@@ -369,181 +308,151 @@ def _soak(
     return exit_code(combine(results_all)) if results_all else 2
 
 
+def scenario(
+    file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
+    name: Annotated[
+        str | None,
+        typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
+    ] = None,
+    results: Annotated[
+        Path | None, typer.Option(help="Results store (default <home>/results.db).")
+    ] = None,
+    keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
+    tag: TagOpt = None,
+    notes: NotesOpt = None,
+    telemetry: TelemetryOpt = True,
+) -> None:
+    """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
+    Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
+    tags = check_tags(tag)
+    spec, topo = load_scenario(file)
+    raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes, telemetry))
+
+def soak(
+    file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
+    trials: Annotated[
+        int | None, typer.Option("--trials", help="Run the scenario this many times.", min=1)
+    ] = None,
+    soak_for: Annotated[
+        str | None, typer.Option("--for", help="Or run it again and again for this long: 600, 30m, 2h.")
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
+    ] = None,
+    results: Annotated[
+        Path | None, typer.Option(help="Results store (default <home>/results.db).")
+    ] = None,
+    keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
+    tag: TagOpt = None,
+    notes: NotesOpt = None,
+) -> None:
+    """Repeat a scenario (a drill) N times or for a duration, each trial a stored run with its
+    histories and seed + i, then a table per anomaly class: trials, trials where seen, example.
+    Ctrl-C stops the current trial (faults healed, load stopped), keeps what was stored and
+    prints the table so far. Exit 0 all PASS, 1 a promise broken, 2 UNKNOWN, 130 interrupted."""
+    tags = check_tags(tag)
+    if (trials is None) == (soak_for is None):
+        raise InputError(
+            "soak: give --trials N or --for DURATION (e.g. --trials 10, --for 30m), not both"
+        )
+    seconds = parse_duration(soak_for) if soak_for is not None else None
+    spec, topo = load_scenario(file)
+    raise typer.Exit(_soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes))
+
+def heal(
+    name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster name.")] = None,
+) -> None:
+    """Find and heal faults left in place by a run that was killed (link down, shaping, iptables
+    partition, paused node, CPU quota, desync)."""
+    cluster = guard.load_claimed(name)
+    left = leftovers.find(cluster)
+    if not left:
+        console.out.print(f"cluster [bold]{cluster.topology.name}[/]: no fault left in place")
+        return
+    for line in leftovers.heal(cluster, left):
+        console.step(line)
+
+def fault(
+    kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
+    node: Annotated[
+        int | None, typer.Option(help="Target node (same as --target node:N).", min=1, max=9)
+    ] = None,
+    target: Annotated[
+        str,
+        typer.Option(
+            help="node:N, random, one, majority, minority, all, primary (Group Replication's "
+            "single primary), balancer, lb:N."
+        ),
+    ] = "random",
+    at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
+    fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
+    rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
+    cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
+    groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
+    delay: Annotated[
+        str | None, typer.Option(help="delay-link (netem, where the kernel has it): e.g. 50ms.")
+    ] = None,
+    jitter: Annotated[str | None, typer.Option(help="delay-link: jitter, e.g. 5ms.")] = None,
+    loss: Annotated[
+        float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
+    ] = None,
+    window: Annotated[
+        float | None,
+        typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
+    ] = None,
+    workload: Annotated[
+        str,
+        typer.Option(
+            "--workload", "-w", "--tests",
+            help="sysbench test, or tpcc (TPC-C-like), for the load (alias: --tests).",
+        ),  # fmt: skip
+    ] = "oltp_read_write",
+    threads: Annotated[int, typer.Option(help="sysbench threads.", min=1)] = 4,
+    duration: Annotated[
+        int, typer.Option("--duration", "--time", "-t", help="Seconds of load (alias: --time).", min=1)
+    ] = 40,
+    warehouses: WarehousesOpt = 1,
+    customers: CustomersOpt = TPCC_CUSTOMERS,
+    items: ItemsOpt = TPCC_ITEMS,
+    mix: MixOpt = None,
+    load_target: Annotated[
+        str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
+    ] = "balancer",
+    ledger_clients: Annotated[int, typer.Option(help="Ledger clients (0: off).", min=0)] = 2,
+    bank: Annotated[bool, typer.Option(help="Also run the bank workload.")] = False,
+    prepare: PrepareOpt = True,
+    name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
+    results: Annotated[
+        Path | None, typer.Option(help="Results store (default <home>/results.db).")
+    ] = None,
+    tag: TagOpt = None,
+    notes: NotesOpt = None,
+    telemetry: TelemetryOpt = True,
+) -> None:
+    """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`.
+    With -w tpcc the twelve TPC-C consistency conditions are a verdict (tpcc-consistency), checked
+    once the fault is healed; --no-prepare reuses the tables an earlier run loaded."""
+    tags = check_tags(tag)
+    weights = parse_mix_option(mix, (workload,))
+    # tpcc's scale and mix, as given (a value left at its default is not a setting of the load)
+    given = (("warehouses", warehouses, 1), ("customers", customers, TPCC_CUSTOMERS),
+             ("items", items, TPCC_ITEMS))  # fmt: skip
+    scale: dict[str, Any] = {k: v for k, v, default in given if v != default}
+    if weights is not None:
+        scale["mix"] = weights
+    spec = fault_scenario(
+        kind, node=node, target=target, at=at, fault_for=fault_for, groups=groups,
+        options={"rate": rate, "cpu_quota": cpu_quota, "delay": delay, "jitter": jitter, "loss": loss,
+                 "window": window},
+        load={"workload": workload, "threads": threads, "duration": duration, "target": load_target,
+              "prepare": prepare},
+        scale=scale, ledger_clients=ledger_clients, bank=bank,
+    )  # fmt: skip
+    raise typer.Exit(_execute(spec, None, name, results, False, tags, notes, telemetry))
+
+
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def scenario(
-        file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
-        name: Annotated[
-            str | None,
-            typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
-        ] = None,
-        results: Annotated[
-            Path | None, typer.Option(help="Results store (default <home>/results.db).")
-        ] = None,
-        keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
-        tag: TagOpt = None,
-        notes: NotesOpt = None,
-        telemetry: TelemetryOpt = True,
-    ) -> None:
-        """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
-        Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
-        tags = check_tags(tag)
-        spec, topo = load_scenario(file)
-        raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes, telemetry))
-
-    @app.command()
-    def soak(
-        file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
-        trials: Annotated[
-            int | None, typer.Option("--trials", help="Run the scenario this many times.", min=1)
-        ] = None,
-        soak_for: Annotated[
-            str | None, typer.Option("--for", help="Or run it again and again for this long: 600, 30m, 2h.")
-        ] = None,
-        name: Annotated[
-            str | None,
-            typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
-        ] = None,
-        results: Annotated[
-            Path | None, typer.Option(help="Results store (default <home>/results.db).")
-        ] = None,
-        keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
-        tag: TagOpt = None,
-        notes: NotesOpt = None,
-    ) -> None:
-        """Repeat a scenario (a drill) N times or for a duration, each trial a stored run with its
-        histories and seed + i, then a table per anomaly class: trials, trials where seen, example.
-        Ctrl-C stops the current trial (faults healed, load stopped), keeps what was stored and
-        prints the table so far. Exit 0 all PASS, 1 a promise broken, 2 UNKNOWN, 130 interrupted."""
-        tags = check_tags(tag)
-        if (trials is None) == (soak_for is None):
-            raise InputError(
-                "soak: give --trials N or --for DURATION (e.g. --trials 10, --for 30m), not both"
-            )
-        seconds = parse_duration(soak_for) if soak_for is not None else None
-        spec, topo = load_scenario(file)
-        raise typer.Exit(_soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes))
-
-    @app.command()
-    def heal(
-        name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster name.")] = None,
-    ) -> None:
-        """Find and heal faults left in place by a run that was killed (link down, shaping, iptables
-        partition, paused node, CPU quota, desync)."""
-        cluster = guard.load_claimed(name)
-        left = leftovers.find(cluster)
-        if not left:
-            console.out.print(f"cluster [bold]{cluster.topology.name}[/]: no fault left in place")
-            return
-        for line in leftovers.heal(cluster, left):
-            console.step(line)
-
-    @app.command()
-    def fault(
-        kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
-        node: Annotated[
-            int | None, typer.Option(help="Target node (same as --target node:N).", min=1, max=9)
-        ] = None,
-        target: Annotated[
-            str,
-            typer.Option(
-                help="node:N, random, one, majority, minority, all, primary (Group Replication's "
-                "single primary), balancer, lb:N."
-            ),
-        ] = "random",
-        at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
-        fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
-        rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
-        cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
-        groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
-        delay: Annotated[
-            str | None, typer.Option(help="delay-link (netem, where the kernel has it): e.g. 50ms.")
-        ] = None,
-        jitter: Annotated[str | None, typer.Option(help="delay-link: jitter, e.g. 5ms.")] = None,
-        loss: Annotated[
-            float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
-        ] = None,
-        window: Annotated[
-            float | None,
-            typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
-        ] = None,
-        workload: Annotated[
-            str,
-            typer.Option(
-                "--workload", "-w", "--tests",
-                help="sysbench test, or tpcc (TPC-C-like), for the load (alias: --tests).",
-            ),  # fmt: skip
-        ] = "oltp_read_write",
-        threads: Annotated[int, typer.Option(help="sysbench threads.", min=1)] = 4,
-        duration: Annotated[
-            int, typer.Option("--duration", "--time", "-t", help="Seconds of load (alias: --time).", min=1)
-        ] = 40,
-        warehouses: WarehousesOpt = 1,
-        customers: CustomersOpt = TPCC_CUSTOMERS,
-        items: ItemsOpt = TPCC_ITEMS,
-        mix: MixOpt = None,
-        load_target: Annotated[
-            str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
-        ] = "balancer",
-        ledger_clients: Annotated[int, typer.Option(help="Ledger clients (0: off).", min=0)] = 2,
-        bank: Annotated[bool, typer.Option(help="Also run the bank workload.")] = False,
-        prepare: PrepareOpt = True,
-        name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
-        results: Annotated[
-            Path | None, typer.Option(help="Results store (default <home>/results.db).")
-        ] = None,
-        tag: TagOpt = None,
-        notes: NotesOpt = None,
-        telemetry: TelemetryOpt = True,
-    ) -> None:
-        """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`.
-        With -w tpcc the twelve TPC-C consistency conditions are a verdict (tpcc-consistency), checked
-        once the fault is healed; --no-prepare reuses the tables an earlier run loaded."""
-        tags = check_tags(tag)
-        if kind not in KINDS:
-            raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
-        weights = parse_mix_option(mix, (workload,))
-        # tpcc's scale and mix, as given (a value left at its default is not a setting of the load)
-        given = (("warehouses", warehouses, 1), ("customers", customers, TPCC_CUSTOMERS),
-                 ("items", items, TPCC_ITEMS))  # fmt: skip
-        scale: dict[str, Any] = {k: v for k, v, default in given if v != default}
-        if workload != "tpcc" and ({"customers", "items"} & scale.keys()):
-            raise InputError("--customers and --items are tpcc's load scale; leave them out, or use -w tpcc")
-        if weights is not None:
-            scale["mix"] = weights
-        fields: dict[str, Any] = {"kind": kind, "target": f"node:{node}" if node else target, "at": at}
-        if kind in ("kill-balancer", "cut-vrrp") and node is None and target == "random":
-            fields["target"] = "balancer"
-        if kind != "rolling-restart":
-            fields["for"] = fault_for
-        if rate:
-            fields["rate"] = rate
-        if cpu_quota:
-            fields["cpu_quota"] = cpu_quota
-        if kind == "coordinated-crash" and node is None and target == "random":
-            fields["target"] = "all"
-        for key, value in (("delay", delay), ("jitter", jitter), ("loss", loss), ("window", window)):
-            if value is not None:
-                fields[key] = value
-        if groups:
-            try:
-                fields["groups"] = [[int(x) for x in g.split(",")] for g in groups.split("|")]
-            except ValueError:
-                raise InputError(f"--groups '{groups}' must look like '1|2,3'") from None
-        try:
-            spec = ScenarioSpec(
-                name=f"fault {kind}",
-                load=LoadSpec(workload=workload, threads=threads, duration=duration, target=load_target,
-                              prepare=prepare, **scale),  # fmt: skip
-                verify=VerifySpec(ledger_clients=ledger_clients, bank=bank),
-                fault=[FaultSpec.model_validate(fields)],
-            )
-        except Exception as exc:  # pydantic ValidationError → one line per problem
-            from pydantic import ValidationError
-
-            from clusterbench.spec.topology import validation_messages
-
-            if isinstance(exc, ValidationError):
-                raise InputError("\n".join(validation_messages(exc, ScenarioSpec, "fault"))) from None
-            raise
-        raise typer.Exit(_execute(spec, None, name, results, False, tags, notes, telemetry))
+    """Add scenario, soak, heal and fault to the main app."""
+    for command in (scenario, soak, heal, fault):
+        app.command()(command)

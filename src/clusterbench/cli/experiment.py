@@ -31,10 +31,10 @@ from clusterbench.cli.live import sample_line
 from clusterbench.cluster import home_dir
 from clusterbench.errors import InputError
 from clusterbench.experiment import tls as tlsmod
+from clusterbench.experiment.load import load_experiment
 from clusterbench.experiment.planner import Plan, TrialSpec, expand
 from clusterbench.experiment.results import point_stats
 from clusterbench.experiment.runner import KIND, ExperimentListener, ExperimentRunner, done_trials, find_run
-from clusterbench.experiment.spec import load_experiment
 from clusterbench.runner import resolve_run
 from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions

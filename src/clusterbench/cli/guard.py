@@ -33,7 +33,7 @@ def claim(name: str, *, force: bool = False, hint: str = "") -> None:
 
 def remove_stale_option_files() -> None:
     """sysbench option files (passwords) a killed clusterbench could not remove."""
-    from clusterbench.workloads.runner import stale_option_files
+    from clusterbench.workloads.clients import stale_option_files
 
     d = home_dir() / "secrets"
     for f in stale_option_files(d) if d.is_dir() else []:

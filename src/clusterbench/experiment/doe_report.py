@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.analysis import plots
-from clusterbench.analysis.document import Figure, Section, Table
 from clusterbench.analysis.doe import DoeAnalysis, analyze
+from clusterbench.analysis.sections import Figure, Section, Table
 from clusterbench.experiment.design import SURFACE, Coding, DesignSpec, expand_design
 from clusterbench.experiment.results import experiment_info
 from clusterbench.experiment.runner import trial_rows

@@ -26,15 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from clusterbench.analysis import plots
-from clusterbench.analysis.document import (
-    Figure,
-    Report,
-    Section,
-    Table,
-    render_html_report,
-    render_markdown_report,
-)
+from clusterbench.analysis.document import render_html_report, render_markdown_report
 from clusterbench.analysis.report import fault_windows, trial_series
+from clusterbench.analysis.sections import Figure, Report, Section, Table
 from clusterbench.analysis.stats import median_ci
 from clusterbench.analysis.workload_tables import ACCESS_NOTE
 from clusterbench.experiment.planner import label

@@ -41,6 +41,8 @@ from clusterbench.experiment.spec import (
     Factors,
     SearchSpec,
     Workload,
+    check_client_hosts,
+    check_own_workloads,
     factor_kinds,
 )
 from clusterbench.spec.topology import Topology
@@ -292,14 +294,10 @@ def check_search(spec: SearchSpec, wl: Workload, topo: Topology, where: str) -> 
         )
     # what a grid refuses about the tests' own settings (batch against the table, the tpcc scale,
     # mysqlslap's one process and its settings), with each knob's extreme values as its levels
-    from clusterbench.experiment.spec import check_own_workloads
-
     ranges = {k.name: list(k.values) if k.values else [k.low or 0, k.high or 0] for k in s.knobs}
     check_own_workloads(wl, ranges, where, set(wl.model_fields_set))
     for k in s.knobs:
         if k.name == "client_hosts":
-            from clusterbench.experiment.spec import check_client_hosts
-
             check_client_hosts([int(x) for x in _levels_of(s, "client_hosts", 0)], topo,
                                f"{where}: search.knobs.client_hosts")  # fmt: skip
         if k.name == "target":

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from clusterbench.analysis import plots
-from clusterbench.analysis.document import Figure, Section, Table
+from clusterbench.analysis.sections import Figure, Section, Table
 from clusterbench.analysis.stats import median_ci, welch_p
 from clusterbench.experiment.results import experiment_info
 from clusterbench.experiment.search_run import stored_steps

@@ -19,6 +19,7 @@ from clusterbench.errors import ClusterStateError
 from clusterbench.hosts import procs
 from clusterbench.hosts.base import Machine
 from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget, copy_tree, on_hosts
+from clusterbench.providers import ssh_check
 from clusterbench.providers.iptables import isolate_rules, unpartition_rules
 from clusterbench.providers.network import tbf_args
 from clusterbench.spec.topology import InventoryHost, Resources, Topology
@@ -127,9 +128,7 @@ class SshProvider:
     # ------------------------------------------------------------------ up
 
     def check_up(self, home: Path, engine_needs: dict[str, str]) -> None:
-        from clusterbench.providers import ssh_check  # noqa: PLC0415 - avoid an import cycle
-
-        ssh_check.check_up(self.topology, home, self)
+        ssh_check.check_up(self.topology, home, self.host_of)
 
     def create(self, report: Report) -> dict[str, Any]:
         # Our role directories only (<base_dir>/<cluster>/<role>): a failed earlier up may have

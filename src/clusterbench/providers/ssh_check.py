@@ -7,6 +7,7 @@ tested). Every problem found is reported at once, as a PreflightError (exit 2).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,18 +232,18 @@ def gather(t: Topology, hosts: dict[str, SshHost]) -> dict[str, HostFacts | Exce
     return {h.name: r for h, r in results}
 
 
-def check_up(t: Topology, home: Path, provider: object, check_packages: bool = True) -> None:
-    """Raise one PreflightError listing every problem, or return when all hosts are usable."""
-    from clusterbench.providers.ssh import SshProvider  # noqa: PLC0415 - avoid an import cycle
-
-    assert isinstance(provider, SshProvider)
+def check_up(
+    t: Topology, home: Path, host_of: Callable[[InventoryHost], SshHost], check_packages: bool = True
+) -> None:
+    """Raise one PreflightError listing every problem, or return when all hosts are usable.
+    `host_of` opens (or reuses) the ssh connection to an inventory host."""
     state = home / "clusters" / t.name / "state.json"
     if state.exists():
         raise ClusterStateError(
             f"cluster '{t.name}' is already up (or was left by a killed run); "
             f"see `clusterbench status -n {t.name}` or remove it with `clusterbench down -n {t.name}`"
         )
-    hosts = {h.name: provider.host_of(h) for h in t.hosts}
+    hosts = {h.name: host_of(h) for h in t.hosts}
     lines = problems(t, gather(t, hosts), check_packages)
     if lines:
         raise PreflightError("\n".join(lines))

@@ -20,15 +20,14 @@ from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode, SessionSql
 from clusterbench.errors import WorkloadError
 from clusterbench.scenario.anomaly_spec import AnomalySpec
-from clusterbench.scenario.engine import Companion, ThreadStores
 from clusterbench.spec.endpoint import Endpoint
+from clusterbench.trial.spec import TrialContext
 from clusterbench.verify import counter as countermod
 from clusterbench.verify import list_append as appendmod
 from clusterbench.verify import stale_read as stalemod
 from clusterbench.verify.counter import CounterWorkload
 from clusterbench.verify.history import History, Timebase
 from clusterbench.verify.list_append import ListAppendWorkload
-from clusterbench.verify.persist import op_sink
 from clusterbench.verify.sessions import documented, statements
 from clusterbench.verify.stale_read import StaleReadProbe, ring_pairs
 from clusterbench.verify.txn import txns_from_ops
@@ -42,15 +41,14 @@ def trial_table(base: str, trial_id: int, token: str | None = None) -> str:
     return f"{base}_t{trial_id}_{token or secrets.token_hex(3)}"
 
 
-class AnomalyVerification(Companion):
+class AnomalyVerification:
+    """The anomaly workloads of a drill (a Verifier of the trial pipeline)."""
+
     name = "anomalies"
 
-    def __init__(
-        self, cluster: Cluster, spec: AnomalySpec, stores: ThreadStores, seed: int | None = None
-    ) -> None:
+    def __init__(self, cluster: Cluster, spec: AnomalySpec, seed: int | None = None) -> None:
         self.cluster = cluster
         self.spec = spec
-        self.stores = stores
         self.seed = seed
         self.tb = Timebase()
         self.history: History | None = None
@@ -69,10 +67,11 @@ class AnomalyVerification(Companion):
     def workloads(self) -> list[Any]:
         return [w for w in (self.counter, self.stale, self.append) if w is not None]
 
-    def start(self, trial_id: int, t0: float, run_id: int | None = None) -> None:
-        self.tb.t0 = t0
-        store = self.stores.get()
-        self.history = History(op_sink(store, trial_id))
+    def start(self, ctx: TrialContext) -> None:
+        self.tb.t0 = ctx.t0
+        record = ctx.record
+        trial_id = record.trial_id
+        self.history = History(record.op_sink())
         self.history.start()
         token = secrets.token_hex(3)
         all_eps = [self.cluster.endpoint(f"node:{i}") for i in self.cluster.topology.node_indexes()]
@@ -131,10 +130,7 @@ class AnomalyVerification(Companion):
                 table=self.tables["list-append"],
                 seed=self.seed,
             )
-        if run_id is not None:
-            store.add_event(
-                run_id, "anomaly_tables", {**self.tables, "writers": self.writers}, trial_id=trial_id
-            )
+        record.event("anomaly_tables", {**self.tables, "writers": self.writers})
         for w in self.workloads():
             w.setup(admin)
         for w in self.workloads():
@@ -163,7 +159,7 @@ class AnomalyVerification(Companion):
             out.append(VerifierRun(name, round(per_s * quiet, 1), recorded))
         return out
 
-    def check(self) -> list[Verdict]:
+    def check(self, ctx: TrialContext, findings: dict[str, Any]) -> list[Verdict]:
         """The verdicts, from the histories and every node's final state (read now, after heal)."""
         nodes = self.cluster.nodes()
         out: list[Verdict] = []
@@ -222,7 +218,7 @@ class AnomalyVerification(Companion):
             out.append(_guard(f"list-append:{label}", run_la))
         return out
 
-    def drop_tables(self) -> None:
+    def drop(self) -> None:
         admin = self.cluster.admin_node()
         if admin is None:
             return

@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from clusterbench.errors import InputError
-from clusterbench.faults.spec import FaultSpec, PlannedFault, RandomFaults, expand_random, plan
+from clusterbench.faults.spec import KINDS, FaultSpec, PlannedFault, RandomFaults, expand_random, plan
 from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import parse_toml, validation_messages
@@ -187,3 +187,48 @@ def load_scenario(path: Path) -> tuple[ScenarioSpec, Path | None]:
     if topo is not None and not topo.exists():
         raise InputError(f"{path}: topology = {spec.topology!r}: no such file ({topo})")
     return spec, topo
+
+
+def fault_scenario(
+    kind: str,
+    *,
+    node: int | None,
+    target: str,
+    at: float,
+    fault_for: float | None,
+    options: dict[str, Any],
+    groups: str | None,
+    load: dict[str, Any],
+    scale: dict[str, Any],
+    ledger_clients: int,
+    bank: bool,
+) -> ScenarioSpec:
+    """The scenario of `clusterbench fault KIND ...`: one fault under a load, with the ledger (and
+    the bank) beside it. `options` are the fault's own (rate, cpu_quota, delay, jitter, loss,
+    window; None when not given), `scale` tpcc's load scale and mix as given. One InputError line
+    per problem, naming the option."""
+    if kind not in KINDS:
+        raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
+    if load.get("workload") != "tpcc" and ({"customers", "items"} & scale.keys()):
+        raise InputError("--customers and --items are tpcc's load scale; leave them out, or use -w tpcc")
+    fields: dict[str, Any] = {"kind": kind, "target": f"node:{node}" if node else target, "at": at}
+    if node is None and target == "random":  # the kinds with a natural target
+        fields["target"] = {"kill-balancer": "balancer", "cut-vrrp": "balancer",
+                            "coordinated-crash": "all"}.get(kind, target)  # fmt: skip
+    if kind != "rolling-restart":
+        fields["for"] = fault_for
+    fields.update({k: v for k, v in options.items() if v is not None and v != ""})
+    if groups:
+        try:
+            fields["groups"] = [[int(x) for x in g.split(",")] for g in groups.split("|")]
+        except ValueError:
+            raise InputError(f"--groups '{groups}' must look like '1|2,3'") from None
+    try:
+        return ScenarioSpec(
+            name=f"fault {kind}",
+            load=LoadSpec(**load, **scale),
+            verify=VerifySpec(ledger_clients=ledger_clients, bank=bank),
+            fault=[FaultSpec.model_validate(fields)],
+        )
+    except ValidationError as exc:  # one line per problem
+        raise InputError("\n".join(validation_messages(exc, ScenarioSpec, "fault"))) from None

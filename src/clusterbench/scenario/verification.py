@@ -13,17 +13,15 @@ from clusterbench.checkers.convergence import check_convergence
 from clusterbench.checkers.failover import FailoverFault, failover_figures
 from clusterbench.checkers.ledger import check_ledger
 from clusterbench.checkers.split_brain import check_split_brain
-from clusterbench.checkers.tpcc import NAME as TPCC_CHECKER
-from clusterbench.checkers.tpcc import check_tpcc_consistency, tpcc_unknown
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
-from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.verdict import Verdict
 from clusterbench.checkers.vip import VipSample, check_vip
 from clusterbench.cluster import Cluster
 from clusterbench.errors import WorkloadError
-from clusterbench.scenario.anomalies import AnomalyVerification
-from clusterbench.scenario.engine import Companion, ScenarioEngine, ThreadStores
+from clusterbench.scenario.anomalies import _guard
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.spec.endpoint import Endpoint
+from clusterbench.trial.spec import TrialContext
 from clusterbench.verify import bank as bankmod
 from clusterbench.verify import ledger as ledgermod
 from clusterbench.verify import probe as probemod
@@ -32,11 +30,9 @@ from clusterbench.verify.convergence import collect_convergence
 from clusterbench.verify.history import History, Timebase
 from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.monitor import SplitBrainMonitor
-from clusterbench.verify.persist import monitor_sink, op_sink, save_verdicts
 from clusterbench.verify.probe import AvailabilityProber
 from clusterbench.verify.vip import VipMonitor
 from clusterbench.workloads.parse import combine_samples
-from clusterbench.workloads.sysbench import TPCC
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +59,14 @@ def writer_endpoints(cluster: Cluster) -> list[Endpoint]:
     return [cluster.endpoint("balancer") for _ in indexes]
 
 
-class Verification(Companion):
+class Verification:
+    """The verification workloads of a drill (a Verifier of the trial pipeline)."""
+
     name = "verification"
 
-    def __init__(self, cluster: Cluster, spec: ScenarioSpec, stores: ThreadStores) -> None:
+    def __init__(self, cluster: Cluster, spec: ScenarioSpec) -> None:
         self.cluster = cluster
         self.spec = spec
-        self.stores = stores
         self.tb = Timebase()
         self.history: History | None = None
         self.ledger: LedgerWorkload | None = None
@@ -81,14 +78,13 @@ class Verification(Companion):
         self.tables: dict[str, str] = {}
         self.stopped_t: float | None = None
 
-    def start(self, trial_id: int, t0: float, run_id: int | None = None) -> None:
+    def start(self, ctx: TrialContext) -> None:
         v = self.spec.verify
-        self.tb.t0 = t0
-        store = self.stores.get()
-        self.tables = run_tables(trial_id)
-        if run_id is not None:
-            store.add_event(run_id, "verification_tables", dict(self.tables), trial_id=trial_id)
-        self.history = History(op_sink(store, trial_id))
+        self.tb.t0 = ctx.t0
+        record = ctx.record
+        self.tables = run_tables(record.trial_id)
+        record.event("verification_tables", dict(self.tables))
+        self.history = History(record.op_sink())
         self.history.start()
         admin = self.cluster.admin_node()
         if admin is None:
@@ -123,15 +119,11 @@ class Verification(Companion):
             )
             self.prober.setup(admin)
         if v.monitor:
-            self.monitor = SplitBrainMonitor(
-                self.cluster.nodes(), self.tb, sink=monitor_sink(store, trial_id)
-            )
+            self.monitor = SplitBrainMonitor(self.cluster.nodes(), self.tb, sink=record.monitor_sink())
             self.monitor.start()
             if self.cluster.topology.vip_address() is not None:
                 # the balancers' split brain: who holds the VIP, every 0.5 s; changes as events
-                self.vip = VipMonitor(
-                    self.cluster.vip_holders, self.tb, on_change=self._vip_event(run_id, trial_id)
-                )
+                self.vip = VipMonitor(self.cluster.vip_holders, self.tb, on_change=self._vip_event(record))
                 self.vip.start()
         for w in (self.ledger, self.bank, self.prober):
             if w is not None:
@@ -149,14 +141,12 @@ class Verification(Companion):
         if self.history is not None:
             self.history.stop()
 
-    def _vip_event(self, run_id: int | None, trial_id: int) -> Any:
-        def record(s: VipSample) -> None:
-            if run_id is not None:  # from the monitor's thread: its own store connection
-                self.stores.get().add_event(
-                    run_id, "vip_holders", {"holders": list(s.holders)}, trial_id=trial_id, t=round(s.t, 3)
-                )
+    @staticmethod
+    def _vip_event(record: Any) -> Any:
+        def note(s: VipSample) -> None:  # from the monitor's thread: the record writes through its own
+            record.event("vip_holders", {"holders": list(s.holders)}, t=round(s.t, 3))
 
-        return record
+        return note
 
     def verifier_runs(self, windows: list[tuple[float, float]]) -> list[VerifierRun]:
         end = self.stopped_t if self.stopped_t is not None else self.tb.t()
@@ -173,7 +163,65 @@ class Verification(Companion):
             out.append(VerifierRun(name, round(per_s * quiet, 1), recorded))
         return out
 
-    def drop_tables(self) -> None:
+    def check(self, ctx: TrialContext, findings: dict[str, Any]) -> list[Verdict]:
+        """The checkers over the histories and the healed, settled cluster."""
+        nodes = self.cluster.nodes()
+        size = self.cluster.topology.cluster.nodes
+        verdicts: list[Verdict] = []
+        if self.ledger is not None:
+            led = self.ledger
+            verdicts.append(_guard("ledger", lambda: check_ledger(led.ops(), led.read_all(nodes))))
+        if self.bank is not None:
+            bank = self.bank
+            verdicts.append(_guard("bank", lambda: check_bank(
+                bank.ops(), bank.read_all(nodes), accounts=bank.accounts, total=bank.total,
+                for_update=bank.for_update,
+            )))  # fmt: skip
+        if self.spec.verify.convergence:
+            verdicts.append(_guard("convergence", lambda: check_convergence(
+                collect_convergence(nodes, ("sbtest",)), expected_size=size)))  # fmt: skip
+        if self.vip is not None:
+            vip = self.vip
+            verdicts.append(_guard("vip", lambda: check_vip(vip.samples(), vip.stopped_t)))
+        if self.monitor is not None:
+            mon = self.monitor
+            verdicts.append(_guard("split-brain", lambda: check_split_brain(mon.samples(), size)))
+        if self.prober is not None and ctx.windows():
+            windows = [FaultWindow(label, start, end) for label, start, end in ctx.windows()]
+            samples = ctx.samples()
+            tps = [(s.t, s.tps) for s in combine_samples(samples)] if samples else None
+            figures = availability(self.prober.ops(), windows, tps)
+            findings["availability"] = [f.to_json() for f in figures]
+            verdicts.append(_guard("availability", lambda: availability_verdict(figures)))
+        if self.monitor is not None:
+            try:
+                findings["failover"] = self._failover(ctx)
+            except Exception:  # noqa: BLE001 - figures for people; the verdicts stand without them
+                log.exception("failover figures")
+        return verdicts
+
+    def _failover(self, ctx: TrialContext) -> list[dict[str, Any]]:
+        """Failover figures of the faults that took nodes away (checkers/failover.py), stored as
+        `failover` events of the trial."""
+        assert self.monitor is not None
+        t = self.cluster.topology
+        faults = [
+            FailoverFault(
+                r.fault.label(), r.fault.kind, r.started, r.ended if r.ended is not None else r.started,
+                tuple(f"n{i}" for i in r.fault.nodes), tuple(t.node_address(i) for i in r.fault.nodes),
+            )
+            for r in ctx.fault_records()
+            if r.started is not None
+        ]  # fmt: skip
+        targets = self.spec.verify.prober_targets
+        path = targets[0] if self.prober is not None and targets else None
+        ops = self.prober.ops() if self.prober else []
+        figures = failover_figures(self.monitor.samples(), faults, ops, path)
+        for f in figures:
+            ctx.record.event("failover", {**f.to_json(), "summary": f.line()})
+        return [f.to_json() for f in figures]
+
+    def drop(self) -> None:
         """Drop this trial's own verification tables (never another run's)."""
         admin = self.cluster.admin_node()
         if admin is None:
@@ -184,126 +232,3 @@ class Verification(Companion):
                     w.drop(admin)
                 except Exception:  # noqa: BLE001 - leftovers are harmless; the verdicts matter
                     log.exception("dropping %s tables", type(w).__name__)
-
-
-def companions(cluster: Cluster, spec: ScenarioSpec, stores: ThreadStores) -> list[Companion]:
-    out: list[Companion] = [Verification(cluster, spec, stores)]
-    if spec.anomalies is not None:
-        out.append(AnomalyVerification(cluster, spec.anomalies, stores, seed=spec.seed))
-    return out
-
-
-def _guard(name: str, fn: Any) -> Verdict:
-    """A checker that crashes gives UNKNOWN, never PASS."""
-    try:
-        v = fn()
-        assert isinstance(v, Verdict)
-        return v
-    except Exception as exc:  # noqa: BLE001
-        log.exception("checker %s", name)
-        return Verdict(name, Result.UNKNOWN, f"checker crashed: {type(exc).__name__}: {exc}")
-
-
-def _failover(engine: ScenarioEngine, ver: Verification) -> list[dict[str, Any]]:
-    """Failover figures of the faults that took nodes away (checkers/failover.py), stored as
-    `failover` events of the trial."""
-    assert ver.monitor is not None
-    t = engine.cluster.topology
-    faults = [
-        FailoverFault(
-            r.fault.label(),
-            r.fault.kind,
-            r.started,
-            r.ended if r.ended is not None else r.started,
-            tuple(f"n{i}" for i in r.fault.nodes),
-            tuple(t.node_address(i) for i in r.fault.nodes),
-        )
-        for r in engine.nemesis.records
-        if r.started is not None
-    ]
-    path = (
-        engine.spec.verify.prober_targets[0]
-        if ver.prober is not None and engine.spec.verify.prober_targets
-        else None
-    )
-    figures = failover_figures(ver.monitor.samples(), faults, ver.prober.ops() if ver.prober else [], path)
-    out = [f.to_json() for f in figures]
-    store = engine.stores.get()
-    assert engine.run_id is not None
-    for f in figures:
-        store.add_event(
-            engine.run_id, "failover", {**f.to_json(), "summary": f.line()}, trial_id=engine.trial_id
-        )
-    return out
-
-
-def tpcc_verdict(engine: ScenarioEngine) -> Verdict:
-    """The TPC-C consistency conditions on the healed, settled cluster, as a verdict; UNKNOWN when
-    they cannot be read (a server error, a node down)."""
-    try:
-        reports = engine.tpcc_consistency()
-    except WorkloadError as exc:
-        return tpcc_unknown(str(exc))
-    return check_tpcc_consistency(reports)
-
-
-def run_checkers(engine: ScenarioEngine) -> list[Verdict]:
-    ver = next((c for c in engine.companions if isinstance(c, Verification)), None)
-    if ver is None:
-        return []
-    cluster = engine.cluster
-    nodes = cluster.nodes()
-    size = cluster.topology.cluster.nodes
-    verdicts: list[Verdict] = []
-    if ver.ledger is not None:
-        led = ver.ledger
-        verdicts.append(_guard("ledger", lambda: check_ledger(led.ops(), led.read_all(nodes))))
-    if ver.bank is not None:
-        bank = ver.bank
-        verdicts.append(
-            _guard(
-                "bank",
-                lambda: check_bank(
-                    bank.ops(),
-                    bank.read_all(nodes),
-                    accounts=bank.accounts,
-                    total=bank.total,
-                    for_update=bank.for_update,
-                ),
-            )
-        )
-    if engine.spec.load.workload == TPCC:
-        verdicts.append(_guard(TPCC_CHECKER, lambda: tpcc_verdict(engine)))
-    if engine.spec.verify.convergence:
-        verdicts.append(
-            _guard(
-                "convergence",
-                lambda: check_convergence(collect_convergence(nodes, ("sbtest",)), expected_size=size),
-            )
-        )
-    if ver.vip is not None:
-        vip = ver.vip
-        verdicts.append(_guard("vip", lambda: check_vip(vip.samples(), vip.stopped_t)))
-    if ver.monitor is not None:
-        mon = ver.monitor
-        verdicts.append(_guard("split-brain", lambda: check_split_brain(mon.samples(), size)))
-    if ver.prober is not None and engine.nemesis.windows():
-        windows = [FaultWindow(label, start, end) for label, start, end in engine.nemesis.windows()]
-        tps = [(s.t, s.tps) for s in combine_samples(engine.samples)] if engine.samples else None
-        prober = ver.prober
-        figures = availability(prober.ops(), windows, tps)
-        engine.availability = [f.to_json() for f in figures]
-        verdicts.append(_guard("availability", lambda: availability_verdict(figures)))
-    if ver.monitor is not None:
-        try:
-            engine.failover = _failover(engine, ver)
-        except Exception:  # noqa: BLE001 - figures for people; the verdicts stand without them
-            log.exception("failover figures")
-    ver.drop_tables()
-    for an in (c for c in engine.companions if isinstance(c, AnomalyVerification)):
-        verdicts += an.check()
-        an.drop_tables()
-    store = engine.stores.get()
-    assert engine.run_id is not None
-    save_verdicts(store, engine.run_id, verdicts, trial_id=engine.trial_id)
-    return verdicts

@@ -1,7 +1,7 @@
 """Telemetry of one trial, from the start of its load to its verdict: what the bench, scenario and
 experiment runners call around `SysbenchRunner.run`.
 
-    rec = TrialTelemetry(cluster, store, run_id, trial_id, warmup=..., total_time=...)
+    rec = TrialTelemetry(cluster, record, warmup=..., total_time=...)   # record: trial.recorder
     with rec:                       # probes and readers start; stopped in `finally`, also on Ctrl-C
         result = sysbench.run(..., on_sample=...)   # rec.live_line() for the live view meanwhile
     verdict = rec.conclude(result)  # telemetry on the samples' time axis, the bottleneck stored
@@ -19,9 +19,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from clusterbench.store import Store
 from clusterbench.telemetry.live import live_line
 from clusterbench.telemetry.sampler import Row, Telemetry, TelemetrySource
 from clusterbench.telemetry.verdict import NO_SERVERS, Bottleneck, ClientFacts, candidates, decide
@@ -56,20 +55,37 @@ def measured_window(samples: Sequence[Any], warmup: float, duration: float | Non
     return warmup, warmup + (duration or 0.0)
 
 
-def series_of(store: Store, trial_id: int) -> dict[tuple[str, str], list[tuple[float, float]]]:
+def series_of(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[float, float]]]:
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for r in store.telemetry(trial_id):
+    for r in rows:
         out.setdefault((r["source"], r["metric"]), []).append((r["t"], r["value"]))
     return out
+
+
+class TrialSink(Protocol):
+    """Where a trial's telemetry goes (trial.recorder.TrialRecord): any thread may write."""
+
+    def telemetry(self, rows: list[tuple[float, float, str, str, float]]) -> None: ...
+
+    def shift_telemetry(self, origin: float) -> None: ...
+
+    def telemetry_rows(self) -> list[dict[str, Any]]: ...
+
+    def bottleneck(self, verdict: dict[str, Any]) -> None: ...
+
+    def provenance(self, key: str, value: Any) -> None: ...
+
+    def event(self, kind: str, detail: dict[str, Any], t: float | None = None) -> None: ...
+
+    def release(self) -> None:
+        """The calling thread is done writing: its connection may close."""
 
 
 class TrialTelemetry:
     def __init__(
         self,
         source: TelemetrySource | None,
-        store: Store,
-        run_id: int,
-        trial_id: int,
+        record: TrialSink,
         *,
         warmup: float = 0.0,
         total_time: float = 60.0,
@@ -78,9 +94,7 @@ class TrialTelemetry:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.source = source if enabled else None
-        self.store = store
-        self.run_id = run_id
-        self.trial_id = trial_id
+        self.record = record
         self.warmup = warmup
         self.interval = interval
         self.total_time = total_time
@@ -88,8 +102,6 @@ class TrialTelemetry:
         self.wall = wall
         self.origin = 0.0
         self.telemetry: Telemetry | None = None
-        self._writer_store: Store | None = None
-        self._path = store.path  # read here: the store's connection belongs to this thread
         self._lock = threading.Lock()
         self.started_wall: float | None = None
         self.stopped_wall: float | None = None
@@ -97,20 +109,13 @@ class TrialTelemetry:
     # ---- during the load ----------------------------------------------------------------------
 
     def _sink(self, rows: list[Row]) -> None:
-        # called from the telemetry's writer thread: its own connection
-        if self._writer_store is None:
-            path = self._path
-            if path is None:
-                raise RuntimeError("an in-memory store cannot be shared with the telemetry thread")
-            self._writer_store = Store.open(path)
+        # called from the telemetry's writer thread (the record writes through its own connection)
         with self._lock:
             origin = self.origin
-        self._writer_store.add_telemetry(self.trial_id, [(w - origin, w, s, m, v) for w, s, m, v in rows])
+        self.record.telemetry([(w - origin, w, s, m, v) for w, s, m, v in rows])
 
     def _close_writer(self) -> None:
-        if self._writer_store is not None:
-            self._writer_store.close()
-            self._writer_store = None
+        self.record.release()
 
     def start(self) -> None:
         self.started_wall = self.wall()
@@ -157,18 +162,18 @@ class TrialTelemetry:
         if starts:
             offsets = {c.client: (c.clock_offset or 0.0) for c in result.clients}
             self.origin = min(w - offsets.get(c, 0.0) for c, w in starts.items())
-            self.store.shift_telemetry(self.trial_id, self.origin)
+            self.record.shift_telemetry(self.origin)
         start, end = measured_window(result.samples, self.warmup, duration)
         tel = self.telemetry
         shared = [n for n in (tel.sites if tel else []) if n == "host"]
-        cands = candidates(series_of(self.store, self.trial_id), start, end, client_facts(result), shared)
+        cands = candidates(series_of(self.record.telemetry_rows()), start, end, client_facts(result), shared)
         why = (
             "telemetry was off" if not self.enabled
             else NO_SERVERS if self.source is None
             else "no telemetry probe ran (see the telemetry_problem events)"
         )  # fmt: skip
         verdict = decide(cands, have_servers=tel is not None and bool(tel.sites), no_servers=why)
-        self.store.set_bottleneck(self.trial_id, verdict.to_json())
+        self.record.bottleneck(verdict.to_json())
         if tel is not None:
             seconds = (self.stopped_wall or self.wall()) - (self.started_wall or self.wall())
             info: dict[str, Any] = {
@@ -176,7 +181,7 @@ class TrialTelemetry:
                 "seconds": round(seconds, 3),
                 **tel.overhead(),
             }
-            self.store.set_provenance(self.run_id, "telemetry", info, trial_id=self.trial_id)
+            self.record.provenance("telemetry", info)
         for line in tel.problems if tel else []:
-            self.store.add_event(self.run_id, "telemetry_problem", {"problem": line}, trial_id=self.trial_id)
+            self.record.event("telemetry_problem", {"problem": line})
         return verdict

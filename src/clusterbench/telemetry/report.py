@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from clusterbench.analysis import plots
+from clusterbench.analysis.sections import Figure, Section, Table
 from clusterbench.engines.base import METRICS
 from clusterbench.store import Store
 from clusterbench.telemetry.recorder import series_of
@@ -282,7 +283,7 @@ def trial_traces(store: Store, trial_id: int) -> dict[str, list[list[float]]]:
     """For the experiment report's per-trial plot: per node, its CPU and link as % of their limits
     and flow control as % of the time, each as [[t...], [value...]]."""
     out: dict[str, list[list[float]]] = {}
-    for (src, metric), pts in sorted(series_of(store, trial_id).items()):
+    for (src, metric), pts in sorted(series_of(store.telemetry(trial_id)).items()):
         label = {"cpu_util": "cpu", "net_util": "link", "flow_control_paused": "fc"}.get(metric)
         if label is None or not src.startswith("n"):
             continue
@@ -293,7 +294,7 @@ def trial_traces(store: Store, trial_id: int) -> dict[str, list[list[float]]]:
 def trial_tables(
     store: Store, trial_id: int, end: Window
 ) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
-    series = series_of(store, trial_id)
+    series = series_of(store.telemetry(trial_id))
     return node_rows(series, end), engine_rows(series, end), host_rows(series, end)
 
 
@@ -301,15 +302,12 @@ def telemetry_figures(
     store: Store, trial_id: int, t_axis: Sequence[float], windows: Sequence[Any]
 ) -> list[Any]:
     """The report's Figure objects for one trial's telemetry (after its tps and latency)."""
-    from clusterbench.analysis.document import Figure
-
-    return [Figure("", svg) for _, svg in telemetry_svgs(series_of(store, trial_id), t_axis, windows)]
+    series = series_of(store.telemetry(trial_id))
+    return [Figure("", svg) for _, svg in telemetry_svgs(series, t_axis, windows)]
 
 
 def bottleneck_section(store: Store, run_id: int) -> Any | None:
     """'Bottlenecks': a row per trial; None when no trial has a verdict."""
-    from clusterbench.analysis.document import Section, Table
-
     rows = bottleneck_rows(store, run_id)
     if not rows:
         return None
@@ -326,8 +324,6 @@ def bottleneck_section(store: Store, run_id: int) -> Any | None:
 
 def telemetry_section(store: Store, run_id: int, trials: Sequence[Any]) -> Any | None:
     """'Server telemetry': per trial a table per server and one per machine; None without telemetry."""
-    from clusterbench.analysis.document import Section, Table
-
     tables = []
     for tr in trials:
         nodes, engine, hosts = trial_tables(store, tr.id, trial_window(store, tr.id))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from clusterbench.workloads.histogram import LatencyHistogram
 from clusterbench.workloads.parse import Sample, Summary, combine_samples, merge_summaries, parse_output
-from clusterbench.workloads.runner import ClientRun, CommandOutput, RunResult, SysbenchRunner
+from clusterbench.workloads.results import ClientRun, CommandOutput, RunResult
+from clusterbench.workloads.runner import SysbenchRunner
 from clusterbench.workloads.shim import build_shim
 from clusterbench.workloads.sysbench import (
     KNOWN_TESTS,

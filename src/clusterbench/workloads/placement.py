@@ -23,13 +23,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from clusterbench.errors import ClusterbenchError, WorkloadError
+from clusterbench.hosts.base import Popen as Process
 from clusterbench.workloads.shim import shim_compile_argv, shim_source
-
-if TYPE_CHECKING:
-    from clusterbench.workloads.runner import Process
 
 log = logging.getLogger(__name__)
 

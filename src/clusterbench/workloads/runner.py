@@ -6,47 +6,40 @@ then a hard kill of exactly the processes started here (by their PID) after time
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import secrets
-import selectors
 import shlex
-import statistics
-import subprocess
-import tempfile
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL is a dev extra
 
 from clusterbench.engines import SESSIONS
 from clusterbench.errors import InputError, WorkloadError
-from clusterbench.hosts import process
-from clusterbench.hosts.base import Popen, ProcessRef
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.workloads.merge import start_skew
-from clusterbench.workloads.parse import OutputParser, Sample, Summary, merge_summaries
+from clusterbench.workloads.clients import (
+    ClientTracker,
+    Connect,
+    CpuProbe,
+    CpuSampler,
+    OptionFiles,
+    Spawn,
+    _spawn,
+    pump,
+    track,
+    untrack,
+)
+from clusterbench.workloads.measured import MeasuredRun
+from clusterbench.workloads.parse import Sample
 from clusterbench.workloads.placement import (
-    REMOTE_DIR,
     ClientHost,
-    CpuReading,
     LocalClientHost,
-    Staged,
     assign_round_robin,
-    parse_start_line,
     probe_cpu,
-    stage,
-    stage_files,
-    start_at_argv,
     start_lead,
 )
-from clusterbench.workloads.saturation import WARNING, ClientCpu, client_flags, cpu_use, describe, num
+from clusterbench.workloads.results import CommandOutput, RunResult
 from clusterbench.workloads.slap import SlapRunner
 from clusterbench.workloads.sysbench import (
     SLAP_TEST,
@@ -56,7 +49,6 @@ from clusterbench.workloads.sysbench import (
     client_databases,
     expected_tables,
     prepare_group,
-    report_script,
     use_tls,
 )
 
@@ -64,237 +56,6 @@ log = logging.getLogger(__name__)
 
 STDERR_TAIL = 40
 OTHER_TAIL = 40
-# sysbench 1.0.20 aborts with this when --rate generates events faster than its threads finish them
-QUEUE_FULL = "The event queue is full"
-
-
-# A load client's process: the same shape every host's popen() returns.
-Process = Popen
-
-
-Spawn = Callable[[SysbenchCommand], Process]
-
-
-class ClientTracker(Protocol):
-    """Where started load clients are recorded by PID + start time, so that a clusterbench that
-    is killed leaves a record the next command can act on (loadclients.LoadClients)."""
-
-    def started(
-        self, host: str, ref: ProcessRef, *, remote: bool = False, what: str = "sysbench"
-    ) -> None: ...
-
-    def ended(self, host: str, ref: ProcessRef) -> None: ...
-
-
-def process_ref(p: Process) -> ProcessRef | None:
-    """PID + start time of a started client: an ssh process knows its remote one; a local one
-    is read from /proc (`ip netns exec` and the start script exec, so the PID is sysbench's)."""
-    ref = getattr(p, "ref", None)
-    if isinstance(ref, ProcessRef):
-        return ref
-    ticks = process.start_ticks(p.pid)
-    return ProcessRef(p.pid, ticks) if ticks is not None else None
-
-
-Connect = Callable[..., Any]
-CpuProbe = Callable[[ClientHost, int], CpuReading | None]
-
-
-def _spawn(cmd: SysbenchCommand) -> Process:
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    env.update(cmd.env)
-    return subprocess.Popen(  # noqa: S603 - argv built by build_command
-        list(cmd.argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=str(cmd.cwd) if cmd.cwd is not None else None,
-    )
-
-
-OPTION_FILE_PREFIX = "cb-sysbench-"
-
-
-def stale_option_files(directory: Path) -> list[Path]:
-    """Option files left in `directory` by processes that no longer run (a SIGKILLed clusterbench
-    cannot remove its own): `cb-sysbench-<pid>-*.cnf` whose PID is gone."""
-    out = []
-    for f in directory.glob(f"{OPTION_FILE_PREFIX}*-*.cnf"):
-        pid = f.name[len(OPTION_FILE_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and process.state(int(pid)) in (None, "Z", "X"):
-            out.append(f)
-    return out
-
-
-class OptionFiles:
-    """sysbench option files holding a command's secrets (the password): one per host and content,
-    created with mode 0600 (root's only), read by sysbench through --config-file, removed when the
-    command ends. On a client machine of its own the file is written there (REMOTE_DIR)."""
-
-    def __init__(self, directory: Path | None = None) -> None:
-        self.directory = directory
-        self._made: dict[tuple[int | None, str], tuple[ClientHost | None, Path]] = {}
-
-    def apply(self, cmd: SysbenchCommand, host: ClientHost | None = None) -> SysbenchCommand:
-        text = cmd.config_text()
-        if not text:
-            return cmd
-        remote = host is not None and bool(getattr(host, "remote", False))
-        key = (id(host) if remote else None, text)
-        if key not in self._made:
-            if remote:
-                assert host is not None
-                path = REMOTE_DIR / f"cb-sysbench-{secrets.token_hex(8)}.cnf"
-                stage_files(host, [(path, text, 0o600)])
-                self._made[key] = (host, path)
-            else:
-                # named after this process, so that the files of a killed one can be found
-                prefix = f"{OPTION_FILE_PREFIX}{os.getpid()}-"
-                fd, name = tempfile.mkstemp(prefix=prefix, suffix=".cnf", dir=self.directory)
-                with os.fdopen(fd, "w") as f:  # mkstemp: mode 0600
-                    f.write(text)
-                self._made[key] = (None, Path(name))
-        return cmd.with_config_file(self._made[key][1])
-
-    def paths(self) -> list[Path]:
-        return [p for _, p in self._made.values()]
-
-    def remove(self) -> None:
-        for host, path in self._made.values():
-            try:
-                if host is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    rm = getattr(host, "remove", None)
-                    if rm is not None:
-                        rm(path)
-            except Exception:  # noqa: BLE001 - a file left behind is root's only; say so in the log
-                log.warning("could not remove the option file %s on %s", path, host.name if host else "here")
-        self._made.clear()
-
-
-@dataclass
-class CommandOutput:
-    argv: tuple[str, ...]
-    returncode: int | None
-    stdout: list[str]
-    stderr: list[str]
-    killed: bool = False
-
-
-@dataclass
-class ClientRun:
-    client: int
-    database: str
-    command: SysbenchCommand
-    returncode: int | None = None
-    samples: list[Sample] = field(default_factory=list)
-    warmup_samples: list[Sample] = field(default_factory=list)
-    summary: Summary | None = None
-    checkpoint_extra: dict[str, Any] | None = None  # the test's own counters when the warm-up ended
-    stderr_tail: list[str] = field(default_factory=list)
-    other_tail: list[str] = field(default_factory=list)
-    killed: bool = False
-    host: str = "local"
-    target: str = ""  # the endpoint it loads (its name: balancer, node:2, ...)
-    pid: int | None = None  # sysbench's PID on its host (from the start line)
-    started_ns: int | None = None  # when it exec'd sysbench, epoch ns on its host's clock
-    cpu_readings: list[CpuReading] = field(default_factory=list)
-    cpu: ClientCpu | None = None
-    rate_asked: float = 0.0
-    own_host: bool = False  # the client host is a machine of its own (not this one's namespaces)
-    clock_offset: float | None = None  # its host's clock minus ours (s), measured on a machine of its own
-    flags: list[str] = field(default_factory=list)
-
-    @property
-    def queue_overflow(self) -> bool:
-        """sysbench gave up because the --rate event queue was full (it cannot keep up)."""
-        return any(QUEUE_FULL in ln for ln in self.other_tail + self.stderr_tail)
-
-    @property
-    def rate_achieved(self) -> float | None:
-        """Events per second over the measured time."""
-        if self.summary is not None:
-            return self.summary.tps
-        if self.samples:
-            return sum(s.events for s in self.samples) / sum(s.interval for s in self.samples)
-        return None
-
-    def warnings(self) -> list[str]:
-        return [
-            describe(f, client=self.client, host=self.host, cpu=self.cpu, rate_asked=self.rate_asked,
-                     rate_achieved=self.rate_achieved)
-            for f in self.flags
-        ]  # fmt: skip
-
-
-@dataclass
-class RunResult:
-    test: str
-    clients: list[ClientRun]
-    samples: list[Sample]
-    summary: Summary | None
-    exit_code: int
-    stderr_tail: list[str]
-    killed: bool
-    start_ns: int | None = None  # the common start every client waited for
-    start_skew: float | None = None  # s between the first and last client's measurement clock start
-    launch_skew: float | None = None  # s between the first and last exec of sysbench
-
-    @property
-    def saturated(self) -> bool:
-        return any(c.flags for c in self.clients)
-
-    def saturation_warnings(self) -> list[str]:
-        """Empty when no client was a bottleneck; else WARNING first, then one line per finding."""
-        lines = [w for c in self.clients for w in c.warnings()]
-        return [WARNING, *lines] if lines else []
-
-    def placement(self) -> dict[str, Any]:
-        """Where each client ran and when it started: for the trial's provenance."""
-        return {
-            "start_ns": self.start_ns,
-            "start_skew_s": self.start_skew,
-            "launch_skew_s": self.launch_skew,
-            "clients": [
-                {"client": c.client, "host": c.host, "target": c.target, "database": c.database, "pid": c.pid,
-                 "started_ns": c.started_ns, "clock_offset_s": c.clock_offset}
-                for c in self.clients
-            ],
-        }  # fmt: skip
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and self.summary is not None and not self.killed
-
-    def failure(self) -> str | None:
-        """One line saying why the run is not ok, or None."""
-        if self.ok:
-            return None
-        if self.killed:
-            return f"sysbench {self.test} overran its time limit and was killed"
-        overflow = next((c for c in self.clients if c.queue_overflow), None)
-        if overflow is not None:
-            return (
-                f"sysbench {self.test} client {overflow.client} on {overflow.host} gave up: --rate "
-                f"{num(overflow.rate_asked)} is more than it could serve (its event queue overflowed); "
-                "ask for a lower --rate"
-            )
-        fatal = next((ln for c in self.clients for ln in c.other_tail + c.stderr_tail if "FATAL" in ln), None)
-        if fatal:
-            return f"sysbench {self.test} failed: {fatal.strip()}"
-        if self.test == SLAP_TEST:
-            last = self.stderr_tail[-1].strip() if self.stderr_tail else f"exit code {self.exit_code}"
-            if "Deadlock found" in last:
-                # mariadb-slap gives up on the first 1213; through a balancer over several writable
-                # Galera nodes its concurrent writes conflict at certification
-                last += " (mariadb-slap does not retry conflicts: use --target node:N or a read load type)"
-            return f"mysqlslap failed: {last}"
-        if self.exit_code == 139 or self.exit_code == -11:
-            return f"sysbench {self.test} crashed (SIGSEGV); is the reconnect shim loaded?"
-        return f"sysbench {self.test} exited with {self.exit_code} and no summary"
 
 
 def causal_reads(cur: Any) -> None:
@@ -449,7 +210,7 @@ class SysbenchRunner:
         files = OptionFiles(self.secrets_dir)
         try:
             proc = self.spawn(files.apply(cmd))
-            tracked = self._track([("local", False, proc)], what=f"sysbench {cmd.argv[-1]}")
+            tracked = track(self.tracker, [("local", False, proc)], what=f"sysbench {cmd.argv[-1]}")
             out: list[str] = []
             err: list[str] = []
 
@@ -459,36 +220,13 @@ class SysbenchRunner:
                     on_line(line.rstrip("\n"))
 
             try:
-                rc, killed = self._pump([proc], timeout, on_out, lambda _i, line: err.append(line))
+                rc, killed = pump([proc], timeout, on_out, lambda _i, line: err.append(line),
+                                  monotonic=self.monotonic, poll_interval=self.poll_interval)  # fmt: skip
             finally:
-                self._untrack(tracked)
+                untrack(self.tracker, tracked)
         finally:
             files.remove()
         return CommandOutput(cmd.argv, rc[0], out, err, killed[0])
-
-    def _track(self, started: Sequence[tuple[str, bool, Process]], what: str) -> list[tuple[str, ProcessRef]]:
-        """Record started clients with the tracker (if any); returns what to forget afterwards."""
-        out: list[tuple[str, ProcessRef]] = []
-        if self.tracker is None:
-            return out
-        for host, remote, p in started:
-            try:
-                ref = process_ref(p)
-                if ref is not None:
-                    self.tracker.started(host, ref, remote=remote, what=what)
-                    out.append((host, ref))
-            except Exception:  # noqa: BLE001 - a record that cannot be written must not stop the load
-                log.exception("recording load client %s on %s", p.pid, host)
-        return out
-
-    def _untrack(self, tracked: Sequence[tuple[str, ProcessRef]]) -> None:
-        if self.tracker is None:
-            return
-        for host, ref in tracked:
-            try:
-                self.tracker.ended(host, ref)
-            except Exception:  # noqa: BLE001
-                log.exception("forgetting load client %s on %s", ref.pid, host)
 
     def prepare(
         self,
@@ -602,261 +340,24 @@ class SysbenchRunner:
                 mine = [db for db, t in zip(dbs, targets, strict=True) if t is ep]
                 if mine:
                     self.check_endpoint(ep, mine, use_tls(opts, ep))
-        runs: list[ClientRun] = []
-        parsers: list[OutputParser] = []
-        stderr_tails: list[deque[str]] = []
-        other_tails: list[deque[str]] = []
-        for i, db in enumerate(dbs):
-            cmd = build_command(
-                opts, targets[i], "run", database=db, sysbench_bin=self.sysbench_bin, shim=self.shim
-            )
-            runs.append(ClientRun(client=i, database=db, command=cmd, host=placed[i].name,
-                                  target=targets[i].name, rate_asked=float(opts.rate),
-                                  own_host=bool(getattr(placed[i], "remote", False))))  # fmt: skip
-            parsers.append(OutputParser(client=i, warmup=opts.warmup, threads=opts.threads))
-            stderr_tails.append(deque(maxlen=STDERR_TAIL))
-            other_tails.append(deque(maxlen=OTHER_TAIL))
-
-        sampler = _CpuSampler(self.cpu_probe, placed, self.cpu_interval)
-
-        def on_out(i: int, line: str) -> None:
-            started = parse_start_line(line)
-            if started is not None and runs[i].pid is None:
-                runs[i].pid, runs[i].started_ns = started
-                sampler.watch(i, started[0])
-                return
-            sample = parsers[i].feed(line)
-            if sample is None:
-                if not line.startswith("CBJSON "):
-                    other_tails[i].append(line.rstrip("\n"))
-            elif on_sample is not None:
-                on_sample(sample)
-
-        def on_err(i: int, line: str) -> None:
-            stderr_tails[i].append(line.rstrip("\n"))
-
-        # files go to client machines first (once per host), so the lead is all launch time
-        script = report_script()
-        per_host: dict[int, Staged] = {}
-        staged: list[tuple[list[str], Path | None]] = []
+        commands = [build_command(opts, targets[i], "run", database=db, sysbench_bin=self.sysbench_bin,
+                                  shim=self.shim) for i, db in enumerate(dbs)]  # fmt: skip
+        sampler = CpuSampler(self.cpu_probe, placed, self.cpu_interval)
+        m = MeasuredRun(opts, placed, commands, dbs, targets, on_sample, sampler)
         files = OptionFiles(self.secrets_dir)
         try:
-            for r, host in zip(runs, placed, strict=True):
-                if id(host) not in per_host:
-                    per_host[id(host)] = stage(
-                        host, r.command.cwd, script, shim="LD_PRELOAD" in r.command.env
-                    )
-                # the password goes to an option file (mode 0600) on that host, never on the command line
-                cmd = files.apply(r.command, host)
-                staged.append(per_host[id(host)].apply(cmd.argv, r.command.cwd, script))
-        except BaseException:
-            files.remove()
-            raise
-        start_ns = self.wall_ns() + int(start_lead(placed, clients) * 1e9)
-        procs: list[Process] = []
-        try:
-            for r, host, (argv_r, cwd) in zip(runs, placed, staged, strict=True):
-                env_note = " ".join(f"{k}={v}" for k, v in sorted(r.command.env.items()))
-                log.info("running on %s at %d: %s %s", host.name, start_ns, env_note,
-                         shlex.join(r.command.masked_argv()))  # fmt: skip
-                env = per_host[id(host)].environment(dict(r.command.env))
-                procs.append(host.popen(start_at_argv(argv_r, start_ns), env=env, cwd=cwd))
-        except BaseException as exc:
-            files.remove()
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                p.wait()
-                for stream in (p.stdout, p.stderr):
-                    if stream is not None:
-                        stream.close()
-            if isinstance(exc, Exception) and not isinstance(exc, WorkloadError):
-                raise WorkloadError(
-                    f"cannot start sysbench client {len(procs)} on {placed[len(procs)].name}: {exc}; "
-                    "check that the client host is reachable and has sysbench"
-                ) from exc
-            raise
-        tracked = self._track(
-            [(h.name, bool(getattr(h, "remote", False)), p) for h, p in zip(placed, procs, strict=True)],
-            what=f"sysbench {opts.test}",
-        )
-        sampler.start()
-        try:
-            rcs, killed = self._pump(procs, opts.total_time + self.grace + (start_ns - self.wall_ns()) / 1e9,
-                                     on_out, on_err)  # fmt: skip
+            staged = m.stage(files)
+            start_ns = self.wall_ns() + int(start_lead(placed, clients) * 1e9)
+            procs = m.launch(staged, start_ns)
+            tracked = track(self.tracker, m.started(procs), what=f"sysbench {opts.test}")
+            m.sampler.start()
+            try:
+                limit = opts.total_time + self.grace + (start_ns - self.wall_ns()) / 1e9
+                rcs, killed = pump(procs, limit, m.on_out, m.on_err, monotonic=self.monotonic,
+                                   poll_interval=self.poll_interval)  # fmt: skip
+            finally:
+                m.sampler.stop()
+                untrack(self.tracker, tracked)
         finally:
-            sampler.stop()
-            self._untrack(tracked)
             files.remove()
-
-        for i, r in enumerate(runs):
-            parsed = parsers[i].result()
-            r.returncode = rcs[i]
-            r.killed = killed[i]
-            r.samples = parsed.samples
-            r.warmup_samples = parsed.warmup_samples
-            r.summary = parsed.summary
-            r.checkpoint_extra = parsed.checkpoint_extra
-            r.stderr_tail = list(stderr_tails[i])
-            r.other_tail = list(other_tails[i])
-            r.cpu_readings = sampler.readings[i]
-            if r.own_host and sampler.offsets[i]:
-                r.clock_offset = statistics.median(sampler.offsets[i])
-            r.cpu = cpu_use(r.cpu_readings, opts.threads)
-            seconds = r.summary.duration if r.summary is not None else sum(s.interval for s in r.samples)
-            r.flags = client_flags(r.cpu, r.rate_asked, r.rate_achieved, seconds=seconds,
-                                   own_host=r.own_host, queue_overflow=r.queue_overflow)  # fmt: skip
-        summaries = [r.summary for r in runs if r.summary is not None]
-        summary = merge_summaries(summaries) if len(summaries) == len(runs) else None
-        exit_code: int = next((rc for rc in rcs if rc is not None and rc != 0), 0)
-        if any(rc is None for rc in rcs) and exit_code == 0:
-            exit_code = -9
-        all_samples = [s for r in runs for s in r.samples]
-        # each exec time is on its own host's clock: put it on ours
-        launches = [r.started_ns - (r.clock_offset or 0.0) * 1e9 for r in runs if r.started_ns is not None]
-        return RunResult(
-            test=opts.test,
-            clients=runs,
-            samples=all_samples,
-            summary=summary,
-            exit_code=exit_code,
-            stderr_tail=[ln for r in runs for ln in r.stderr_tail][-STDERR_TAIL:],
-            killed=any(killed),
-            start_ns=start_ns,
-            start_skew=start_skew(all_samples, {r.client: r.clock_offset or 0.0 for r in runs}),
-            launch_skew=(max(launches) - min(launches)) / 1e9 if len(launches) > 1 else None,
-        )
-
-    @staticmethod
-    def _kill_running(procs: Sequence[Process], killed: list[bool], why: str) -> None:
-        for i, p in enumerate(procs):
-            if p.poll() is None:
-                log.warning("sysbench pid %d %s; killing it", p.pid, why)
-                p.kill()
-                killed[i] = True
-
-    def _pump(
-        self,
-        procs: Sequence[Process],
-        limit: float,
-        on_out: Callable[[int, str], None],
-        on_err: Callable[[int, str], None],
-    ) -> tuple[list[int | None], list[bool]]:
-        """Read all pipes line by line until every process exits or the deadline passes."""
-        deadline = self.monotonic() + limit
-        sel = selectors.DefaultSelector()
-        buffers: dict[tuple[int, str], bytes] = {}
-        for i, p in enumerate(procs):
-            for name, stream in (("out", p.stdout), ("err", p.stderr)):
-                if stream is not None:
-                    os.set_blocking(stream.fileno(), False)
-                    sel.register(stream, selectors.EVENT_READ, (i, name))
-                    buffers[(i, name)] = b""
-        killed = [False] * len(procs)
-
-        def deliver(i: int, name: str, raw: bytes) -> None:
-            line = raw.decode("utf-8", "replace")
-            (on_out if name == "out" else on_err)(i, line)
-
-        finished = False
-        try:
-            while sel.get_map():
-                now = self.monotonic()
-                if now >= deadline:
-                    self._kill_running(procs, killed, "overran its time limit")
-                    deadline = float("inf")
-                timeout = min(self.poll_interval, max(0.0, deadline - now))
-                for key, _ in sel.select(timeout):
-                    i, name = key.data
-                    try:
-                        chunk = os.read(key.fd, 65536)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        sel.unregister(key.fileobj)
-                        rest = buffers.pop((i, name))
-                        if rest:
-                            deliver(i, name, rest)
-                        continue
-                    data = buffers[(i, name)] + chunk
-                    *lines, buffers[(i, name)] = data.split(b"\n")
-                    for raw in lines:
-                        deliver(i, name, raw + b"\n")
-            # all pipes are closed: the processes are exiting; give them until the deadline
-            for p in procs:
-                while p.poll() is None and self.monotonic() < deadline:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        p.wait(timeout=self.poll_interval)
-            self._kill_running(procs, killed, "overran its time limit")
-            finished = True
-        finally:
-            sel.close()
-            if not finished:
-                # interrupted (Ctrl-C or an error in a callback): stop what we started, by PID
-                self._kill_running(procs, killed, "was interrupted")
-            for p in procs:
-                p.wait()
-            for p in procs:
-                for stream in (p.stdout, p.stderr):
-                    if stream is not None:
-                        stream.close()
-        return [p.poll() for p in procs], killed
-
-
-class _CpuSampler:
-    """Reads each client's CPU use on its host, right after it starts and then every `interval` s,
-    from a thread of its own (a reading over ssh can take a few hundred ms)."""
-
-    def __init__(self, probe: CpuProbe, hosts: Sequence[ClientHost], interval: float) -> None:
-        self.probe = probe
-        self.hosts = hosts
-        self.interval = interval
-        self.readings: list[list[CpuReading]] = [[] for _ in hosts]
-        self.offsets: list[list[float]] = [[] for _ in hosts]
-        self._pids: dict[int, int] = {}
-        self._gone: set[int] = set()
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, client: int, pid: int) -> None:
-        with self._lock:
-            self._pids[client] = pid
-        self._wake.set()
-
-    def start(self) -> None:
-        if self.interval > 0:
-            self._thread = threading.Thread(target=self._loop, name="client-cpu", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        due: dict[int, float] = {}
-        while not self._stop.is_set():
-            with self._lock:
-                pids = dict(self._pids)
-            now = time.monotonic()
-            for client, pid in pids.items():
-                if client in self._gone or due.get(client, 0.0) > now:
-                    continue
-                before = time.time()
-                try:
-                    reading = self.probe(self.hosts[client], pid)
-                except Exception as exc:  # noqa: BLE001 - a failed reading must not stop the run
-                    log.warning("client %d: CPU reading failed: %s", client, exc)
-                    reading = None
-                if reading is not None:
-                    # the host's clock was read between `before` and now (the round trip bounds the error)
-                    self.offsets[client].append(reading.wall - (before + time.time()) / 2)
-                    if reading.proc_ticks is None and self.readings[client]:
-                        self._gone.add(client)  # it has exited; later readings would say nothing
-                    self.readings[client].append(reading)
-                due[client] = time.monotonic() + self.interval
-            self._wake.wait(min([max(0.05, d - time.monotonic()) for d in due.values()] or [self.interval]))
-            self._wake.clear()
+        return m.result(rcs, killed, start_ns)

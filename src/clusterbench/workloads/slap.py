@@ -23,17 +23,14 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from clusterbench.errors import InputError, WorkloadError
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram
 from clusterbench.workloads.parse import Sample, Summary
 from clusterbench.workloads.placement import ClientHost, LocalClientHost
+from clusterbench.workloads.results import ClientRun, RunResult
 from clusterbench.workloads.sysbench import SLAP_TEST, SysbenchCommand, SysbenchOptions, use_tls
-
-if TYPE_CHECKING:  # the runner imports this module
-    from clusterbench.workloads.runner import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -249,8 +246,6 @@ class SlapRunner:
         on_sample: Callable[[Sample], None] | None = None,
         hosts: Sequence[ClientHost] | None = None,
     ) -> RunResult:
-        from clusterbench.workloads.runner import ClientRun, RunResult
-
         check_slap(opts, endpoint, clients)
         host: ClientHost = hosts[0] if hosts else LocalClientHost()
         if getattr(host, "remote", False):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.analysis import render_html, render_markdown, write_report
+from clusterbench.analysis.document import render_html, render_markdown, write_report
 from clusterbench.analysis.report import summary_rows, table_cells, trial_series
 from clusterbench.store import Store
 from clusterbench.workloads.parse import merge_summaries, parse_output

@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.analysis import build_report, render_html, render_markdown, write_report
 from clusterbench.analysis.compare import compare_runs
-from clusterbench.analysis.document import render_html_report, render_markdown_report
+from clusterbench.analysis.document import (
+    build_report,
+    render_html,
+    render_html_report,
+    render_markdown,
+    render_markdown_report,
+    write_report,
+)
 from clusterbench.analysis.report import summary_rows
 from clusterbench.analysis.variables import compare, expected_from_topology, normalize
 from clusterbench.store import Store

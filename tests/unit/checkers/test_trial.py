@@ -13,9 +13,7 @@ import pytest
 from clusterbench.checkers.trial import FaultRun, TrialRun, VerifierRun, check_trial, in_windows, outside
 from clusterbench.checkers.verdict import Result, Verdict, combine, exit_code
 from clusterbench.faults.spec import FaultSpec, plan
-from clusterbench.scenario.engine import ScenarioEngine
 from clusterbench.scenario.spec import LoadSpec, ScenarioSpec
-from clusterbench.spec.topology import Topology
 from clusterbench.workloads.parse import Sample
 
 KILL = FaultRun("kill-node n2", at=20, until=35, started=20.01, ended=35.0)
@@ -108,13 +106,7 @@ def test_seconds_outside_windows() -> None:
     assert in_windows(20, [(20, 35)]) and not in_windows(36, [(20, 35)])
 
 
-# ---- wiring: the engine feeds the checker what really happened ------------------------------
-
-
-class NoCluster:
-    """ScenarioEngine's constructor only hands the cluster to the fault actions."""
-
-    topology = Topology()
+# ---- wiring: the pipeline feeds the checker what really happened ------------------------------
 
 
 def sample(t: float) -> Sample:
@@ -123,14 +115,18 @@ def sample(t: float) -> Sample:
 
 
 def test_engine_reports_a_load_that_died_before_its_fault(tmp_path: Path) -> None:
+    from clusterbench.faults.nemesis import FaultRecord
+    from clusterbench.trial.checks import trial_run
+
     spec = ScenarioSpec(
         load=LoadSpec(duration=60),
         fault=[FaultSpec.model_validate({"kind": "kill-node", "target": "node:2", "at": 20, "for": 15})],
     )
     faults = plan(list(spec.fault), 3, 1, 60)
-    e = ScenarioEngine(NoCluster(), spec, faults, tmp_path / "r.db", sysbench=None)  # type: ignore[arg-type]
-    e.samples = [sample(float(t)) for t in range(1, 13)]  # 12 samples, then the load died
-    v = check_trial(e.trial_run("failed", ["oltp_read_write: sysbench oltp_read_write failed: FATAL: 1146"]))
+    samples = [sample(float(t)) for t in range(1, 13)]  # 12 samples, then the load died
+    run = trial_run("failed", "oltp_read_write: sysbench oltp_read_write failed: FATAL: 1146", 60.0, samples,
+                    [FaultRecord(f) for f in faults], [], [])  # fmt: skip
+    v = check_trial(run)
     assert v.result is Result.UNKNOWN
     assert v.summary == (
         "not as planned: the load failed: oltp_read_write: sysbench oltp_read_write failed: FATAL: 1146; "

@@ -11,11 +11,11 @@ import pytest
 
 from clusterbench.errors import InputError
 from clusterbench.experiment.convergence import converge, needs_more, trial_value
+from clusterbench.experiment.load import experiment_from_data
 from clusterbench.experiment.planner import TrialSpec, expand
 from clusterbench.experiment.report import build_experiment_report, repetitions_fact
 from clusterbench.experiment.results import point_stats
 from clusterbench.experiment.runner import ExperimentRunner
-from clusterbench.experiment.spec import experiment_from_data
 from clusterbench.spec.topology import parse_toml
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner
@@ -94,7 +94,7 @@ class ScriptedRunner(ExperimentRunner):
         self.ran: list[tuple[int, int]] = []
         self.ups = 0
         self.lines: list[str] = []
-        self.lis.phase = self.lines.append  # type: ignore[method-assign, assignment]
+        self.lis.phase = self.lines.append
 
     def _bring_up(self, t: TrialSpec) -> None:
         self.ups += 1

@@ -9,8 +9,9 @@ import pytest
 
 from clusterbench.errors import InputError
 from clusterbench.experiment.design import Coding, DesignSpec, expand_design, kind_of
+from clusterbench.experiment.load import experiment_from_data
 from clusterbench.experiment.planner import expand
-from clusterbench.experiment.spec import Factors, experiment_from_data, factor_kinds
+from clusterbench.experiment.spec import Factors, factor_kinds
 from clusterbench.spec.topology import parse_toml
 
 BASE = """

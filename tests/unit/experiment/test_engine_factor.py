@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from clusterbench.errors import InputError
+from clusterbench.experiment.load import experiment_from_data, load_experiment
 from clusterbench.experiment.planner import expand
-from clusterbench.experiment.spec import experiment_from_data, factor_kinds, for_engine, load_experiment
+from clusterbench.experiment.spec import factor_kinds, for_engine
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "experiments"
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from clusterbench.errors import InputError
+from clusterbench.experiment.load import experiment_from_data, load_experiment
 from clusterbench.experiment.planner import CostModel, expand
-from clusterbench.experiment.spec import Experiment, experiment_from_data, load_experiment
+from clusterbench.experiment.spec import Experiment
 from clusterbench.spec.topology import parse_toml
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "experiments"

@@ -10,6 +10,7 @@ from clusterbench.experiment.planner import Plan
 from clusterbench.experiment.runner import ExperimentRunner
 from clusterbench.runner.provenance import VARIABLES_SQL
 from clusterbench.store import Store
+from clusterbench.trial.recorder import TrialRecord
 from clusterbench.workloads import SysbenchRunner
 
 
@@ -43,7 +44,8 @@ def test_a_group_replication_trial_records_each_members_status_and_the_mysql_ver
     )
     runner.cluster = cast(Any, Group())
     runner.running = 3
-    runner._snapshot(run_id, trial_id, "start")
+    record = TrialRecord(runner.recorder, run_id, trial_id)
+    record.snapshot("start", runner._servers(None))
     per_trial = store.provenance(run_id, trial_id)
     assert per_trial["engine_status@start"] == {
         "n1": {"member_state": "ONLINE", "rootfs_package": "mysql-server-core 9.7.4-2"},
@@ -51,5 +53,5 @@ def test_a_group_replication_trial_records_each_members_status_and_the_mysql_ver
     }
     assert per_trial["server_errors@start"] == {"n3": "ConnectionError: node is not running"}
     assert store.provenance(run_id)["versions"] == {"sysbench": "sysbench 1.0.20", "mysql_server": "9.7.4-2"}
-    runner._snapshot(run_id, trial_id, "end")  # the end of a trial changes no run-level version
+    record.snapshot("end", runner._servers(None))  # the end of a trial changes no run-level version
     assert store.provenance(run_id)["versions"] == {"sysbench": "sysbench 1.0.20", "mysql_server": "9.7.4-2"}

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from clusterbench.errors import InputError
+from clusterbench.experiment.load import experiment_from_data
 from clusterbench.experiment.planner import expand
 from clusterbench.experiment.search import Optimizer, Step, parse_knobs, run_loop, setup
 from clusterbench.experiment.search_run import make_trial, preview, search_setup
-from clusterbench.experiment.spec import Experiment, SearchSpec, experiment_from_data
+from clusterbench.experiment.spec import Experiment, SearchSpec
 from clusterbench.spec.topology import parse_toml
 
 FILE = """

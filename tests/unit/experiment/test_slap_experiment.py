@@ -12,10 +12,11 @@ import pytest
 
 from clusterbench.cli.experiment import plan_record, settings_lines
 from clusterbench.errors import InputError
+from clusterbench.experiment.load import experiment_from_data
 from clusterbench.experiment.planner import expand
 from clusterbench.experiment.report import build_experiment_report
 from clusterbench.experiment.runner import ExperimentRunner
-from clusterbench.experiment.spec import Experiment, experiment_from_data
+from clusterbench.experiment.spec import Experiment
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.spec.topology import parse_toml
 from clusterbench.store import Store

@@ -13,6 +13,7 @@ from clusterbench.runner import BenchListener, BenchPlan, BenchRunner, make_opti
 from clusterbench.runner.provenance import ServerSnapshot
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
+from clusterbench.trial.data import DataSets
 from clusterbench.workloads import (
     KNOWN_TESTS,
     ClientRun,
@@ -253,7 +254,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     assert (trial.seq, trial.workload, trial.status) == (1, "oltp_point_select", "completed")
     assert (trial.params["threads"], trial.params["clients"], trial.params["endpoint"]) == (2, 1, "balancer")
     n = len(recorded().samples)
-    assert n > 0 and len(store.samples(trial.id)) == n == out.trials[0].samples
+    assert n > 0 and len(store.samples(trial.id)) == n == len(out.trials[0].samples)
     summary = store.summary(trial.id)
     assert summary is not None and summary["tps"] == pytest.approx(recorded().summary.tps)
     # the tables the prepare makes (2) are dropped where an earlier run left them; sbtest7 is
@@ -466,9 +467,10 @@ def test_tags_and_notes_are_stored_when_the_run_is_created(store: Store) -> None
 
 
 def test_a_drill_gives_its_labels_to_the_run_it_creates(tmp_path: Path) -> None:
-    from clusterbench.scenario.engine import ScenarioEngine
+    from clusterbench.scenario.drill import Drill
     from clusterbench.scenario.spec import ScenarioSpec
     from clusterbench.spec.topology import Topology
+    from clusterbench.trial.recorder import Recorder as StoreRecorder
 
     class OneEndpoint:
         topology = Topology()
@@ -479,10 +481,16 @@ def test_a_drill_gives_its_labels_to_the_run_it_creates(tmp_path: Path) -> None:
         def client_hosts(self) -> list[Any]:
             return []
 
-    e = ScenarioEngine(OneEndpoint(), ScenarioSpec(), [], tmp_path / "r.db", sysbench=None,  # type: ignore[arg-type]
-                       tags=["drill", "soak"], notes="after the upgrade")  # fmt: skip
-    p = e.bench_plan("clusterbench scenario x.toml")
-    assert p.tags == ("drill", "soak") and p.notes == "after the upgrade" and p.kind == "scenario"
+        def model_dump(self) -> dict[str, Any]:
+            return {}
+
+    e = Drill(OneEndpoint(), ScenarioSpec(), tmp_path / "r.db", FakeSysbench(),  # type: ignore[arg-type]
+              tags=["drill", "soak"], notes="after the upgrade", facts=dict)  # fmt: skip
+    with Store.open(tmp_path / "r.db") as st:
+        run_id = e._create_run(StoreRecorder(st), "clusterbench scenario x.toml", [])
+        run = st.get_run(run_id)
+        assert st.tags(run_id) == ["drill", "soak"]
+        assert run.notes == "after the upgrade" and run.kind == "scenario"
 
 
 class LockedCursor(FakeCursor):
@@ -513,27 +521,26 @@ def test_a_prepare_drops_only_its_own_tables_and_mysqlslap_none(store: Store) ->
 
     log: list[str] = []
     there = ["sbtest1", "sbtest4", "sbtest20", "orders"]
-    runner = BenchRunner(FakeSysbench(), Probe(), facts=lambda: dict(FACTS),
-                         connect=lambda **kw: FakeConn(log, there))  # fmt: skip
+    runner = DataSets(FakeSysbench(), lambda **kw: FakeConn(log, there))
     slap = expected_tables(make_options(test="mysqlslap"), "mysqlslap")
-    assert runner._drop_tables(EP, "sbtest", slap) == [] and log == []  # not even a connection
+    assert runner.drop(EP, "sbtest", slap) == [] and log == []  # not even a connection
     access = expected_tables(make_options(test="access_pk", row_size=20), "access")
-    assert runner._drop_tables(EP, "sbtest", access) == ["sbtest20"]  # the oltp tables stay
+    assert runner.drop(EP, "sbtest", access) == ["sbtest20"]  # the oltp tables stay
     oltp = expected_tables(make_options(test="oltp_read_write", tables=2), "oltp")
-    assert runner._drop_tables(EP, "sbtest", oltp) == ["sbtest1"]  # sbtest4 is not one of its 2
+    assert runner.drop(EP, "sbtest", oltp) == ["sbtest1"]  # sbtest4 is not one of its 2
     assert [s for s in log if s.startswith("DROP")] == [
         "DROP TABLE IF EXISTS `sbtest`.`sbtest20`", "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
     ]  # fmt: skip
 
 
 def test_a_drop_blocked_by_a_stale_session_kills_it_once_else_one_line(store: Store) -> None:
-    from clusterbench.runner.bench import STALE_SESSIONS_SQL
+    from clusterbench.trial.data import STALE_SESSIONS_SQL
 
     log: list[str] = []
     conn = FakeConn(log, ["sbtest1"])
     conn.cursor = lambda: LockedCursor(log, ["sbtest1"], [42])  # type: ignore[method-assign]
-    runner = BenchRunner(FakeSysbench(), Probe(), facts=lambda: dict(FACTS), connect=lambda **kw: conn)
-    assert runner._drop_tables(EP, "sbtest", ["sbtest1", "sbtest2"]) == ["sbtest1"]
+    runner = DataSets(FakeSysbench(), lambda **kw: conn)
+    assert runner.drop(EP, "sbtest", ["sbtest1", "sbtest2"]) == ["sbtest1"]
     assert log[log.index("SET SESSION lock_wait_timeout = 10") :] == [
         "SET SESSION lock_wait_timeout = 10",
         "DROP TABLE IF EXISTS `sbtest`.`sbtest1`",
@@ -546,7 +553,7 @@ def test_a_drop_blocked_by_a_stale_session_kills_it_once_else_one_line(store: St
     log.clear()
     conn.cursor = lambda: LockedCursor(log, ["sbtest1"], [])  # type: ignore[method-assign]
     with pytest.raises(WorkloadError) as e:
-        runner._drop_tables(EP, "sbtest", ["sbtest1", "sbtest2"])
+        runner.drop(EP, "sbtest", ["sbtest1", "sbtest2"])
     assert str(e.value) == (
         "cannot drop the sysbench tables left in sbtest: Lock wait timeout exceeded; try restarting "
         "transaction; see `SHOW PROCESSLIST` through the balancer endpoint"
@@ -563,5 +570,5 @@ def test_the_prepare_line_says_what_access_and_mysqlslap_prepare(store: Store) -
     opts = make_options(test="mysqlslap", threads=1, time=3)
     slap = BenchPlan(kind="run", tests=("mysqlslap",), options=opts, endpoint=EP)
     bench(FakeSysbench(), []).execute(slap, store, rec)
-    assert "phase mysqlslap: nothing to prepare (mariadb-slap makes its own tables)" in rec.events
+    assert "phase mysqlslap: nothing to prepare (mariadb-slap makes its own schema cbslap)" in rec.events
     assert not any(e.startswith("phase preparing") for e in rec.events)  # was "4 table(s) x 10000 rows"

@@ -218,9 +218,12 @@ def test_a_tpcc_run_stores_its_load_figures_and_consistency(tmp_path: Path) -> N
     assert len(firsts) == 2
     assert all(db.sql[i - 1].startswith("ANALYZE NO_WRITE_TO_BINLOG TABLE `warehouse`, ") for i in firsts)
     prov = store.provenance(out.run_id)
-    assert prov["tpcc_load"] == {
+    # one entry per load, as in experiments (which load once per scale)
+    assert prov["tpcc_load"] == [{
         "warehouses": 2,
         "threads": 2,
+        "database": "sbtest",
+        "consistency": "TPC-C consistency after load: PASS, 12 conditions",
         "seconds": 5,
         "rows": 250,
         "rows_per_s": 50.0,
@@ -228,7 +231,7 @@ def test_a_tpcc_run_stores_its_load_figures_and_consistency(tmp_path: Path) -> N
         "bytes_per_warehouse": 100 * 2**20,
         "buffer_pool_bytes": 128 * 2**20,
         "data_to_buffer_pool": 1.562,
-    }
+    }]  # fmt: skip
     assert prov["tpcc_consistency@load:sbtest"]["verdict"] == "PASS"
     trial = store.trials(out.run_id)[0]
     tprov = store.provenance(out.run_id, trial.id)
@@ -317,27 +320,31 @@ class OneNodeCluster:
     def client_hosts(self) -> list[Any]:
         return []
 
+    def settle(self, running: int | None = None) -> list[str]:
+        return []
+
+    def admin_node(self) -> Node:
+        return Node()
+
+    def model_dump(self) -> dict[str, Any]:
+        return {}
+
 
 def drill(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: DB, sysbench: DrillTpcc, prepare: bool = True
 ) -> Any:
-    """A tpcc drill with no fault: the real scenario engine and checkers, fake servers."""
-    from clusterbench.scenario import engine as engmod
+    """A tpcc drill with no fault: the real drill, pipeline and checkers, fake servers."""
+    from clusterbench.scenario.drill import Drill
     from clusterbench.scenario.spec import ScenarioSpec
-    from clusterbench.scenario.verification import companions, run_checkers
 
-    def runner(sb: Any, probe: Any, **kw: Any) -> BenchRunner:
-        return BenchRunner(sb, None, facts=dict, connect=db.connect, telemetry_on=False)
-
-    monkeypatch.setattr(engmod, "BenchRunner", runner)
     spec = ScenarioSpec.model_validate({
         "name": "tpcc drill",
         "load": {"workload": "tpcc", "threads": 2, "duration": len(sysbench.tps), "prepare": prepare},
         "verify": {"ledger_clients": 0, "prober": False, "monitor": False, "convergence": False},
     })  # fmt: skip
-    eng = engmod.ScenarioEngine(OneNodeCluster(), spec, [], tmp_path / "r.db", sysbench,  # type: ignore[arg-type]
-                                companions=companions, telemetry=False)  # fmt: skip
-    return eng.run("clusterbench fault ... -w tpcc", checkers=run_checkers)
+    d = Drill(OneNodeCluster(), spec, tmp_path / "r.db", sysbench, telemetry=False,  # type: ignore[arg-type]
+              connect=db.connect, facts=dict)  # fmt: skip
+    return d.run("clusterbench fault ... -w tpcc", [])
 
 
 def test_a_tpcc_drill_checks_consistency_once_healed_as_a_verdict(

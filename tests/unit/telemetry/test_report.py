@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterbench.analysis import build_report, render_html, render_markdown
+from clusterbench.analysis.document import build_report, render_html, render_markdown
 from clusterbench.store import Store
 from clusterbench.telemetry.export import telemetry_csv
 from clusterbench.telemetry.report import point_bottleneck

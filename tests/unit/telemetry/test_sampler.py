@@ -12,6 +12,7 @@ from clusterbench.store import Store
 from clusterbench.telemetry.recorder import TrialTelemetry
 from clusterbench.telemetry.sampler import Row, Telemetry
 from clusterbench.telemetry.sites import ProbeSite, RoleProbe, Watch
+from clusterbench.trial.recorder import Recorder, TrialRecord
 from clusterbench.workloads.parse import Sample
 
 
@@ -163,7 +164,7 @@ def test_the_recorder_stores_moves_onto_the_samples_axis_and_decides(tmp_path: P
     run = store.create_run("run")
     trial = store.add_trial(run, 1, "oltp_read_write", {})
     src, _, _ = make_source(lines=6)
-    rec = TrialTelemetry(src, store, run, trial, warmup=0, total_time=5, interval=0.05)
+    rec = TrialTelemetry(src, TrialRecord(Recorder(store), run, trial), warmup=0, total_time=5, interval=0.05)
     with rec:
         threading.Event().wait(0.3)
         assert rec.live_line().startswith("cpu n1 80%")
@@ -185,13 +186,14 @@ def test_without_a_cluster_there_is_no_probe_and_the_verdict_says_why(tmp_path: 
     store = Store.open(tmp_path / "r.db")
     run = store.create_run("run")
     trial = store.add_trial(run, 1, "oltp_read_write", {})
-    rec = TrialTelemetry(None, store, run, trial, total_time=5)
+    rec = TrialTelemetry(None, TrialRecord(Recorder(store), run, trial), total_time=5)
     with rec:
         assert rec.live_line() == ""
     v = rec.conclude(Result([sample(1.0, 1002.0)]))
     assert v.resource == "unknown" and "not a cluster clusterbench runs" in v.summary
     assert "telemetry" not in store.provenance(run, trial)
-    off = TrialTelemetry(make_source()[0], store, run, trial, total_time=5, enabled=False)
+    record = TrialRecord(Recorder(store), run, trial)
+    off = TrialTelemetry(make_source()[0], record, total_time=5, enabled=False)
     with off:
         pass
     assert off.conclude(Result([])).summary.startswith("telemetry was off")

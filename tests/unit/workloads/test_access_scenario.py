@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from clusterbench.cli.main import main
-from clusterbench.scenario.engine import ScenarioEngine
+from clusterbench.scenario.drill import Drill
 from clusterbench.scenario.spec import ScenarioSpec, load_scenario
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology
@@ -49,8 +49,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def options_of(spec: ScenarioSpec, tmp_path: Path) -> SysbenchOptions:
     cluster: Any = FakeCluster()
-    engine = ScenarioEngine(cluster, spec, [], tmp_path / "r.db", SysbenchRunner(shim=None))
-    return engine.bench_plan("clusterbench scenario s.toml").options
+    drill = Drill(cluster, spec, tmp_path / "r.db", SysbenchRunner(shim=None))
+    return drill.load().options
 
 
 def test_batch_and_row_size_reach_the_scenarios_load(

@@ -376,8 +376,8 @@ class RemoteFiles:
 
 
 def test_option_file_on_a_client_machine_of_its_own() -> None:
+    from clusterbench.workloads.clients import OptionFiles
     from clusterbench.workloads.placement import REMOTE_DIR
-    from clusterbench.workloads.runner import OptionFiles
     from clusterbench.workloads.sysbench import build_command
 
     host = RemoteFiles()

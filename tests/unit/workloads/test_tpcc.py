@@ -258,7 +258,7 @@ def test_a_drill_takes_a_reduced_tpcc_scale_from_its_file_and_from_fault(
     from typing import Any
 
     from clusterbench.cli.main import main
-    from clusterbench.scenario.engine import ScenarioEngine
+    from clusterbench.scenario.drill import Drill
     from clusterbench.scenario.spec import load_scenario
     from clusterbench.spec.topology import Topology
     from clusterbench.workloads.runner import SysbenchRunner
@@ -276,8 +276,7 @@ def test_a_drill_takes_a_reduced_tpcc_scale_from_its_file_and_from_fault(
     f.write_text('[load]\nworkload = "tpcc"\nwarehouses = 2\ncustomers = 300\nitems = 10000\n')
     spec, _ = load_scenario(f)
     cluster: Any = Cluster()
-    engine = ScenarioEngine(cluster, spec, [], tmp_path / "r.db", SysbenchRunner(shim=None))
-    opts = engine.bench_plan("x").options
+    opts = Drill(cluster, spec, tmp_path / "r.db", SysbenchRunner(shim=None)).load().options
     assert (opts.warehouses, opts.customers, opts.items) == (2, 300, 10000)
     argv = set(build_command(opts, EP, "prepare").argv)
     assert {"--customers=300", "--items=10000", "--warehouses=2"} <= argv

@@ -1,0 +1,64 @@
+"""A report as data: sections of tables, figures and notes, which the Markdown and HTML templates
+walk. Shared by the run report (analysis.document), telemetry, and the experiment reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+    align: list[str]  # 'l' or 'r' per column
+    marks: set[tuple[int, int]] = field(default_factory=set)  # (row, column) of flagged cells
+    caption: str = ""
+    styles: dict[tuple[int, int], str] = field(default_factory=dict)  # HTML class of a cell (colour)
+
+    def is_marked(self, r: int, c: int) -> bool:
+        return (r, c) in self.marks
+
+    def style(self, r: int, c: int) -> str:
+        return self.styles.get((r, c), "")
+
+
+@dataclass
+class Figure:
+    title: str
+    svg: str  # the default view
+    alt_svg: str = ""  # the same figure on a log scale (latency), shown by the page's switch
+    kind: str = ""  # 'latency' for the switchable ones
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    intro: list[str] = field(default_factory=list)  # before the figures and tables
+    paragraphs: list[str] = field(default_factory=list)  # notes after them
+    warnings: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    bullets: list[str] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)  # HTML only
+    details: list[tuple[str, str]] = field(default_factory=list)  # (label, preformatted text)
+    level: int = 2  # heading level: 2 a section, 3 a part of the section before it
+
+
+@dataclass
+class Report:
+    run_id: int
+    title: str
+    facts: list[tuple[str, str]]  # (label, value)
+    code_facts: set[str]  # labels whose value is a command line
+    warnings: list[str]
+    sections: list[Section]
+    log_latency: bool = False
+
+    @property
+    def section_titles(self) -> list[str]:
+        return [s.title for s in self.sections if s.level == 2]
+
+    @property
+    def switch_at(self) -> str:
+        """The section that carries the page's one log-scale switch: the first with a latency plot."""
+        return next((s.key for s in self.sections if any(f.kind == "latency" for f in s.figures)), "")
