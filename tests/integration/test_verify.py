@@ -31,6 +31,7 @@ from clusterbench.checkers import (
 )
 from clusterbench.cluster import Cluster
 from clusterbench.store import Store
+from clusterbench.trial.recorder import Recorder, TrialRecord
 from clusterbench.verify import (
     AvailabilityProber,
     BankWorkload,
@@ -42,9 +43,6 @@ from clusterbench.verify import (
     collect_convergence,
     load_monitor_samples,
     load_ops,
-    monitor_sink,
-    op_sink,
-    save_verdicts,
 )
 from clusterbench.verify.history import Op
 
@@ -245,13 +243,14 @@ def test_kill_and_restart_a_node_under_verification_load(vcluster: Cluster, tmp_
     run_id = store.create_run("scenario", name="kill-n2")
     trial_id = store.add_trial(run_id, 1, "verify", {})
     tb = Timebase()
-    h = History(sink=op_sink(store, trial_id))
+    record = TrialRecord(Recorder(store), run_id, trial_id)
+    h = History(sink=record.op_sink())
     led = LedgerWorkload([c.endpoint("balancer")], h, tb, clients=3, rate=20, table=_own("cb_ledger"))
     probe = AvailabilityProber(
         [c.endpoint("balancer"), c.endpoint("node:1"), c.endpoint("node:2")], h, tb, interval=0.1,
         table=_own("cb_probe"),
     )  # fmt: skip
-    mon = SplitBrainMonitor(c.nodes(), tb, interval=0.5, sink=monitor_sink(store, trial_id))
+    mon = SplitBrainMonitor(c.nodes(), tb, interval=0.5, sink=record.monitor_sink())
     led.setup(c.node(1))
     probe.setup(c.node(1))
     try:
@@ -277,7 +276,7 @@ def test_kill_and_restart_a_node_under_verification_load(vcluster: Cluster, tmp_
         sb = check_split_brain(mon.samples(), 3)
         figs = availability(ops, [FaultWindow("kill n2", kill_at, synced_at)])
         paths = {p.process: p for p in figs[0].paths}
-        save_verdicts(store, run_id, [ledger, conv, sb], trial_id=trial_id)
+        record.verdicts([ledger, conv, sb])
 
         led_ops = h.ops("ledger")
         print(

@@ -9,7 +9,6 @@ from clusterbench.store.store import (
     Store,
     TrialRow,
     process_start_ticks,
-    record_run_result,
 )
 
 __all__ = [
@@ -19,5 +18,4 @@ __all__ = [
     "Store",
     "TrialRow",
     "process_start_ticks",
-    "record_run_result",
 ]

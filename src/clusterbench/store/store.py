@@ -22,7 +22,6 @@ from typing import Any, Literal
 from clusterbench.errors import InputError
 from clusterbench.store.schema import MIGRATIONS, SCHEMA_VERSION
 from clusterbench.workloads.histogram import LatencyHistogram
-from clusterbench.workloads.merge import client_start_walls, fairness, merge_intervals
 from clusterbench.workloads.parse import Sample, Summary
 
 Status = Literal["running", "completed", "interrupted", "failed"]
@@ -566,48 +565,3 @@ class Store:
                 row = {**s, "run_id": run_id, "trial_seq": tr.seq, "workload": tr.workload}
                 w.writerow(["" if row[c] is None else row[c] for c in self.SAMPLE_CSV_COLUMNS])
         return out.getvalue()
-
-
-def record_run_result(store: Store, trial_id: int, result: Any) -> None:
-    """Store a workloads.runner.RunResult: summaries (per client and merged) and histograms; where
-    each client ran, its CPU use and saturation flags (trial_clients); placement, start skew and
-    tps fairness (the trial's provenance `clients`); one `client_saturated` event per client with
-    a finding, so that a client bottleneck is on record next to the numbers it limited.
-
-    Samples are expected to have been stored as they arrived (on_sample=lambda s: store.add_sample(...)).
-    """
-    starts = client_start_walls(result.samples)
-    for c in result.clients:
-        if c.summary is not None:
-            store.add_summary(trial_id, c.summary, client=c.client, exit_code=c.returncode)
-        store.add_trial_client(
-            trial_id,
-            {
-                "client": c.client, "host": c.host, "database": c.database, "pid": c.pid,
-                "started_ns": c.started_ns, "start_wall": starts.get(c.client), "rate_asked": c.rate_asked,
-                "rate_achieved": c.rate_achieved, "cpu": c.cpu.to_json() if c.cpu is not None else None,
-                "flags": c.flags,
-            },
-        )  # fmt: skip
-    if result.summary is not None:
-        store.add_summary(trial_id, result.summary, client=ALL_CLIENTS, exit_code=result.exit_code)
-    run_id = int(store.conn.execute("SELECT run_id FROM trials WHERE id = ?", (trial_id,)).fetchone()[0])
-    info = result.placement()
-    # how far apart the clients' reports of one interval were: the check that summing by index
-    # sums the same second of load
-    spreads = [m.wall_spread for m in merge_intervals(result.samples) if m.wall_spread is not None]
-    info["interval_wall_spread_max_s"] = max(spreads) if spreads else None
-    tps = [c.summary.tps for c in result.clients if c.summary is not None]
-    fair = fairness(tps) if len(tps) > 1 and len(tps) == len(result.clients) else None
-    info["fairness_tps"] = fair.to_json() if fair is not None else None
-    store.set_provenance(run_id, "clients", info, trial_id=trial_id)
-    for c in result.clients:
-        if c.flags:
-            store.add_event(
-                run_id,
-                "client_saturated",
-                {"client": c.client, "host": c.host, "flags": c.flags, "warnings": c.warnings(),
-                 "cpu": c.cpu.to_json() if c.cpu is not None else None,
-                 "rate_asked": c.rate_asked, "rate_achieved": c.rate_achieved},
-                trial_id=trial_id,
-            )  # fmt: skip

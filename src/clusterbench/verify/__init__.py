@@ -10,9 +10,6 @@ from clusterbench.verify.monitor import SplitBrainMonitor
 from clusterbench.verify.persist import (
     load_monitor_samples,
     load_ops,
-    monitor_sink,
-    op_sink,
-    save_verdicts,
 )
 from clusterbench.verify.probe import AvailabilityProber
 
@@ -31,7 +28,4 @@ __all__ = [
     "collect_convergence",
     "load_monitor_samples",
     "load_ops",
-    "monitor_sink",
-    "op_sink",
-    "save_verdicts",
 ]

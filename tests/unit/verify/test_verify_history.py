@@ -9,6 +9,7 @@ from clusterbench.checkers.split_brain import MonitorSample
 from clusterbench.checkers.verdict import Result, Verdict
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
+from clusterbench.trial.recorder import Recorder, TrialRecord
 from clusterbench.verify.client import Pacer, run_transaction
 from clusterbench.verify.history import (
     BatchWriter,
@@ -24,9 +25,6 @@ from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.persist import (
     load_monitor_samples,
     load_ops,
-    monitor_sink,
-    op_sink,
-    save_verdicts,
 )
 from clusterbench.verify.probe import AvailabilityProber
 from tests.unit.verify.fakes_verify import FakeConn, StepClock, op
@@ -191,16 +189,16 @@ def test_ops_samples_and_verdicts_roundtrip_through_the_store(tmp_path: Path) ->
     run = store.create_run("scenario")
     trial = store.add_trial(run, 1, "verify", {})
     ops = [op("0:1", Outcome.OK, 0.5, 0.6), op("0:2", U, 0.7, 3.7, code=2013)]
-    op_sink(store, trial)(ops)
+    TrialRecord(Recorder(store), run, trial).op_sink()(ops)
     assert load_ops(store, trial) == ops
     assert load_ops(store, trial, "probe") == []
     samples = [
         MonitorSample(1.0, 2e9, "n1", True, "Primary", 3, 7, "u-1", "Synced", True, 42, "a:3306,b:3306")
     ]
-    monitor_sink(store, trial)(samples)
+    TrialRecord(Recorder(store), run, trial).monitor_sink()(samples)
     assert load_monitor_samples(store, trial) == samples
     v = Verdict("ledger", Result.PASS, "fine", {"ops": {"ok": 1}})
-    save_verdicts(store, run, [v], trial_id=trial)
+    TrialRecord(Recorder(store), run, trial).verdicts([v])
     got = store.verdicts(run, trial)
     assert [(r["checker"], r["result"], r["evidence"], r["documented_limitation"]) for r in got] == [
         ("ledger", "PASS", {"ops": {"ok": 1}}, False)
@@ -211,8 +209,9 @@ def test_ops_samples_and_verdicts_roundtrip_through_the_store(tmp_path: Path) ->
 
 def test_history_writes_through_its_writer_on_stop(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "runs.sqlite")
-    trial = store.add_trial(store.create_run("scenario"), 1, "verify", {})
-    h = History(sink=op_sink(store, trial), interval=0.5)
+    run = store.create_run("scenario")
+    trial = store.add_trial(run, 1, "verify", {})
+    h = History(sink=TrialRecord(Recorder(store), run, trial).op_sink(), interval=0.5)
     h.start()
     h.add(op("1:1", Outcome.OK))
     h.stop()  # final flush
