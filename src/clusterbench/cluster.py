@@ -17,17 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterbench.balancers import BalancerOps, balancer_role
 from clusterbench.clock import Clock, SystemClock
-from clusterbench.components.haproxy.component import HAProxy
-from clusterbench.components.haproxy.config import HAProxyConfig
 from clusterbench.components.haproxy.status import BackendServer
-from clusterbench.components.keepalived.component import Keepalived
-from clusterbench.components.keepalived.config import KeepalivedConfig
 from clusterbench.engines import make_engine
 from clusterbench.engines.base import Credentials, DbNode, NodeHealth
-from clusterbench.errors import ClusterbenchError, ClusterStateError, ComponentError
+from clusterbench.errors import ClusterbenchError, ClusterStateError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost
+from clusterbench.lifecycle import NodeOps
 from clusterbench.providers import make_provider
 from clusterbench.providers.datadirfs import DiskSpace, disk_space
 from clusterbench.providers.naming import Names
@@ -38,17 +36,6 @@ from clusterbench.telemetry.sites import ProbeSite, Watch
 log = logging.getLogger(__name__)
 
 DEFAULT_HOME = Path("/var/lib/clusterbench")
-BALANCER_ROLE = "lb1"
-JOIN_TIMEOUT = 180.0
-BACKENDS_TIMEOUT = 30.0
-# The one limit of settling (after a heal, before a drill, after a node change): the nodes back as
-# ready members and the balancers seeing them. A rejoin by full state transfer (a Group
-# Replication clone, an SST) is the slow case it has to cover.
-SETTLE_TIMEOUT = 240.0
-
-
-def balancer_role(index: int) -> str:
-    return f"lb{index}"
 
 
 def home_dir() -> Path:
@@ -122,7 +109,7 @@ def _quiet(_: str) -> None:
     pass
 
 
-class Cluster:
+class Cluster(BalancerOps, NodeOps):
     """Provider hosts, engine nodes and balancers of one cluster, with persisted state.
 
     It knows neither which engine nor which provider it has: the engine (`engines/`) runs the
@@ -283,103 +270,6 @@ class Cluster:
             report,
         )
 
-    def _check_balancer_index(self, index: int) -> None:
-        t = self.topology
-        if index not in t.balancer_indexes():
-            have = f"lb1-lb{t.balancer.count}" if t.balancer.count > 1 else "lb1 only"
-            raise ClusterStateError(
-                f"balancer {index} does not exist; cluster '{t.name}' has "
-                + (have if t.balancer.kind == "haproxy" else "no balancer")
-            )
-
-    def _balancers_state(self) -> dict[str, Any]:
-        """For writing: state["balancers"][role] = {"proc": HAProxy, "keepalived": keepalived}."""
-        legacy = self.state.pop("balancer", None)  # lb1, as written before balancer pairs existed
-        out: dict[str, Any] = self.state.setdefault("balancers", {})
-        if legacy and BALANCER_ROLE not in out:
-            out[BALANCER_ROLE] = legacy
-        return out
-
-    def _balancer_state(self, role: str) -> dict[str, Any]:
-        st = self.state.get("balancers", {}).get(role)
-        if st is None and role == BALANCER_ROLE:
-            st = self.state.get("balancer")
-        return st or {}
-
-    def haproxy(self, index: int = 1) -> HAProxy | None:
-        """HAProxy `index` (lb1 by default); None when the cluster has no balancer."""
-        t = self.topology
-        if t.balancer.kind != "haproxy":
-            return None
-        self._check_balancer_index(index)
-        role = balancer_role(index)
-        cfg = HAProxyConfig(
-            cluster_name=t.name,
-            address=t.balancer_address(index),
-            dir=self.role_dir(role),
-            settings=t.balancer,
-            servers=tuple((f"n{i}", t.node_address(i)) for i in t.node_indexes()),
-            vip=t.vip_address(),
-            routes=self.engine.routes(),
-        )
-        st = self._balancer_state(role)
-        proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
-        return HAProxy(cfg, self.host(role), proc=proc, clock=self.clock)
-
-    def haproxies(self) -> list[HAProxy]:
-        """Every HAProxy: [lb1] or [lb1, lb2]; [] without a balancer."""
-        out = []
-        for k in self.topology.balancer_indexes():
-            h = self.haproxy(k)
-            assert h is not None
-            out.append(h)
-        return out
-
-    def keepalived(self, index: int) -> Keepalived | None:
-        """keepalived on balancer `index` of a pair; None when there is no VIP."""
-        t = self.topology
-        vip = t.vip_address()
-        if vip is None:
-            return None
-        self._check_balancer_index(index)
-        role = balancer_role(index)
-        peer = 2 if index == 1 else 1
-        cfg = KeepalivedConfig(
-            cluster_name=t.name,
-            index=index,
-            dir=self.role_dir(role),
-            src_ip=t.balancer_address(index),
-            peer_ip=t.balancer_address(peer),
-            vip=vip,
-            prefixlen=self.provider.vip_prefixlen(),
-            haproxy_socket=HAProxyConfig.stats_socket_in(self.role_dir(role)),
-            advert_int=t.balancer.advert_int,
-            interface=self.interface(role),
-        )
-        st = self._balancer_state(role)
-        proc = ProcessRef.from_json(st["keepalived"]) if st.get("keepalived") else None
-        return Keepalived(cfg, self.host(role), proc=proc, clock=self.clock)
-
-    def keepaliveds(self) -> list[Keepalived]:
-        out = []
-        for k in self.topology.balancer_indexes():
-            ka = self.keepalived(k)
-            if ka is not None:
-                out.append(ka)
-        return out
-
-    def _record_balancer(self, h: HAProxy) -> None:
-        entry = self._balancers_state().setdefault(h.cfg.dir.name, {})
-        entry["proc"] = h.proc.to_json() if h.proc else None
-        self.save()
-
-    def _record_keepalived(self, ka: Keepalived) -> None:
-        entry = self._balancers_state().setdefault(ka.cfg.role, {})
-        entry["keepalived"] = ka.proc.to_json() if ka.proc else None
-        self.save()
-
-    # ------------------------------------------------------------------ endpoints
-
     def endpoint(self, target: str = "balancer", database: str = "sbtest") -> Endpoint:
         """'balancer', 'vip', 'node:N' or 'all-nodes' → an Endpoint with the app credentials.
 
@@ -481,104 +371,6 @@ class Cluster:
                 self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size)
                 report(f"n{i}: datadir on a file system of its own ({size}, tmpfs)")
 
-    def _backend_names(self) -> list[str]:
-        return [f"n{i}" for i in self.topology.node_indexes()]
-
-    def _up_balancer(self, report: Report) -> None:
-        t = self.topology
-        port = t.balancer.port
-        hs = self.haproxies()
-        for h in hs:
-            h.write_files()
-            h.validate()
-            h.start()
-            self._record_balancer(h)
-        # keepalived after HAProxy: its track script would otherwise fail and hold it in FAULT.
-        kas = self.keepaliveds()
-        for ka in kas:
-            ka.write_files()
-            ka.validate()
-        for ka in kas:
-            ka.start()
-            self._record_keepalived(ka)
-        for h in hs:
-            h.wait_all_up(self._backend_names(), timeout=BACKENDS_TIMEOUT)
-            report(f"haproxy {h.cfg.dir.name} UP on {h.cfg.address}:{port}")
-        if kas:
-            holder = self.wait_vip(timeout=3 * t.balancer.advert_int + 10)
-            report(f"keepalived: VIP {t.vip_address()}:{port} on {holder}")
-
-    # ------------------------------------------------------------------ balancers
-
-    def vip_holders(self) -> list[str]:
-        """Roles of the balancers that have the VIP on their interface now (['lb1'], say)."""
-        return [ka.cfg.role for ka in self.keepaliveds() if ka.holds_vip()]
-
-    def vip_holder(self) -> str | None:
-        """The one balancer holding the VIP ('lb1' or 'lb2'); None when none or both hold it
-        (no VIP, a takeover in progress, or a split brain: see vip_holders())."""
-        holders = self.vip_holders()
-        return holders[0] if len(holders) == 1 else None
-
-    def wait_vip(self, timeout: float, *, not_on: str | None = None, poll: float = 0.05) -> str:
-        """Wait until exactly one balancer (other than `not_on`) holds the VIP; return its role."""
-        if self.topology.vip_address() is None:
-            raise ClusterStateError(f"cluster '{self.topology.name}' has no VIP")
-        deadline = self.clock.now() + timeout
-        holders: list[str] = []
-        while True:
-            holders = self.vip_holders()
-            if len(holders) == 1 and holders[0] != not_on:
-                return holders[0]
-            if self.clock.now() >= deadline:
-                break
-            self.clock.sleep(poll)
-        seen = ", ".join(holders) if holders else "no balancer"
-        logs = ", ".join(str(ka.cfg.log_path) for ka in self.keepaliveds())
-        raise ComponentError(
-            f"the VIP {self.topology.vip_address()} is not on exactly one balancer"
-            + (f" other than {not_on}" if not_on else "")
-            + f" after {timeout:g} s ({seen} holds it); see {logs}"
-        )
-
-    def balancer_kill(self, index: int = 1) -> str:
-        """kill -9 HAProxy on balancer `index` (a crash). With a pair, keepalived's track script
-        notices within about a second and the peer takes the VIP."""
-        h = self.haproxy(index)
-        if h is None:
-            raise ClusterStateError("this cluster has no balancer")
-        held = self.topology.vip_address() is not None and balancer_role(index) in self.vip_holders()
-        what = h.kill()
-        self._record_balancer(h)
-        return f"haproxy {balancer_role(index)} {what}" + (" (it held the VIP)" if held else "")
-
-    def balancer_start(self, index: int = 1, timeout: float = BACKENDS_TIMEOUT) -> str:
-        """Start HAProxy on balancer `index` again and wait until it sees every node UP. With a
-        pair the VIP stays where it is (nopreempt); this also waits until keepalived there is
-        out of FAULT, i.e. a ready backup again (~2 s: its check's `rise`)."""
-        h = self.haproxy(index)
-        if h is None:
-            raise ClusterStateError("this cluster has no balancer")
-        role = balancer_role(index)
-        if h.alive():
-            return f"haproxy {role} already running"
-        t0 = time.monotonic()
-        h.start()
-        self._record_balancer(h)
-        h.wait_all_up(self._backend_names(), timeout=timeout)
-        ka = self.keepalived(index)
-        if ka is not None:
-            if not ka.alive():
-                ka.start()
-                self._record_keepalived(ka)
-            # Out of FAULT once its check passes `rise` times: only then can it take the VIP
-            # over, so a fault right after this one sees a ready backup.
-            c = ka.cfg
-            ka.wait_ready(c.check_rise * c.check_interval + 3 * c.advert_int + 5)
-        return f"haproxy {role} UP in {time.monotonic() - t0:.1f} s"
-
-    # ------------------------------------------------------------------ down
-
     def down(
         self, report: Report = _quiet, keep_files: bool = False, keep_remote: bool | None = None
     ) -> list[str]:
@@ -654,125 +446,3 @@ class Cluster:
         )
 
     # ------------------------------------------------------------------ node operations
-
-    def node_stop(self, index: int) -> str:
-        n = self.node(index)
-        what = n.stop()
-        self.recorded(n)
-        return f"n{index} {what}"
-
-    def node_kill(self, index: int) -> str:
-        n = self.node(index)
-        what = n.kill()
-        self.recorded(n)
-        return f"n{index} {what}"
-
-    def node_start(self, index: int, timeout: float = JOIN_TIMEOUT) -> str:
-        """Start one node: it rejoins the running ones, or bootstraps when none runs and the
-        engine's rules allow this node to."""
-        n = self.node(index)  # validates the index
-        # What an earlier server process of this node left running (a killed donor's SST script
-        # and its rsync) would block the start: stopped first, and said (issue 15, item 8).
-        stopped = [] if n.alive() else n.stop_strays()
-        msg = self.engine.start_node(self, index, timeout)
-        if stopped:
-            names = ", ".join(sorted(set(stopped)))
-            msg += f" (first stopped {len(stopped)} process(es) its earlier server left running: {names})"
-        return msg
-
-    def restart_nodes(self, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
-        """The heal of kill and stop faults: the engine brings the nodes back whatever the
-        survivors' state (quorum kept, quorum lost, nobody left)."""
-        return self.engine.restart_nodes(self, indexes, timeout)
-
-    def recover(self, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
-        """The end of the heal of network, pause and throttle faults: nodes that do not come
-        back as ready members by themselves are brought back the engine's way (a Group
-        Replication member expelled meanwhile rejoins)."""
-        return self.engine.recover(self, indexes, timeout)
-
-    def primary(self) -> int | None:
-        """The node that takes the writes where one node does (Group Replication's single
-        primary, as the members with quorum report it); None where every node writes or
-        none is writable now."""
-        if self.engine.every_node_writes:
-            return None
-        for n in self.nodes():
-            h = n.health()
-            if h is not None and h.writable and h.role == "PRIMARY":
-                return n.index
-        return None
-
-    def admin_node(self) -> DbNode | None:
-        """The node the tool's own DDL and verification setup go to: one that takes writes now
-        (a single-primary group's primary wherever it is, after any failover; any ready Galera
-        node), else the first running one; None when no node runs. A drill or a prepare must
-        start from whatever state the previous one left, never assume node 1 is writable."""
-        alive = [n for n in self.nodes() if n.alive()]
-        for n in alive:
-            h = n.health()
-            if h is not None and h.writable:
-                return n
-        return alive[0] if alive else None
-
-    def settle(self, running: int | None = None, timeout: float = SETTLE_TIMEOUT) -> list[str]:
-        """Until nodes 1..running (every node by default) are ready members of one view of that
-        size and every running balancer sees them UP: after a fault is healed, before a drill (it
-        must not inherit an earlier fault's aftermath) and after node changes. Nodes that are not
-        running are started (rejoin, or the engine's cold start), running ones that do not come
-        back by themselves are brought back the engine's way (a Group Replication member expelled
-        by a fault), and nodes beyond `running` that a cold start brought back are stopped again,
-        last first. Returns what happened, one line each; ComponentError past `timeout`."""
-        size = running or self.topology.cluster.nodes
-        t0 = time.monotonic()
-
-        def left() -> float:
-            return max(1.0, timeout - (time.monotonic() - t0))
-
-        beyond = range(self.topology.cluster.nodes, size, -1)
-        notes = [self.node_stop(i) for i in beyond if self.node(i).alive()]
-        for i in range(1, size + 1):
-            if not self.node(i).alive():
-                notes.append(f"n{i} was not running; starting it")
-                notes.append(self.node_start(i))
-        unready = [i for i in range(1, size + 1) if not _ready(self.node(i))]
-        if unready:
-            notes += self.recover(unready)
-        for i in range(1, size + 1):
-            self.node(i).wait_ready(left(), expect_size=size)
-        notes.append(f"all {size} nodes ready in one view {time.monotonic() - t0:.1f} s after heal")
-        # Clients come through the balancers: settled means they see every node UP again too
-        # (HAProxy needs `rise` good checks after a node returns).
-        backends = [f"n{i}" for i in range(1, size + 1)]
-        running_balancers = [h for h in self.haproxies() if h.alive()]
-        for h in running_balancers:
-            h.wait_all_up(backends, timeout=max(5.0, left()))
-        if running_balancers:
-            notes.append(f"balancers see every node UP {time.monotonic() - t0:.1f} s after heal")
-        return notes
-
-    def node_restart(self, index: int) -> str:
-        stopped = self.node_stop(index)
-        return f"{stopped}; {self.node_start(index)}"
-
-    def start_all(self, report: Report = _quiet) -> list[str]:
-        """Cold start from the most advanced node, then the balancers that are not running."""
-        out = self.engine.start_all(self, report)
-        for h in self.haproxies():
-            if not h.alive():
-                h.start()
-                self._record_balancer(h)
-        for ka in self.keepaliveds():
-            if not ka.alive():
-                ka.start()
-                self._record_keepalived(ka)
-        return out
-
-    def stop_all(self) -> list[str]:
-        """Graceful stop of every node, in the engine's order."""
-        return [self.node_stop(n.index) for n in self.engine.stop_order(self.nodes())]
-
-
-def _ready(n: DbNode) -> bool:
-    h = n.health()
-    return h is not None and h.ready

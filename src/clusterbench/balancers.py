@@ -1,0 +1,236 @@
+"""The balancers of a cluster: HAProxy on lb1 (and lb2), keepalived and the VIP of a pair, their
+persisted processes, bring-up, kill and restart (mixed into Cluster)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clusterbench.clock import Clock
+from clusterbench.components.haproxy.component import HAProxy
+from clusterbench.components.haproxy.config import HAProxyConfig
+from clusterbench.components.keepalived.component import Keepalived
+from clusterbench.components.keepalived.config import KeepalivedConfig
+from clusterbench.errors import ClusterStateError, ComponentError
+from clusterbench.hosts.base import Machine, ProcessRef
+from clusterbench.spec.topology import Topology
+
+BALANCER_ROLE = "lb1"
+BACKENDS_TIMEOUT = 30.0
+
+Report = Any
+
+
+def balancer_role(index: int) -> str:
+    return f"lb{index}"
+
+
+class BalancerOps:
+    """What Cluster knows of its balancers; it provides the state, hosts and engine used here."""
+
+    state: dict[str, Any]
+    clock: Clock
+    provider: Any
+    engine: Any
+    topology: Topology
+    host: Callable[[str], Machine]
+    role_dir: Callable[[str], Path]
+    interface: Callable[[str], str]
+    save: Callable[[], None]
+
+    def _check_balancer_index(self, index: int) -> None:
+        t = self.topology
+        if index not in t.balancer_indexes():
+            have = f"lb1-lb{t.balancer.count}" if t.balancer.count > 1 else "lb1 only"
+            raise ClusterStateError(
+                f"balancer {index} does not exist; cluster '{t.name}' has "
+                + (have if t.balancer.kind == "haproxy" else "no balancer")
+            )
+
+    def _balancers_state(self) -> dict[str, Any]:
+        """For writing: state["balancers"][role] = {"proc": HAProxy, "keepalived": keepalived}."""
+        legacy = self.state.pop("balancer", None)  # lb1, as written before balancer pairs existed
+        out: dict[str, Any] = self.state.setdefault("balancers", {})
+        if legacy and BALANCER_ROLE not in out:
+            out[BALANCER_ROLE] = legacy
+        return out
+
+    def _balancer_state(self, role: str) -> dict[str, Any]:
+        st = self.state.get("balancers", {}).get(role)
+        if st is None and role == BALANCER_ROLE:
+            st = self.state.get("balancer")
+        return st or {}
+
+    def haproxy(self, index: int = 1) -> HAProxy | None:
+        """HAProxy `index` (lb1 by default); None when the cluster has no balancer."""
+        t = self.topology
+        if t.balancer.kind != "haproxy":
+            return None
+        self._check_balancer_index(index)
+        role = balancer_role(index)
+        cfg = HAProxyConfig(
+            cluster_name=t.name,
+            address=t.balancer_address(index),
+            dir=self.role_dir(role),
+            settings=t.balancer,
+            servers=tuple((f"n{i}", t.node_address(i)) for i in t.node_indexes()),
+            vip=t.vip_address(),
+            routes=self.engine.routes(),
+        )
+        st = self._balancer_state(role)
+        proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
+        return HAProxy(cfg, self.host(role), proc=proc, clock=self.clock)
+
+    def haproxies(self) -> list[HAProxy]:
+        """Every HAProxy: [lb1] or [lb1, lb2]; [] without a balancer."""
+        out = []
+        for k in self.topology.balancer_indexes():
+            h = self.haproxy(k)
+            assert h is not None
+            out.append(h)
+        return out
+
+    def keepalived(self, index: int) -> Keepalived | None:
+        """keepalived on balancer `index` of a pair; None when there is no VIP."""
+        t = self.topology
+        vip = t.vip_address()
+        if vip is None:
+            return None
+        self._check_balancer_index(index)
+        role = balancer_role(index)
+        peer = 2 if index == 1 else 1
+        cfg = KeepalivedConfig(
+            cluster_name=t.name,
+            index=index,
+            dir=self.role_dir(role),
+            src_ip=t.balancer_address(index),
+            peer_ip=t.balancer_address(peer),
+            vip=vip,
+            prefixlen=self.provider.vip_prefixlen(),
+            haproxy_socket=HAProxyConfig.stats_socket_in(self.role_dir(role)),
+            advert_int=t.balancer.advert_int,
+            interface=self.interface(role),
+        )
+        st = self._balancer_state(role)
+        proc = ProcessRef.from_json(st["keepalived"]) if st.get("keepalived") else None
+        return Keepalived(cfg, self.host(role), proc=proc, clock=self.clock)
+
+    def keepaliveds(self) -> list[Keepalived]:
+        out = []
+        for k in self.topology.balancer_indexes():
+            ka = self.keepalived(k)
+            if ka is not None:
+                out.append(ka)
+        return out
+
+    def _record_balancer(self, h: HAProxy) -> None:
+        entry = self._balancers_state().setdefault(h.cfg.dir.name, {})
+        entry["proc"] = h.proc.to_json() if h.proc else None
+        self.save()
+
+    def _record_keepalived(self, ka: Keepalived) -> None:
+        entry = self._balancers_state().setdefault(ka.cfg.role, {})
+        entry["keepalived"] = ka.proc.to_json() if ka.proc else None
+        self.save()
+
+    # ------------------------------------------------------------------ endpoints
+
+    def _backend_names(self) -> list[str]:
+        return [f"n{i}" for i in self.topology.node_indexes()]
+
+    def _up_balancer(self, report: Report) -> None:
+        t = self.topology
+        port = t.balancer.port
+        hs = self.haproxies()
+        for h in hs:
+            h.write_files()
+            h.validate()
+            h.start()
+            self._record_balancer(h)
+        # keepalived after HAProxy: its track script would otherwise fail and hold it in FAULT.
+        kas = self.keepaliveds()
+        for ka in kas:
+            ka.write_files()
+            ka.validate()
+        for ka in kas:
+            ka.start()
+            self._record_keepalived(ka)
+        for h in hs:
+            h.wait_all_up(self._backend_names(), timeout=BACKENDS_TIMEOUT)
+            report(f"haproxy {h.cfg.dir.name} UP on {h.cfg.address}:{port}")
+        if kas:
+            holder = self.wait_vip(timeout=3 * t.balancer.advert_int + 10)
+            report(f"keepalived: VIP {t.vip_address()}:{port} on {holder}")
+
+    # ------------------------------------------------------------------ balancers
+
+    def vip_holders(self) -> list[str]:
+        """Roles of the balancers that have the VIP on their interface now (['lb1'], say)."""
+        return [ka.cfg.role for ka in self.keepaliveds() if ka.holds_vip()]
+
+    def vip_holder(self) -> str | None:
+        """The one balancer holding the VIP ('lb1' or 'lb2'); None when none or both hold it
+        (no VIP, a takeover in progress, or a split brain: see vip_holders())."""
+        holders = self.vip_holders()
+        return holders[0] if len(holders) == 1 else None
+
+    def wait_vip(self, timeout: float, *, not_on: str | None = None, poll: float = 0.05) -> str:
+        """Wait until exactly one balancer (other than `not_on`) holds the VIP; return its role."""
+        if self.topology.vip_address() is None:
+            raise ClusterStateError(f"cluster '{self.topology.name}' has no VIP")
+        deadline = self.clock.now() + timeout
+        holders: list[str] = []
+        while True:
+            holders = self.vip_holders()
+            if len(holders) == 1 and holders[0] != not_on:
+                return holders[0]
+            if self.clock.now() >= deadline:
+                break
+            self.clock.sleep(poll)
+        seen = ", ".join(holders) if holders else "no balancer"
+        logs = ", ".join(str(ka.cfg.log_path) for ka in self.keepaliveds())
+        raise ComponentError(
+            f"the VIP {self.topology.vip_address()} is not on exactly one balancer"
+            + (f" other than {not_on}" if not_on else "")
+            + f" after {timeout:g} s ({seen} holds it); see {logs}"
+        )
+
+    def balancer_kill(self, index: int = 1) -> str:
+        """kill -9 HAProxy on balancer `index` (a crash). With a pair, keepalived's track script
+        notices within about a second and the peer takes the VIP."""
+        h = self.haproxy(index)
+        if h is None:
+            raise ClusterStateError("this cluster has no balancer")
+        held = self.topology.vip_address() is not None and balancer_role(index) in self.vip_holders()
+        what = h.kill()
+        self._record_balancer(h)
+        return f"haproxy {balancer_role(index)} {what}" + (" (it held the VIP)" if held else "")
+
+    def balancer_start(self, index: int = 1, timeout: float = BACKENDS_TIMEOUT) -> str:
+        """Start HAProxy on balancer `index` again and wait until it sees every node UP. With a
+        pair the VIP stays where it is (nopreempt); this also waits until keepalived there is
+        out of FAULT, i.e. a ready backup again (~2 s: its check's `rise`)."""
+        h = self.haproxy(index)
+        if h is None:
+            raise ClusterStateError("this cluster has no balancer")
+        role = balancer_role(index)
+        if h.alive():
+            return f"haproxy {role} already running"
+        t0 = time.monotonic()
+        h.start()
+        self._record_balancer(h)
+        h.wait_all_up(self._backend_names(), timeout=timeout)
+        ka = self.keepalived(index)
+        if ka is not None:
+            if not ka.alive():
+                ka.start()
+                self._record_keepalived(ka)
+            # Out of FAULT once its check passes `rise` times: only then can it take the VIP
+            # over, so a fault right after this one sees a ready backup.
+            c = ka.cfg
+            ka.wait_ready(c.check_rise * c.check_interval + 3 * c.advert_int + 5)
+        return f"haproxy {role} UP in {time.monotonic() - t0:.1f} s"
+
+    # ------------------------------------------------------------------ down
