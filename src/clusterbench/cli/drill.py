@@ -155,8 +155,6 @@ def _print_outcome(out: DrillOutcome) -> None:
     console.out.print(t)
     if _has_anomaly_verdicts(out):
         print_anomaly_table(anomaly_rows([[v.to_json() for v in out.verdicts]]), "anomalies in this trial")
-    for note in out.notes:
-        console.step(note)
     console.out.print(
         f"overall: [{colors[out.result]}]{out.result}[/]   run {out.run_id} "
         f"(`clusterbench report {out.run_id}` for plots)"

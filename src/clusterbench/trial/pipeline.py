@@ -280,7 +280,6 @@ class Pipeline:
             lines = [f"cluster did not settle after heal: {exc}"]
         for line in lines:
             record.event("settle", {"note": line})
-            self.lis.phase(line)
         out.notes += lines
 
     def _checks(self, trial: Trial, ctx: _Context, result: RunResult, out: TrialOutcome) -> None:
@@ -332,5 +331,6 @@ class Pipeline:
         windows = [(start, end) for _, start, end in out.windows]
         runs = [r for v in trial.verifiers for r in v.verifier_runs(windows)]
         status = "completed" if result.ok else "failed"
-        return check_trial(trial_run(status, result.failure(), float(trial.load.options.time), out.samples,
-                                     out.faults, out.windows, runs))  # fmt: skip
+        failure = f"{trial.test}: {result.failure()}" if result.failure() else None
+        return check_trial(trial_run(status, failure, float(trial.load.options.time), out.samples, out.faults,
+                                     out.windows, runs))  # fmt: skip
