@@ -22,12 +22,12 @@ from clusterbench.hosts.base import Machine, ProcessRef, terminate
 # In a throwaway network namespace, so nothing of the node's is touched: exit 0 when the kernel
 # runs a netem qdisc.
 _NETEM_PROBE = "ip link set lo up && tc qdisc add dev lo root netem delay 1ms"
-# Likewise: iptables takes the `statistic` match, and when the delay line ($1) is to be used, the
-# NFQUEUE target, and the delay line binds the queue there.
+# Likewise: iptables takes the `statistic` match and the NFQUEUE target (loss and delay both use
+# it), and when the delay line ($1) is to be used, it binds the queue there.
 _IPT_PROBE = (
     "iptables -w -A OUTPUT -m statistic --mode random --probability 0.5 -j DROP || exit 3; "
-    '[ -z "$1" ] && exit 0; iptables -w -A OUTPUT -j NFQUEUE --queue-num {q} --queue-bypass || exit 4; '
-    '"$1" check --queue {q} >/dev/null'
+    "iptables -w -A OUTPUT -j NFQUEUE --queue-num {q} --queue-bypass || exit 4; "
+    '[ -z "$1" ] || "$1" check --queue {q} >/dev/null'
 )
 
 
@@ -74,17 +74,20 @@ def preflight(
         problem = _binary_problem(machine, binary)
         if problem:
             return Mechanism("nfqueue", loss, problem)
+    delay = "netem" if use_netem else "nfqueue" if needs_line else "none"
+    if not (needs_line or imp.loss_pct):
+        return Mechanism(delay, loss)  # netem alone: our rules only count
     code, tail = _in_scratch_netns(machine, _IPT_PROBE.format(q=queue), str(binary) if needs_line else "")
     if code == 3:
-        return Mechanism("none", loss, f"iptables on {machine.name} has no `statistic` match ({tail})")
+        return Mechanism(delay, loss, f"iptables on {machine.name} has no `statistic` match ({tail})")
     if code != 0:
         return Mechanism(
-            "nfqueue",
+            delay,
             loss,
-            f"{machine.name} cannot queue packets to userspace (NFQUEUE: {tail or f'exit {code}'}); "
-            "a kernel with nfnetlink_queue and nft_queue, or with netem, is needed",
+            f"{machine.name} cannot queue packets (NFQUEUE: {tail or f'exit {code}'}); delay-link and "
+            "loss-link need a kernel with nfnetlink_queue and nft_queue (or netem, for a delay)",
         )
-    return Mechanism("netem" if use_netem else "nfqueue" if needs_line else "none", loss)
+    return Mechanism(delay, loss)
 
 
 def _binary_problem(machine: Machine, binary: Path) -> str | None:

@@ -10,7 +10,9 @@ Semantics, the same whatever the mechanism:
   spread is the sum of two flat ones (a triangle over the same range).
 - loss: every packet between the node and a target peer is dropped with this probability, in
   each direction (a request and its answer both cross the link: an exchange is lost with
-  1 - (1 - p)^2). Always iptables' `statistic` match, on any kernel.
+  1 - (1 - p)^2). Always iptables' `statistic` match, on any kernel: incoming packets are
+  dropped in INPUT, outgoing ones are sent to a queue nobody binds (BLACKHOLE_QUEUE), so that
+  the sender does not learn of the loss (netem hides it the same way).
 - reorder: with jitter a packet may overtake one sent before it (as with netem); reorder=False
   keeps each direction in order (a packet waits for the ones ahead of it).
 """
@@ -29,6 +31,11 @@ DELAYLINE_VERSION = "cb-delayline 1"
 CHAIN_OUT = "CBDL-OUT"
 CHAIN_IN = "CBDL-IN"
 QUEUE = 7711
+# A queue nobody binds: a packet sent to it without --queue-bypass is freed by the kernel, and the
+# sender is told it left. That is how a lost packet looks on a real link. A DROP in OUTPUT
+# instead returns EPERM to the sending socket, and TCP then just sends the segment again with
+# the next ACK, without the timeout and the smaller window that real loss brings.
+BLACKHOLE_QUEUE = 65535
 # A port nobody listens on: a TCP connect to it comes back as a RST after one round trip, and a
 # database's port would count every probe as a failed client (MySQL blocks a host after
 # max_connect_errors of them).
@@ -122,6 +129,11 @@ def _ms(x: float) -> str:
     return f"{round(x * 1000)}us"
 
 
+def _lose(outgoing: bool) -> list[str]:
+    """The target of a lost packet: silently gone for an outgoing one (see BLACKHOLE_QUEUE)."""
+    return ["-j", "NFQUEUE", "--queue-num", str(BLACKHOLE_QUEUE)] if outgoing else ["-j", "DROP"]
+
+
 def rules(
     peers: list[str] | None,
     imp: Impairment,
@@ -133,7 +145,7 @@ def rules(
     """iptables argv lists, in order, that send the node's packets to and from `peers` (or, with
     None, every packet on `dev`) through loss and the delay line's queue (None: no delay here,
     netem does it or there is none). Each direction: a rule without a target that only counts,
-    the `statistic` drop, the NFQUEUE rule with --queue-bypass (packets pass while no program
+    the `statistic` loss, the NFQUEUE rule with --queue-bypass (packets pass while no program
     listens). Run inside the node's namespace."""
     ipt = ["iptables", "-w"]
     out_chain, in_chain = chains
@@ -143,23 +155,8 @@ def rules(
         for m in matches:
             cmds.append([*ipt, "-A", chain, *m])
             if imp.loss_pct:
-                p = f"{imp.loss_pct / 100:.6f}"
-                cmds.append(
-                    [
-                        *ipt,
-                        "-A",
-                        chain,
-                        *m,
-                        "-m",
-                        "statistic",
-                        "--mode",
-                        "random",
-                        "--probability",
-                        p,
-                        "-j",
-                        "DROP",
-                    ]
-                )
+                sample = ["-m", "statistic", "--mode", "random", "--probability", f"{imp.loss_pct / 100:.6f}"]
+                cmds.append([*ipt, "-A", chain, *m, *sample, *_lose(chain == out_chain)])
             if imp.delays and queue is not None:
                 cmds.append(
                     [*ipt, "-A", chain, *m, "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"]
@@ -193,7 +190,7 @@ def counters_argv(chain: str) -> list[str]:
 
 def loss_counts(listing: str) -> tuple[int, int]:
     """(packets seen, packets dropped) from `counters_argv` of one of our chains: the counting
-    rules have no target, the drops are the DROP rules."""
+    rules have no target, the drops are the `statistic` rules."""
     seen = dropped = 0
     for line in listing.splitlines():
         words = line.split()
@@ -204,7 +201,7 @@ def loss_counts(listing: str) -> tuple[int, int]:
         target = words[words.index("-j") + 1] if "-j" in words else None
         if target is None:
             seen += pkts
-        elif target == "DROP":
+        elif "statistic" in words:
             dropped += pkts
     return seen, dropped
 

@@ -130,13 +130,13 @@ def test_preflight_says_in_one_line_what_is_missing() -> None:
     assert no_stat is not None and "statistic" in no_stat
 
 
-def test_loss_alone_needs_neither_the_program_nor_nfqueue() -> None:
+def test_loss_alone_needs_the_nfqueue_target_but_not_the_program() -> None:
     node = Node()
     del node.files[BIN]
     mech = preflight(node, impairment(loss=10), None, binary=BIN)
     assert mech == Mechanism("none", "iptables-statistic")
     probe = next(r for r in node.runs if r[0] == "unshare")
-    assert probe[-1] == ""  # no program to try
+    assert "NFQUEUE" in probe[4] and probe[-1] == ""  # the target, and no program to try
 
 
 def fault(

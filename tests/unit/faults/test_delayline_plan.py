@@ -65,15 +65,16 @@ def test_describe_says_what_was_asked() -> None:
 def test_rules_to_one_peer_count_drop_and_queue_each_direction_in_chains_of_our_own() -> None:
     cmds = rules(["198.18.0.12"], impairment("50ms", loss=30), queue=7711)
     q = ["-j", "NFQUEUE", "--queue-num", "7711", "--queue-bypass"]
-    stat = ["-m", "statistic", "--mode", "random", "--probability", "0.300000", "-j", "DROP"]
+    stat = ["-m", "statistic", "--mode", "random", "--probability", "0.300000"]
+    gone = ["-j", "NFQUEUE", "--queue-num", "65535"]  # unbound, no bypass: the sender is not told
     assert cmds == [
         [*IPT, "-N", "CBDL-OUT"],
         [*IPT, "-N", "CBDL-IN"],
         [*IPT, "-A", "CBDL-OUT", "-d", "198.18.0.12"],
-        [*IPT, "-A", "CBDL-OUT", "-d", "198.18.0.12", *stat],
+        [*IPT, "-A", "CBDL-OUT", "-d", "198.18.0.12", *stat, *gone],
         [*IPT, "-A", "CBDL-OUT", "-d", "198.18.0.12", *q],
         [*IPT, "-A", "CBDL-IN", "-s", "198.18.0.12"],
-        [*IPT, "-A", "CBDL-IN", "-s", "198.18.0.12", *stat],
+        [*IPT, "-A", "CBDL-IN", "-s", "198.18.0.12", *stat, "-j", "DROP"],
         [*IPT, "-A", "CBDL-IN", "-s", "198.18.0.12", *q],
         [*IPT, "-I", "OUTPUT", "1", "-o", "eth0", "-j", "CBDL-OUT"],
         [*IPT, "-I", "INPUT", "1", "-i", "eth0", "-j", "CBDL-IN"],
@@ -91,25 +92,24 @@ def test_rules_for_the_whole_link_match_the_interface_only() -> None:
 
 def test_loss_alone_queues_nothing_and_delay_alone_drops_nothing() -> None:
     loss_only = rules(["10.0.0.2", "10.0.0.3"], impairment(loss=1))
-    assert not any("NFQUEUE" in c for c in loss_only)
-    assert sum("DROP" in c for c in loss_only) == 4  # two peers, two directions
+    assert not any("--queue-bypass" in c or "7711" in c for c in loss_only)
+    assert sum("statistic" in c for c in loss_only) == 4  # two peers, two directions
+    sample = ["-m", "statistic", "--mode", "random", "--probability", "0.010000"]
     assert [
         *IPT,
         "-A",
         "CBDL-OUT",
         "-d",
         "10.0.0.3",
-        "-m",
-        "statistic",
-        "--mode",
-        "random",
-        "--probability",
-        "0.010000",
+        *sample,
         "-j",
-        "DROP",
+        "NFQUEUE",
+        "--queue-num",
+        "65535",
     ] in loss_only
+    assert [*IPT, "-A", "CBDL-IN", "-s", "10.0.0.3", *sample, "-j", "DROP"] in loss_only
     delay_only = rules(["10.0.0.2"], impairment("5ms"))
-    assert not any("DROP" in c for c in delay_only)
+    assert not any("statistic" in c for c in delay_only)
     # With netem doing the delay, the rules only count.
     assert not any("NFQUEUE" in c for c in rules(None, impairment("5ms"), queue=None))
 
