@@ -6,6 +6,7 @@
 //	                 [--no-reorder] [--status FILE] [--seed S]
 //	cb-delayline check --queue N     bind the queue once and let go (is NFQUEUE usable here?)
 //	cb-delayline probe --addr A:P    TCP connect round trips to A:P, as JSON
+//	cb-delayline flood --addr A:P --rate R --for 3s    UDP at a steady rate (for measurements)
 package main
 
 import (
@@ -26,6 +27,8 @@ func main() {
 		code = cmdCheck(os.Args[2:])
 	case "probe":
 		code = cmdProbe(os.Args[2:])
+	case "flood":
+		code = cmdFlood(os.Args[2:])
 	case "version":
 		fmt.Println(version)
 	default:
@@ -38,7 +41,7 @@ func main() {
 const version = "cb-delayline 1"
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cb-delayline run|check|probe|version [options]; -h for options")
+	fmt.Fprintln(os.Stderr, "usage: cb-delayline run|check|probe|flood|version [options]; -h for options")
 	os.Exit(2)
 }
 

@@ -44,3 +44,45 @@ func cmdProbe(args []string) int {
 	os.Stdout.Write(append(out, '\n'))
 	return 0
 }
+
+// cmdFlood sends 64-byte UDP datagrams to addr at a steady rate (for measuring how many packets
+// per second the line can hold); prints the count sent and the seconds it took, as JSON.
+func cmdFlood(args []string) int {
+	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
+	addr := fs.String("addr", "", "host:port to send to")
+	rate := fs.Int("rate", 1000, "datagrams per second")
+	secs := fs.Duration("for", 3*time.Second, "how long")
+	if err := fs.Parse(args); err != nil || *addr == "" || *rate < 1 {
+		return fail(2, "flood needs --addr host:port and --rate >= 1")
+	}
+	c, err := net.Dial("udp", *addr)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	defer c.Close()
+	// Held packets still count against the sender's socket buffer: a big one (root may force it
+	// past wmem_max) so that the flood measures the line, not the buffer.
+	if raw, err := c.(*net.UDPConn).SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) {
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUFFORCE, 64<<20)
+		})
+	}
+	msg := make([]byte, 64)
+	sent, errs := 0, 0
+	t0 := time.Now()
+	for {
+		el := time.Since(t0)
+		if el >= *secs {
+			break
+		}
+		for due := int(el.Seconds() * float64(*rate)); sent < due; sent++ {
+			if _, err := c.Write(msg); err != nil {
+				errs++
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	out, _ := json.Marshal(map[string]any{"sent": sent, "errors": errs, "seconds": time.Since(t0).Seconds()})
+	os.Stdout.Write(append(out, '\n'))
+	return 0
+}

@@ -68,7 +68,9 @@ func open(queue uint, maxLen uint) (*nfqueue.Nfqueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A burst the socket buffer cannot take is then lost to us but not an error that stops us.
+	// Room for bursts: a packet the socket cannot take is let through at once (fail-open), and
+	// NoENOBUFS keeps that from being an error that stops our receive loop.
+	_ = nf.Con.SetReadBuffer(8 << 20)
 	_ = nf.SetOption(netlink.NoENOBUFS, true)
 	return nf, nil
 }

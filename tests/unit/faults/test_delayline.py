@@ -161,7 +161,7 @@ def test_apply_starts_the_line_before_the_rules_and_heal_undoes_both() -> None:
     f = fault(node, probe_addr="10.0.0.3")
     node.runs.clear()
     detail = f.apply()
-    assert node.spawned[0].argv[:2] == [str(BIN), "run"]
+    assert node.spawned[0].argv[:5] == ["nice", "-n", "-10", str(BIN), "run"]
     assert json.loads(node.files[WORK / "delayline-pid.json"])["pid"] == node.spawned[0].proc.pid
     ipt = [r for r in node.runs if r[0] == "iptables"]
     assert ipt[1] == ["iptables", "-w", "-N", "CBDL-OUT"]  # after the check that none is there
