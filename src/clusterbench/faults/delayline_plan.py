@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusterbench.errors import InputError
+
 # Where scripts/build-tools.sh puts the program, and the version it must report (`version`).
 DELAYLINE_BIN = Path("/var/lib/clusterbench/bin/cb-delayline")
 DELAYLINE_VERSION = "cb-delayline 1"
@@ -42,24 +44,30 @@ BLACKHOLE_QUEUE = 65535
 PROBE_PORT = 9
 DISTRIBUTIONS = ("uniform", "normal")
 
+
+class ImpairmentError(InputError, ValueError):
+    """Bad delay/jitter/loss: one line. An InputError, so the CLI exits 2 before anything starts,
+    and a ValueError, so pydantic validators can raise it as it is."""
+
+
 _DURATION = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*(us|ms|s)\s*$")
 _UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
 def duration_ms(text: str, what: str = "delay") -> float:
-    """'50ms', '1.5ms', '200us', '1s' as milliseconds; one-line ValueError otherwise."""
+    """'50ms', '1.5ms', '200us', '1s' as milliseconds; a one-line ImpairmentError otherwise."""
     m = _DURATION.match(text)
     if not m:
-        raise ValueError(f"{what} '{text}' is not a duration like '50ms', '1.5ms', '200us' or '1s'")
+        raise ImpairmentError(f"{what} '{text}' is not a duration like '50ms', '1.5ms', '200us' or '1s'")
     ms = float(m.group(1)) * _UNIT_MS[m.group(2)]
     if ms < 0:
-        raise ValueError(f"{what} must not be negative (got '{text}')")
+        raise ImpairmentError(f"{what} must not be negative (got '{text}')")
     return ms
 
 
 @dataclass(frozen=True)
 class Impairment:
-    """What a link fault asks for; ValueError (one line) when it makes no sense."""
+    """What a link fault asks for; ImpairmentError (one line) when it makes no sense."""
 
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
@@ -69,19 +77,21 @@ class Impairment:
 
     def __post_init__(self) -> None:
         if self.delay_ms < 0 or self.jitter_ms < 0:
-            raise ValueError(
+            raise ImpairmentError(
                 f"delay and jitter must not be negative (got {self.delay_ms:g} ms, {self.jitter_ms:g} ms)"
             )
         if self.delay_ms > 60_000 or self.jitter_ms > 60_000:
-            raise ValueError("delay and jitter are at most 60 s")
+            raise ImpairmentError("delay and jitter are at most 60 s")
         if not 0 <= self.loss_pct <= 100:
-            raise ValueError(f"loss is a percentage, 0-100 (got {self.loss_pct:g})")
+            raise ImpairmentError(f"loss is a percentage, 0-100 (got {self.loss_pct:g})")
         if self.jitter_ms > 0 and self.delay_ms == 0:
-            raise ValueError("jitter needs a delay to vary around (e.g. delay 10ms, jitter 5ms)")
+            raise ImpairmentError("jitter needs a delay to vary around (e.g. delay 10ms, jitter 5ms)")
         if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"distribution is one of {', '.join(DISTRIBUTIONS)} (got '{self.distribution}')")
+            raise ImpairmentError(
+                f"distribution is one of {', '.join(DISTRIBUTIONS)} (got '{self.distribution}')"
+            )
         if self.delay_ms == 0 and self.loss_pct == 0:
-            raise ValueError("nothing to do: give a delay, a loss, or both")
+            raise ImpairmentError("nothing to do: give a delay, a loss, or both")
 
     @property
     def delays(self) -> bool:

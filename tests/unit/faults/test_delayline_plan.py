@@ -34,6 +34,15 @@ def test_a_duration_without_a_unit_is_refused_in_one_line(text: str) -> None:
     assert "\n" not in str(e.value)
 
 
+def test_bad_input_is_an_input_error_the_cli_exits_2_on() -> None:
+    from clusterbench.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        impairment(delay="-5ms")
+    assert e.value.exit_code == 2
+    assert isinstance(e.value, ValueError)  # what pydantic validators may raise
+
+
 def test_a_negative_delay_is_refused() -> None:
     with pytest.raises(ValueError, match="delay must not be negative"):
         impairment(delay="-5ms")
