@@ -13,6 +13,8 @@ undelayed: fail-open) and its CPU. With --toxiproxy PATH the same RTT measures t
 
 Usage (root): python benchmarks/delayline_fidelity.py [--seconds 4] [--load 2000]
               [--rates 5000,10000,20000,40000] [--toxiproxy /path/to/toxiproxy-server]
+toxiproxy's server, if wanted (about 2 min to build; only this exact version resolves here):
+  GOBIN=/tmp/toxi go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0
 Everything it creates is removed at the end, also on failure.
 """
 
