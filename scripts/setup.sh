@@ -61,6 +61,11 @@ fi
 # The LD_PRELOAD fix for sysbench's reconnect crash (upstream issue 527), built from our source.
 $PY -c "from pathlib import Path; from clusterbench.cluster import home_dir; from clusterbench.workloads import build_shim; print('sysbench shim:', build_shim(home_dir() / 'lib'))"
 
+# Helper programs built from our Go sources (the NFQUEUE delay line for delay-link and loss-link on
+# kernels without netem): only when missing or changed. If one cannot be built this says why and
+# carries on; the faults that need it then refuse in one line.
+bash "$(dirname "$0")/build-tools.sh" --soft || true
+
 # MySQL Group Replication runs from a root file system of Debian's unstable suite (Debian 12 has
 # no MySQL), built once with debootstrap and reused (/var/lib/clusterbench/rootfs/mysql, or
 # $CLUSTERBENCH_ROOTFS). If it cannot be built today this says why in one line and carries on:
