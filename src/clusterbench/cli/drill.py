@@ -90,7 +90,7 @@ def _print_outcome(out: DrillOutcome) -> None:
         windows = {w[0]: w for w in out.windows}
         for d in out.heal_details:
             w = windows.get(d["fault"])
-            what = "; ".join(f"{k}: {v}" for part in (d["apply"], d["heal"]) for k, v in part.items()) + (
+            what = "; ".join(_what(part) for part in (d["apply"], d["heal"]) if part) + (
                 f" [red]{d['error']}[/]" if d.get("error") else ""
             )
             t.add_row(d["fault"], f"{w[1]:.1f}" if w else "-", f"{w[2]:.1f}" if w else "-", what)
@@ -159,6 +159,13 @@ def _print_outcome(out: DrillOutcome) -> None:
         f"overall: [{colors[out.result]}]{out.result}[/]   run {out.run_id} "
         f"(`clusterbench report {out.run_id}` for plots)"
     )
+
+
+def _what(detail: dict[str, Any]) -> str:
+    """A fault's apply or heal detail for the faults table: its summary line when it has one."""
+    if "summary" in detail:
+        return str(detail["summary"])
+    return "; ".join(f"{k}: {v}" for k, v in detail.items())
 
 
 def _has_anomaly_verdicts(out: DrillOutcome) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import Desyncable
+from clusterbench.faults import delayline
 from clusterbench.faults.actions import (
     CHAIN,
     VRRP_CHAIN,
@@ -21,7 +22,7 @@ from clusterbench.faults.actions import (
 @dataclass(frozen=True)
 class Leftover:
     node: int  # 0 for a balancer's leftover (see role)
-    what: str  # link-down, shaping, netem, partition, paused, cpu-quota, desync, vrrp-cut
+    what: str  # link-down, shaping, netem, impaired-link, partition, paused, cpu-quota, desync, vrrp-cut
     role: str = ""  # lb1/lb2 for balancer leftovers
 
     def describe(self) -> str:
@@ -31,6 +32,7 @@ class Leftover:
             "link-down": f"n{self.node}: link is down (isolate-node)",
             "shaping": f"n{self.node}: tbf shaping not in the topology (throttle-link)",
             "netem": f"n{self.node}: netem delay or loss on its link (delay-link, loss-link)",
+            "impaired-link": f"n{self.node}: delay-line rules or process on its link (delay-link, loss-link)",
             "partition": f"n{self.node}: iptables chain {CHAIN} present (partition)",
             "paused": f"n{self.node}: the server is stopped with SIGSTOP (pause-node)",
             "cpu-quota": f"n{self.node}: CPU quota differs from the topology (throttle-cpu)",
@@ -50,6 +52,8 @@ def find(cluster: Cluster) -> list[Leftover]:
         # iptables on the node's own host: inside its namespace here, on its machine over ssh.
         if host.run(["iptables", "-w", "-S", CHAIN], check=False).ok:
             out.append(Leftover(i, "partition"))
+        if delayline.leftovers(host, cluster.role_dir(role) / "delayline"):
+            out.append(Leftover(i, "impaired-link"))
         st = host.proc_state(n.proc.pid) if n.proc is not None and n.alive() else None
         if st is not None and st[0] == "T":
             out.append(Leftover(i, "paused"))
@@ -91,6 +95,9 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
             cluster.provider.reconnect(role)
         elif lo.what in ("shaping", "netem"):
             restore_link(cluster, lo.node)
+        elif lo.what == "impaired-link":
+            delayline.heal_leftovers(node_host(cluster, lo.node), cluster.role_dir(role) / "delayline",
+                                     dev=cluster.interface(role), clock=cluster.clock)  # fmt: skip
         elif lo.what == "partition":
             for i, argv in unpartition_rules([lo.node]):
                 node_host(cluster, i).run(argv, check=False)

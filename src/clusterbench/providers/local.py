@@ -151,14 +151,6 @@ class LocalProvider:
         for argv in shape_plan(self.names, role, rate):
             self.local.run(argv)
 
-    def netem(self, role: str, qdisc: list[str]) -> None:
-        self.local.run(["tc", "qdisc", "replace", "dev", self.names.veth(role), "root", *qdisc])
-        self.host(role).run(["tc", "qdisc", "replace", "dev", "eth0", "root", *qdisc])
-
-    def netem_missing(self, roles: Sequence[str], probe: Callable[[Machine], bool]) -> list[str]:
-        """Roles whose kernel has no netem: one kernel here, probed once."""
-        return [] if probe(self.local) else [f"{r} (this machine)" for r in roles]
-
     def restore_link(self, role: str) -> str:
         """Back to the topology's shaping (tbf at its bandwidth, or none); returns what it is now."""
         configured = self.topology.node_resources(int(role[1:])).bandwidth if role.startswith("n") else None

@@ -17,7 +17,6 @@ from typing import Any
 from clusterbench.clock import SystemClock
 from clusterbench.errors import ClusterStateError
 from clusterbench.hosts import procs
-from clusterbench.hosts.base import Machine
 from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget, copy_tree, on_hosts
 from clusterbench.providers import ssh_check
 from clusterbench.providers.iptables import isolate_rules, unpartition_rules
@@ -174,16 +173,6 @@ class SshProvider:
     def shape(self, role: str, rate: str) -> None:
         """Egress of the role's interface only: ingress shaping would need an ifb device."""
         self.host(role).run(["tc", "qdisc", "replace", "dev", self.interface(role), "root", *tbf_args(rate)])
-
-    def netem(self, role: str, qdisc: list[str]) -> None:
-        self.host(role).run(["tc", "qdisc", "replace", "dev", self.interface(role), "root", *qdisc])
-
-    def netem_missing(self, roles: Sequence[str], probe: Callable[[Machine], bool]) -> list[str]:
-        out = []
-        for role, ok in on_hosts(list(roles), lambda r: probe(self.host(r))):
-            if ok is not True:
-                out.append(f"{role} (host {self.host(role).name})")
-        return out
 
     def restore_link(self, role: str) -> str:
         # No shaping in an ssh topology: removing our root qdisc gives the interface back its
