@@ -396,11 +396,11 @@ def fault(
     cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
     groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
     delay: Annotated[
-        str | None, typer.Option(help="delay-link (netem, where the kernel has it): e.g. 50ms.")
+        str | None, typer.Option(help="delay-link: added round trip, e.g. 50ms (netem or the delay line).")
     ] = None,
     jitter: Annotated[str | None, typer.Option(help="delay-link: jitter, e.g. 5ms.")] = None,
     loss: Annotated[
-        float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
+        float | None, typer.Option(help="loss-link: percent of packets lost each way, e.g. 5.")
     ] = None,
     window: Annotated[
         float | None,

@@ -69,7 +69,7 @@ class FaultSpec(BaseModel):
     cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
     groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
     cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
-    # delay-link / loss-link (netem; only where the kernel has sch_netem): "100ms", 5.0 (%)
+    # delay-link / loss-link (the delay line or netem, faults/delayline.py): "100ms", 5.0 (%)
     delay: str | None = None
     jitter: str | None = None
     loss: float | None = Field(None, gt=0, le=100)
