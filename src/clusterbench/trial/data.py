@@ -31,6 +31,7 @@ from clusterbench.workloads.sysbench import (
     TPCC_TABLES,
     expected_tables,
     prepare_group,
+    prepare_test,
     use_tls,
 )
 from clusterbench.workloads.tpcc_check import CheckReport, cursor_query
@@ -276,7 +277,9 @@ class DataSets:
         tables = expected_tables(opts, group)
         if tables:
             self.create_schemas(admin, todo)
-        base = opts.model_copy(update={"compression": False, "rate": 0})
+        # The group's own prepare test: oltp_insert's prepare makes empty tables (auto_inc off),
+        # which the other oltp tests would then run on.
+        base = opts.model_copy(update={"compression": False, "rate": 0, "test": prepare_test(group)})
         for db in todo:
             dropped = self.drop(admin, db, tables)
             if dropped:

@@ -261,7 +261,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     # not one of them and stays
     assert [s for s in sql if s.startswith("DROP")] == ["DROP TABLE IF EXISTS `sbtest`.`sbtest1`"]
     assert fake.calls == [
-        ("prepare", "oltp_point_select", ("sbtest",)),
+        ("prepare", "oltp_read_write", ("sbtest",)),  # the group's prepare test: tables with rows
         ("run", "oltp_point_select", ("2", "3")),
     ]
     prov = store.provenance(out.run_id)
@@ -306,7 +306,7 @@ def test_suite_prepares_once_per_group_and_cleans_up(store: Store) -> None:
         ("prepare", "bulk_insert"),
         ("run", "bulk_insert"),
         ("cleanup", "bulk_insert"),
-        ("prepare", "oltp_point_select"),
+        ("prepare", "oltp_read_write"),
         ("run", "oltp_point_select"),
         ("run", "oltp_delete"),
         ("cleanup", "oltp_point_select"),

@@ -156,6 +156,8 @@ def health_of(st: GRStatus, single_primary: bool) -> NodeHealth:
 class GRNode(ServerNode):
     session = GR_SESSION
     metric_status = GR_METRIC_STATUS
+    # A clone ends with mysqld restarting itself (RESTART): it needs a supervisor to start it again.
+    supervised = True
 
     def __init__(
         self,
