@@ -37,6 +37,7 @@ type controller struct {
 	source string
 	mount  string
 	after  []func() // kernel notifications owed by the last drop, sent at thaw
+	drops  uint64   // the gate's drop count at the last thaw
 }
 
 // handle answers one request.
@@ -131,8 +132,9 @@ func (c *controller) thaw() map[string]any {
 	notified := len(c.after)
 	c.after = nil
 	// Give operations held across a drop a moment to be refused, so the count is complete.
-	if notified > 0 {
-		time.Sleep(10 * time.Millisecond)
+	if drops := c.g.status().Drops; drops != c.drops {
+		c.drops = drops
+		time.Sleep(20 * time.Millisecond)
 	}
 	return map[string]any{"was_frozen": was, "refused": c.g.refused.Load() - before, "invalidated": notified}
 }
