@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -31,6 +32,7 @@ const fsType = "cbfaultfs"
 type config struct {
 	source, mount, control string
 	debug                  bool
+	cpuProfile             string
 	cacheTimeout           time.Duration
 }
 
@@ -41,6 +43,7 @@ func main() {
 	flag.StringVar(&cfg.control, "control", "", "the control socket to create")
 	flag.BoolVar(&cfg.debug, "debug", false, "log every FUSE request")
 	flag.DurationVar(&cfg.cacheTimeout, "cache-timeout", time.Second, "kernel entry/attribute cache time")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run here (tuning)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("cb-faultfs: ")
@@ -48,7 +51,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: cb-faultfs -source DIR -mount DIR -control SOCKET [-debug]")
 		os.Exit(2)
 	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			log.Fatalf("cpu profile: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(cfg); err != nil {
+		pprof.StopCPUProfile()
 		log.Printf("error: %v", err)
 		os.Exit(1)
 	}
@@ -119,20 +133,31 @@ func run(cfg config) error {
 	select {
 	case sig := <-signals:
 		log.Printf("%v: thawing and unmounting", sig)
+		// Whatever holds it up, the daemon is gone within a bound: its exit aborts the FUSE
+		// connection, and whoever stopped it unmounts what is left.
+		time.AfterFunc(shutdownLimit, func() {
+			log.Printf("shutdown not done after %s; exiting", shutdownLimit)
+			os.Remove(cfg.control)
+			os.Exit(1)
+		})
 		g.faults.Store(nil)
-		ctl.mu.Lock()
-		ctl.thaw()
-		ctl.mu.Unlock()
+		g.thaw() // the controller may be busy (a freeze waiting): do not wait for it
 		unmount(server, cfg.mount, served)
 	case <-served:
 		log.Printf("%s was unmounted", cfg.mount)
 	}
 	closeControl(l, cfg.control)
+	log.Printf("stopped")
 	return nil
 }
 
+// shutdownLimit bounds the time from SIGTERM to exit (clusterbench waits 15 s before SIGKILL).
+const shutdownLimit = 8 * time.Second
+
 // unmount unmounts, lazily when files are still open, and waits a little for the server to end.
 func unmount(server *fuse.Server, mount string, served <-chan struct{}) {
+	start := time.Now()
+	defer func() { log.Printf("unmounted %s in %s", mount, time.Since(start).Round(time.Millisecond)) }()
 	if err := server.Unmount(); err != nil {
 		log.Printf("unmount: %v; detaching it instead", err)
 		if err := syscall.Unmount(mount, syscall.MNT_DETACH); err != nil {

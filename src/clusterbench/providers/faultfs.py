@@ -224,7 +224,7 @@ class FaultFS:
     def clear_faults(self) -> None:
         self._call({"op": "clear_faults"})
 
-    def stop(self, timeout: float = 10.0) -> str:
+    def stop(self, timeout: float = 15.0) -> str:
         """SIGTERM the daemon (it thaws and unmounts), SIGKILL after `timeout`; unmount what is left
         (lazily if busy). Returns what happened."""
         what = "not running"
