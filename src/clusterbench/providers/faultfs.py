@@ -204,11 +204,11 @@ class FaultFS:
         """freeze -> kill -> drop -> thaw: the victim dies and its un-synced writes are gone, as on a
         real power cut. `kill` must only send the signal, not wait for the death: a thread of the
         victim held in the layer (writing back its dirty mmap pages at exit) ends only at the thaw.
-        Wait for it afterwards. Thaws even when `kill` or the drop fails."""
+        Wait for it afterwards. Thaws even when the freeze, `kill` or the drop fails."""
         if new_files not in NEW_FILES:
             raise InputError(f"new_files must be one of {', '.join(NEW_FILES)} (got {new_files!r})")
-        self.freeze(freeze_timeout)
         try:
+            self.freeze(freeze_timeout)
             kill()
             dropped = self.drop(new_files)
         finally:

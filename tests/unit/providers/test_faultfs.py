@@ -268,6 +268,21 @@ def test_power_loss_thaws_when_the_kill_fails() -> None:
     assert ch.ops() == ["freeze", "thaw"]
 
 
+def test_power_loss_thaws_when_the_freeze_times_out_and_kills_nobody() -> None:
+    class SlowFreeze(Channel):
+        def request(self, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+            super().request(message, timeout)
+            if message["op"] == "freeze":
+                return {"ok": False, "error": "1 operations still in flight after 30s; still frozen"}
+            return {"ok": True}
+
+    ch = SlowFreeze()
+    killed: list[bool] = []
+    with pytest.raises(ComponentError, match="freeze: 1 operations still in flight"):
+        layer(Host(), ch).power_loss(lambda: killed.append(True))
+    assert ch.ops() == ["freeze", "thaw"] and killed == []
+
+
 def test_power_loss_refuses_an_unknown_new_files_mode_before_freezing() -> None:
     ch = Channel()
     with pytest.raises(InputError, match="new_files must be one of empty, remove"):
