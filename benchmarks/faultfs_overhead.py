@@ -8,6 +8,7 @@ run (layer-raw, raw-layer, ...): the geometric mean of layer/raw with a 95 % CI
 Tests (16 KiB blocks, one 64 MiB file, one thread, niced):
 * rndwr-fsync: random writes with an fsync after each, as InnoDB's commit (writes/s);
 * rndwr-fdatasync: the same with fdatasync, as a redo log;
+* rndwr-direct-fsync: rndwr-fsync through O_DIRECT, as InnoDB's data files by default;
 * seqwr: sequential writes, fsync only at the end (MiB/s): the write path and the undo log;
 * seqrd: sequential reads (MiB/s), for the read path.
 Everything lives under /tmp/faultfs-bench-PID and is removed, the layer unmounted, at the end.
@@ -48,6 +49,12 @@ TESTS = {
     "rndwr-fdatasync": Test(
         "rndwr-fdatasync",
         ("--file-test-mode=rndwr", "--file-fsync-freq=1", "--file-fsync-mode=fdatasync"),
+        r"writes/s:\s+([\d.]+)",
+        "writes/s",
+    ),
+    "rndwr-direct-fsync": Test(
+        "rndwr-direct-fsync",
+        ("--file-test-mode=rndwr", "--file-fsync-freq=1", "--file-extra-flags=direct"),
         r"writes/s:\s+([\d.]+)",
         "writes/s",
     ),

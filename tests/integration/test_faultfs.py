@@ -7,6 +7,7 @@ layer is unmounted and its daemon gone at the end, also when a test fails."""
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import pwd
 import re
@@ -161,6 +162,30 @@ def test_a_victim_writing_at_the_cut_dies_and_its_held_write_never_lands(layer: 
     assert dropped.files and dropped.files[0].unsynced_bytes > 4096
     if p.stdout is not None:
         p.stdout.close()
+
+
+def test_o_direct_is_not_durable_without_fsync_and_o_dsync_is(layer: FaultFS) -> None:
+    """O_DIRECT skips the page cache, not a disk's volatile cache; an O_DSYNC write is durable."""
+    buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT wants
+    buf.write(b"d" * 4096)
+    direct = os.open(layer.mount / "direct", os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o644)
+    dsync = os.open(layer.mount / "dsync", os.O_CREAT | os.O_WRONLY | os.O_DSYNC, 0o644)
+    try:
+        assert os.pwritev(direct, [buf], 0) == 4096
+        os.fsync(direct)
+        buf.seek(0)
+        buf.write(b"e" * 4096)
+        assert os.pwritev(direct, [buf], 4096) == 4096  # not synced
+        os.write(dsync, b"s" * 100)
+    finally:
+        os.close(direct)
+        os.close(dsync)
+    layer.freeze()
+    dropped = layer.drop()
+    layer.thaw()
+    assert (layer.mount / "direct").read_bytes() == b"d" * 4096
+    assert (layer.mount / "dsync").read_bytes() == b"s" * 100
+    assert [f.path for f in dropped.files] == ["direct"]
 
 
 def test_latency_fault_slows_fsync_by_at_least_the_delay(layer: FaultFS) -> None:
