@@ -144,7 +144,11 @@ class FaultFS:
         self.host.mkdir(self.source, owner=owner)
         self.host.mkdir(self.mount, owner=owner)
         self.proc = self.host.spawn(self.argv(), log=self.log_path)
-        self.wait_ready(timeout)
+        try:
+            self.wait_ready(timeout)
+        except ComponentError:
+            self.stop(timeout=5)  # a daemon that hangs must not stay, nor its mount
+            raise
         log.info("power-loss layer %s over %s (pid %d)", self.mount, self.source, self.proc.pid)
         return self.proc
 

@@ -234,10 +234,13 @@ def test_start_refuses_a_mount_point_that_is_already_a_layer() -> None:
     assert host.spawned == []
 
 
-def test_start_times_out_with_the_log_tail() -> None:
+def test_start_times_out_with_the_log_tail_and_stops_the_daemon() -> None:
     host = Host()
+    host.die_on = (15, 9)
+    fs = layer(host)
     with pytest.raises(ComponentError, match="not ready after 1 s: no output in"):
-        layer(host).start(timeout=1)
+        fs.start(timeout=1)
+    assert host.signal_numbers() == [15] and fs.proc is None
 
 
 def test_power_loss_is_freeze_kill_drop_thaw() -> None:
