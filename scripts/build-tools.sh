@@ -1,7 +1,8 @@
 #!/bin/bash
-# Builds clusterbench's helper programs from this tree into /var/lib/clusterbench/bin (or
-# $CLUSTERBENCH_BIN), each only when it is missing or its sources changed. Needs Go and the Go
-# module proxy (for the pinned modules in each tool's go.sum); nothing else from outside.
+# Builds clusterbench's helper programs from this tree's tools/ into /var/lib/clusterbench/bin (or
+# $CLUSTERBENCH_BIN), where the Python side finds them, each only when it is missing or its sources
+# (or the Go version) changed. Needs Go; the first build of a tool fetches the modules its go.sum
+# pins from the Go module proxy, later builds use Go's module cache.
 # Usage: scripts/build-tools.sh [--soft]   (--soft: say why a tool was not built, and go on)
 set -euo pipefail
 
@@ -10,42 +11,53 @@ BIN_DIR=${CLUSTERBENCH_BIN:-/var/lib/clusterbench/bin}
 SOFT=""
 [ "${1:-}" = "--soft" ] && SOFT=1
 
-# Go from PATH, else the usual install place, else Debian's package (1.19 is enough).
+# Go keeps its caches under $HOME; a service or CI environment may have none set.
+if [ -z "${HOME:-}" ]; then
+  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
+  export HOME
+fi
+
+# Go from PATH, else where the Go project's archive installs it.
 find_go() {
   if command -v go >/dev/null 2>&1; then command -v go; return; fi
   if [ -x /usr/local/go/bin/go ]; then echo /usr/local/go/bin/go; return; fi
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends golang-go >/dev/null 2>&1 || true
-    if command -v go >/dev/null 2>&1; then command -v go; return; fi
-  fi
   return 1
 }
 
-# A digest of a tool's sources: its .go files, go.mod and go.sum.
+# What a tool's binary depends on: the Go version, its .go files (not tests), go.mod and go.sum.
 src_digest() {
-  (cd "$1" && find . -maxdepth 1 \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' \
-    | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+  local go=$1 src=$2
+  ("$go" env GOVERSION
+   cd "$src" && find . -maxdepth 1 \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' \
+     | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -d' ' -f1
 }
 
-# build_tool NAME SOURCE_DIR: go build into $BIN_DIR/NAME unless the recorded digest matches.
+# build_tool NAME SOURCE_DIR MIN_GO_MINOR: go build into $BIN_DIR/NAME unless the recorded digest
+# matches.
 build_tool() {
-  local name=$1 src=$2 out="$BIN_DIR/$1" digest go
-  digest=$(src_digest "$src")
+  local name=$1 src=$2 min=$3 out="$BIN_DIR/$1" go version minor digest
+  if ! go=$(find_go); then
+    echo "error: $name needs Go 1.$min or newer to build and there is none (not on PATH nor in /usr/local/go); install it and run scripts/build-tools.sh" >&2
+    return 1
+  fi
+  version=$("$go" env GOVERSION)
+  minor=$(echo "$version" | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+  if [ -z "$minor" ] || [ "$minor" -lt "$min" ]; then
+    echo "error: $name needs Go 1.$min or newer and $go is $version; install a newer Go and run scripts/build-tools.sh" >&2
+    return 1
+  fi
+  digest=$(src_digest "$go" "$src")
   if [ -x "$out" ] && [ "$(cat "$out.src-sha256" 2>/dev/null)" = "$digest" ]; then
     echo "$name: up to date ($out)"
     return 0
   fi
-  if ! go=$(find_go); then
-    echo "error: $name needs Go to build (none on PATH, in /usr/local/go, or from apt-get)" >&2
-    return 1
-  fi
   mkdir -p "$BIN_DIR"
-  echo "$name: building with $($go version | cut -d' ' -f3)"
-  # Only the module proxy; -mod=readonly: go.sum must already pin every module.
+  echo "$name: building with $version"
+  # -mod=readonly: go.sum must already pin every module; GOTOOLCHAIN=local: no toolchain download.
   if ! (cd "$src" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local CGO_ENABLED=0 \
-        "$go" build -trimpath -ldflags=-s -o "$out.tmp" .); then
+        "$go" build -trimpath -o "$out.tmp" .); then
     rm -f "$out.tmp"
-    echo "error: $name did not build (see above)" >&2
+    echo "error: $name did not build (see above); its first build needs the Go module proxy" >&2
     return 1
   fi
   mv -f "$out.tmp" "$out"
@@ -53,13 +65,20 @@ build_tool() {
   echo "$name: built $out"
 }
 
+# The FUSE layer under a node's datadir for power loss and disk faults (go-fuse needs Go 1.21, our
+# code 1.22).
+build_faultfs() {
+  build_tool cb-faultfs "$ROOT/tools/faultfs" 22
+}
+
 # The NFQUEUE delay line behind delay-link and loss-link where the kernel has no netem.
 build_delayline() {
-  build_tool cb-delayline "$ROOT/tools/delayline"
+  build_tool cb-delayline "$ROOT/tools/delayline" 19
 }
 
 main() {
   local failed=0
+  build_faultfs || failed=1
   build_delayline || failed=1
   if [ "$failed" = 1 ] && [ -z "$SOFT" ]; then
     exit 1
@@ -69,7 +88,7 @@ main() {
   fi
 }
 
-# Sourcing this file (to call build_delayline alone) does not run main.
+# Sourcing this file (to call one build_* function alone) does not run main.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   main "$@"
 fi

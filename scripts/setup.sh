@@ -1,6 +1,6 @@
 #!/bin/bash
 # Installs what clusterbench needs on Debian, as root: the servers and tools from Debian's packages,
-# the Python package with pinned dependencies, and the sysbench reconnect shim.
+# the Python package with pinned dependencies, the sysbench reconnect shim and our Go helpers.
 # Usage: scripts/setup.sh [--test] [--no-rootfs]
 #   --test adds what the test suite needs (chromium); --no-rootfs skips the MySQL root file system
 #   that only Group Replication needs (`make demo` runs Galera and does without it).
@@ -61,9 +61,10 @@ fi
 # The LD_PRELOAD fix for sysbench's reconnect crash (upstream issue 527), built from our source.
 $PY -c "from pathlib import Path; from clusterbench.cluster import home_dir; from clusterbench.workloads import build_shim; print('sysbench shim:', build_shim(home_dir() / 'lib'))"
 
-# Helper programs built from our Go sources (the NFQUEUE delay line for delay-link and loss-link on
-# kernels without netem): only when missing or changed. If one cannot be built this says why and
-# carries on; the faults that need it then refuse in one line.
+# Helper programs built from our Go sources (cb-faultfs, the FUSE layer for power loss and disk
+# faults; cb-delayline, the NFQUEUE delay line for delay-link and loss-link on kernels without
+# netem): only when missing or changed. If one cannot be built this says why and carries on; the
+# faults that need it then refuse in one line.
 bash "$(dirname "$0")/build-tools.sh" --soft || true
 
 # MySQL Group Replication runs from a root file system of Debian's unstable suite (Debian 12 has
