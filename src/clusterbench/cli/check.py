@@ -26,6 +26,20 @@ def kind_of(data: dict[str, Any]) -> str:
     return "topology"
 
 
+def _node_lines(topo: Topology) -> list[str]:
+    """What single nodes have of their own: server settings over the cluster's, the datadir layer."""
+    out = []
+    for i in topo.node_indexes():
+        own = topo.node_overrides(i)
+        settings = ", ".join(f"{k} = {v}" for k, v in own.items())
+        parts = [f"{topo.server_section()}: {settings}"] if own else []
+        if topo.node_datadir_layer(i) != "none":
+            parts.append(f"datadir on {topo.node_datadir_layer(i)}")
+        if parts:
+            out.append(f"  n{i}: " + "; ".join(parts))
+    return out
+
+
 def _topology_line(t: Topology) -> str:
     parts = [f"cluster {t.name}", f"{t.cluster.nodes} node(s)"]
     if t.balancer.kind == "haproxy":
@@ -46,7 +60,7 @@ def check_file(path: Path) -> list[str]:
     kind = kind_of(data)
     if kind == "topology":
         topo = load_topology(path)
-        return [f"{path}: a valid topology: {_topology_line(topo)}"] + [
+        return [f"{path}: a valid topology: {_topology_line(topo)}", *_node_lines(topo)] + [
             f"  warning: {w}" for w in topo.warnings()
         ]
     if kind == "scenario":

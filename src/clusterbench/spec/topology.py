@@ -97,6 +97,15 @@ class NodeOverride(Resources):
         description="give this node's datadir a file system of its own of this size (a tmpfs the "
         "tool mounts at up and removes at down), e.g. '256M': what the disk-full fault fills",
     )
+    datadir_layer: Literal["none", "faultfs"] | None = Field(
+        None,
+        description="'faultfs': this node's datadir sits on the power-loss layer (cluster.datadir_layer "
+        "for every node)",
+    )
+    # This node's own server settings, over the cluster's [mariadb] / [mysql] (a node with a
+    # smaller buffer pool, fewer applier threads): validated like those, flagged in reports.
+    mariadb: dict[str, Any] | None = None
+    mysql: dict[str, Any] | None = None
 
     @field_validator("datadir_size")
     @classmethod
@@ -213,6 +222,10 @@ class ClusterSettings(_Strict):
     name: str = "lab"
     nodes: int = Field(3, ge=1, le=MAX_NODES)
     subnet: str = "198.18.0.0/24"
+    # 'faultfs': every node's datadir on the FUSE layer that can lose what was not fsynced (the
+    # power-loss fault) and slow or fail the disk (disk-slow, disk-error); off by default: it
+    # costs throughput (docs/faultfs.md)
+    datadir_layer: Literal["none", "faultfs"] = "none"
 
     @field_validator("name")
     @classmethod
@@ -373,6 +386,31 @@ class Topology(_Strict):
             if 1 <= dbs <= MAX_NODES:
                 data = {**data, "cluster": {**cluster, "nodes": dbs}}
         return data
+
+    @model_validator(mode="after")
+    def _node_settings(self) -> Topology:
+        """A node's own server settings: in the engine's section, valid like the cluster's."""
+        section = self.server_section()
+        for o in self.node:
+            other = "mariadb" if section == "mysql" else "mysql"
+            if getattr(o, other):
+                raise ValueError(
+                    f"node {o.index}: {other} settings but engine.kind = '{self.engine.kind}'; "
+                    f"give this node's settings as node.{section}"
+                )
+            own = getattr(o, section)
+            if not own:
+                continue
+            base = getattr(self, section)
+            try:
+                type(base).model_validate({**base.model_dump(), **own})
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                field = ".".join(str(x) for x in err["loc"])
+                raise ValueError(
+                    f"node {o.index}: {section}.{field}: {str(err['msg']).removeprefix('Value error, ')}"
+                ) from None
+        return self
 
     @model_validator(mode="after")
     def _inventory(self) -> Topology:
@@ -540,6 +578,27 @@ class Topology(_Strict):
     def node_datadir_size(self, index: int) -> str | None:
         """The size of node `index`'s own datadir file system, or None (its host's file system)."""
         return next((o.datadir_size for o in self.node if o.index == index), None)
+
+    def node_datadir_layer(self, index: int) -> str:
+        """'faultfs' when node `index`'s datadir sits on the power-loss layer, else 'none'."""
+        own = next((o.datadir_layer for o in self.node if o.index == index), None)
+        return own or self.cluster.datadir_layer
+
+    def server_section(self) -> str:
+        """The topology's section of server settings for its engine: 'mysql' or 'mariadb'."""
+        return "mysql" if self.engine.kind == "group_replication" else "mariadb"
+
+    def node_settings(self, index: int) -> Any:
+        """Node `index`'s server settings: the engine's section with the node's own over it."""
+        section = self.server_section()
+        base = getattr(self, section)
+        own = next((getattr(o, section) for o in self.node if o.index == index), None)
+        return type(base).model_validate({**base.model_dump(), **own}) if own else base
+
+    def node_overrides(self, index: int) -> dict[str, Any]:
+        """The server settings node `index` has of its own (over the cluster's), as given."""
+        own = next((getattr(o, self.server_section()) for o in self.node if o.index == index), None)
+        return dict(own or {})
 
     def node_resources(self, index: int) -> Resources:
         base = self.resources

@@ -48,7 +48,7 @@ class GaleraEngine:
             address=t.node_address(index),
             peers=tuple(t.node_address(i) for i in t.node_indexes()),
             dir=dir,
-            settings=t.mariadb,
+            settings=t.node_settings(index),
         )
 
     def make_node(

@@ -101,7 +101,7 @@ class GroupReplicationEngine:
             dir=dir,
             group_name=self.group_name(creds),
             allowlist=self.allowlist(),
-            settings=t.mysql,
+            settings=t.node_settings(index),
             single_primary=self.single_primary,
         )
 
