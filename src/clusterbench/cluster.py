@@ -20,6 +20,7 @@ from typing import Any
 from clusterbench.balancers import BalancerOps, balancer_role
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.status import BackendServer
+from clusterbench.datadir_layers import layered, start_layers, stop_layers
 from clusterbench.engines import make_engine
 from clusterbench.engines.base import Credentials, DbNode, NodeHealth
 from clusterbench.errors import ClusterbenchError, ClusterStateError
@@ -364,10 +365,13 @@ class Cluster(BalancerOps, NodeOps):
 
     def _datadir_filesystems(self, report: Report) -> None:
         """Nodes with `datadir_size` get a file system of their own for their datadir (what the
-        disk-full fault fills); `down` unmounts it."""
+        disk-full fault fills); `down` unmounts it. Nodes with the power-loss layer get it at their
+        datadir (over that file system, when they have one)."""
+        start_layers(self, report)
+        layers = layered(self)
         for i in self.topology.node_indexes():
             size = self.topology.node_datadir_size(i)
-            if size:
+            if size and i not in layers:
                 self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size)
                 report(f"n{i}: datadir on a file system of its own ({size}, tmpfs)")
 
@@ -401,6 +405,8 @@ class Cluster(BalancerOps, NodeOps):
         # The engine's fastest stop that loses nothing still wanted (the datadirs go next unless
         # kept): Galera's graceful stop one node at a time, Group Replication's SIGKILL at once.
         done += self.engine.stop_for_teardown(nodes, keep_data=keep_files)
+        if self.state and self.topology.provider.kind == "local":
+            done += stop_layers(self)
         done += self.provider.teardown(keep_files, keep_files if keep_remote is None else keep_remote)
         if not keep_files and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)

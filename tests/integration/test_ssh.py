@@ -421,7 +421,7 @@ def wait_for(what: str, fn: Any, timeout: float = 60.0) -> None:
 def test_isolate_and_throttle_over_ssh_heal_and_unavailable_faults_refuse(ssh_cluster: Cluster) -> None:
     from clusterbench.errors import PreflightError
     from clusterbench.faults import leftovers
-    from clusterbench.faults.actions import make_action
+    from clusterbench.faults.kinds import make_action
     from clusterbench.faults.spec import FaultSpec, plan
 
     def size_seen_by_n1() -> int:

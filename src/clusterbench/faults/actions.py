@@ -533,27 +533,3 @@ class CutVrrp(_Base):
         holder = self.cluster.wait_vip(timeout=3 * adv + 10)
         return {"restored": "VRRP between lb1 and lb2", "vip_on": holder,
                 "one_holder_after_s": round(time.monotonic() - t0, 2)}  # fmt: skip
-
-
-ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
-    "kill-node": KillNodes,
-    "coordinated-crash": CoordinatedCrash,
-    "stop-node": StopNodes,
-    "pause-node": PauseNodes,
-    "isolate-node": IsolateNodes,
-    "partition": Partition,
-    "throttle-link": ThrottleLink,
-    "throttle-cpu": ThrottleCpu,
-    "desync-node": DesyncNodes,
-    "rolling-restart": RollingRestart,
-    "kill-balancer": KillBalancer,
-    "cut-vrrp": CutVrrp,
-    "disk-full": DiskFull,
-    "sql": RunSql,
-    "delay-link": ImpairLink,
-    "loss-link": ImpairLink,
-}
-
-
-def make_action(cluster: Cluster, fault: PlannedFault) -> Action:
-    return ACTIONS[fault.kind](cluster, fault)

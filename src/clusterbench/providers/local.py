@@ -133,6 +133,11 @@ class LocalProvider:
         """A tmpfs of `size` for a node's datadir, mounted in this machine's root namespace."""
         datadirfs.make(self.local, path, size, datadirfs.source_name(self.topology.name, role))
 
+    def root_host(self) -> LocalHost:
+        """This machine in its root namespaces: where file systems under node directories are
+        mounted (a mount inside `ip netns exec` ends with the command)."""
+        return self.local
+
     def release_datadir_fs(self) -> list[str]:
         """Unmount every file system under the cluster's directory (ours: see datadirfs)."""
         return datadirfs.release(self.local, self.dir)

@@ -425,6 +425,12 @@ class Topology(_Strict):
                 "clients.hosts is for the local provider; "
                 "over ssh give client machines role 'client' in [[hosts]]"
             )
+        layers = [self.cluster.datadir_layer, *(o.datadir_layer or "none" for o in self.node)]
+        if any(x != "none" for x in layers):
+            raise ValueError(
+                "datadir_layer: the power-loss layer is for the local provider (cb-faultfs is built on "
+                "this machine only); remove it from an ssh topology"
+            )
         limits = ("cpu_quota", "cpuset", "bandwidth")
         if any(getattr(o, k) is not None for o in [self.resources, *self.node] for k in limits):
             raise ValueError(
