@@ -363,7 +363,9 @@ def _overlap(a: PlannedFault, b: PlannedFault) -> bool:
     return a.at < b_end and b.at < a_end
 
 
-RandomKind = Literal["kill-node", "stop-node", "pause-node", "isolate-node", "partition", "coordinated-crash"]
+RandomKind = Literal[
+    "kill-node", "stop-node", "pause-node", "isolate-node", "partition", "coordinated-crash", "power-loss"
+]
 
 
 class RandomFaults(BaseModel):
@@ -426,6 +428,8 @@ def expand_random(rf: RandomFaults, nodes: int, trial_time: float, seed: int) ->
         elif kind == "coordinated-crash":
             fields["target"] = "all"
             fields["window"] = rf.window
+        elif kind == "power-loss":  # one node, or (one time in three) every node at once
+            fields["target"] = "all" if rng.random() < 1 / 3 else f"node:{rng.randint(1, nodes)}"
         else:
             fields["target"] = f"node:{rng.randint(1, nodes)}"
         out.append(FaultSpec.model_validate(fields))

@@ -316,8 +316,10 @@ class SysbenchRunner:
         preflight: bool = True,
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
+        stop: Callable[[], str | None] | None = None,
     ) -> RunResult:
         """Run opts.test from `clients` sysbench processes at once; samples go to on_sample as they arrive.
+        `stop`, asked while they run, names a reason to end them early (the cluster is down).
 
         Client i runs on hosts[i % len(hosts)] (default: this machine) against
         endpoints[i % len(endpoints)] (default: `endpoint`), and every client waits
@@ -354,7 +356,7 @@ class SysbenchRunner:
             try:
                 limit = opts.total_time + self.grace + (start_ns - self.wall_ns()) / 1e9
                 rcs, killed = pump(procs, limit, m.on_out, m.on_err, monotonic=self.monotonic,
-                                   poll_interval=self.poll_interval)  # fmt: skip
+                                   poll_interval=self.poll_interval, stop=stop)  # fmt: skip
             finally:
                 m.sampler.stop()
                 untrack(self.tracker, tracked)

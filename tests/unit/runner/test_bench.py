@@ -88,6 +88,7 @@ class FakeSysbench(SysbenchRunner):
         preflight: bool = True,
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
+        stop: Callable[[], str | None] | None = None,
     ) -> RunResult:
         self.calls.append(("run", opts.test, (str(opts.threads), str(opts.time))))
         self.hosts = hosts
