@@ -54,7 +54,9 @@ def drill(c: Cluster, kind: str, flush: int, table: str) -> tuple[Any, set[Any],
     for n in c.nodes():
         n.query(f"SET GLOBAL innodb_flush_log_at_trx_commit = {flush}")
     ledger = LedgerWorkload([c.endpoint("balancer")], History(), Timebase(), clients=4, rate=100, table=table)
-    ledger.setup(c.admin_node())
+    admin = c.admin_node()
+    assert admin is not None
+    ledger.setup(admin)
     (fault,) = plan([FaultSpec.model_validate({"kind": kind, "target": "all", "at": 0, "for": 1})], 3, 1, 10)
     action = make_action(c, fault)
     try:
@@ -73,7 +75,7 @@ def drill(c: Cluster, kind: str, flush: int, table: str) -> tuple[Any, set[Any],
         action.heal()
         c.settle()
         with contextlib.suppress(Exception):
-            ledger.drop(c.admin_node())
+            ledger.drop(c.admin_node() or c.node(1))
 
 
 def test_a_coordinated_power_loss_at_flush_0_loses_what_the_ledger_names_and_at_flush_1_nothing(
