@@ -33,7 +33,7 @@ app = typer_app(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-node_app = typer_app(help="Operate on one node: stop, start, kill, restart.")
+node_app = typer_app(help="Operate on one node: stop, start, kill, restart, rebuild.")
 app.add_typer(node_app, name="node")
 
 
@@ -380,6 +380,16 @@ def node_restart(
     """Graceful stop, then start (rejoins by IST)."""
     preflight.require_root()
     console.step(guard.load_claimed(name).node_restart(index))
+
+
+@node_app.command("rebuild")
+def node_rebuild(
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
+) -> None:
+    """Wipe the node's data and let it rejoin by a full state transfer (Galera: SST; Group
+    Replication: clone), as after a disk loss; prints how and how long."""
+    preflight.require_root()
+    console.step(guard.load_claimed(name).node_rebuild(index))
 
 
 @app.command()

@@ -361,6 +361,10 @@ class Engine(Protocol):
         """Start one stopped or crashed node: rejoin the running ones, or bootstrap when none runs
         and the engine's rules allow this node to. Returns what happened."""
 
+    def rebuild_node(self, site: Site, index: int, timeout: float) -> str:
+        """Wipe a node's data and let it rejoin by a full state transfer from the running ones
+        (Galera: SST; Group Replication: clone), as after a disk loss. Returns what happened."""
+
     def restart_nodes(self, site: Site, indexes: Sequence[int], timeout: float) -> list[str]:
         """The heal of kill and stop faults: bring the given nodes back, whatever the survivors'
         state (quorum kept, quorum lost, nobody left)."""
@@ -395,6 +399,13 @@ class Engine(Protocol):
 
 def nodes_by_index(nodes: Sequence[DbNode]) -> dict[int, DbNode]:
     return {n.index: n for n in nodes}
+
+
+def wipe_datadir(node: DbNode) -> None:
+    """Remove everything in a stopped node's datadir, keeping the directory (and a file system or
+    layer mounted there)."""
+    d = str(node.datadir)
+    node.host.run(["find", d, "-mindepth", "1", "-delete"], timeout=300)
 
 
 def alive_nodes(nodes: Sequence[DbNode]) -> Iterator[DbNode]:
