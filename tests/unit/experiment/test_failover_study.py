@@ -46,7 +46,7 @@ def test_a_detection_factor_of_the_other_engine_is_refused_in_one_line() -> None
 def test_the_report_gives_each_points_median_failover_times(tmp_path: Path) -> None:
     st = Store.open(tmp_path / "r.db")
     run = st.create_run("experiment")
-    times = {
+    times: dict[str, list[tuple[float, float, float | None, float]]] = {
         "a=1": [(2.1, 3.0, None, 3.4), (1.9, 2.6, None, 3.0), (2.5, 3.2, None, 3.8)],
         "a=2": [(5.0, 6.0, 7.5, 8.0)],
     }
