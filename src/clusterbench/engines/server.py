@@ -29,13 +29,16 @@ HEALTH_PORT = 9200
 # MYSQLD_PARENT_PID names its parent, as mysqld_safe and systemd set it; otherwise it refuses
 # ("Error 3707 Restart server failed (mysqld is not managed by supervisor process)"). $1 is the
 # file the supervisor writes each server's PID to; the server's command follows. Any other exit,
-# and SIGKILL, end the supervisor with the server's code.
+# and SIGKILL, end the supervisor with the server's code. An --init-file runs at the first start
+# only: the file is removed once the server answers, and a restart after a clone finds the
+# donor's accounts in place.
 RESTART_EXIT = 16
 SUPERVISE = (
     "child=$1; shift; "
     'while :; do MYSQLD_PARENT_PID=$$ "$@" & c=$!; echo "$c" > "$child"; wait "$c"; rc=$?; '
     f'[ "$rc" -eq {RESTART_EXIT} ] || exit "$rc"; '
-    'echo "clusterbench: the server asked for a restart (exit 16); starting it again" >&2; done'
+    'echo "clusterbench: the server asked for a restart (exit 16); starting it again" >&2; '
+    'for a do shift; case "$a" in --init-file=*) ;; *) set -- "$@" "$a";; esac; done; done'
 )
 
 # InnoDB's figures for telemetry, the same status variables in MariaDB and MySQL: status variable →
