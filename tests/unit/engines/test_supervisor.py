@@ -25,7 +25,9 @@ def test_a_restart_request_starts_the_server_again_without_its_init_file(tmp_pat
     child = tmp_path / "child.pid"
     p = subprocess.run(
         ["sh", "-c", SUPERVISE, "sh", str(child), str(server), "--a", "--init-file=/cb/init.sql", "--b"],
-        capture_output=True, text=True, timeout=20,
+        capture_output=True,
+        text=True,
+        timeout=20,
     )
     assert p.returncode == 0
     calls = (tmp_path / "calls").read_text().splitlines()
@@ -43,7 +45,9 @@ def test_any_other_exit_ends_the_supervisor_with_the_servers_code(tmp_path: Path
     server = _server(tmp_path, [1])
     p = subprocess.run(
         ["sh", "-c", SUPERVISE, "sh", str(tmp_path / "child.pid"), str(server)],
-        capture_output=True, text=True, timeout=20,
+        capture_output=True,
+        text=True,
+        timeout=20,
     )
     assert p.returncode == 1
     assert len((tmp_path / "calls").read_text().splitlines()) == 1

@@ -230,7 +230,7 @@ def test_leftovers_are_processes_naming_our_directory_and_their_descendants() ->
             f"103\t101\t{stat(103, 'rsync', 'Z')}\t",
             f"200\t1\t{stat(200, 'mariadbd')}\tmariadbd --defaults-file={n2}0/my.cnf ",
             f"300\t1\t{stat(300, 'sleep')}\tsleep 300 ",
-            f"400\t1\t{stat(400, 'cb-faultfs')}\t/var/lib/clusterbench/bin/cb-faultfs {n2}/data.faultfs {n2}/data ",
+            f"400\t1\t{stat(400, 'cb-faultfs')}\tcb-faultfs {n2}/data.faultfs {n2}/data ",
             "garbage",
         ]
     )
