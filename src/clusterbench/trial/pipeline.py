@@ -21,6 +21,7 @@ from typing import Any
 
 from clusterbench.checkers.trial import check_trial
 from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.durability import durability
 from clusterbench.errors import WorkloadError
 from clusterbench.faults.nemesis import FaultRecord, Nemesis
 from clusterbench.runner.provenance import ServerSnapshot
@@ -196,8 +197,13 @@ class Pipeline:
             self.cluster.node(i).query(sql, timeout=10)
 
     def _snapshot(self, record: TrialRecord, trial: Trial, when: str) -> None:
-        if self.snapshot is not None:
-            record.snapshot(when, self.snapshot(trial.nodes))
+        if self.snapshot is None:
+            return
+        snap = self.snapshot(trial.nodes)
+        record.snapshot(when, snap)
+        line = durability(snap.variables).line() if when == "start" else ""
+        if self.recorder.durability_changed(record.run_id, line):
+            self.lis.phase(line)
 
     def _nemesis(self, trial: Trial, record: TrialRecord) -> Nemesis | None:
         if not trial.faults or self.cluster is None:

@@ -33,6 +33,7 @@ class Recorder:
         self.path: Path | None = store.path
         self._owner = threading.get_ident()
         self._local = threading.local()
+        self._durability: dict[int, str] = {}  # run -> the durability line last shown
 
     def conn(self) -> Store:
         """This thread's Store (the caller's own on the thread that made the recorder)."""
@@ -52,6 +53,14 @@ class Recorder:
         if s is not None:
             self._local.store = None
             s.close()
+
+    def durability_changed(self, run_id: int, line: str) -> bool:
+        """Whether `line` differs from the durability line this run showed last (and remember it):
+        a run shows its durability once, and again when an experiment's point changes it."""
+        if not line or self._durability.get(run_id) == line:
+            return False
+        self._durability[run_id] = line
+        return True
 
     # ---- runs ----------------------------------------------------------------------------------
 
