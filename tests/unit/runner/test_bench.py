@@ -581,7 +581,8 @@ class DurableProbe(Probe):
     def snapshot(self) -> ServerSnapshot:
         self.n += 1
         flush = "2" if self.n <= 2 else "1"
-        variables = {"version": "10.11.19-MariaDB", "innodb_flush_log_at_trx_commit": flush, "sync_binlog": "0"}
+        variables = {"version": "10.11.19-MariaDB", "sync_binlog": "0"}
+        variables["innodb_flush_log_at_trx_commit"] = flush
         return ServerSnapshot(variables={"n1": variables}, engine_status={"n1": {}}, errors={})
 
 
