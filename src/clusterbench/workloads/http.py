@@ -68,8 +68,15 @@ EXIT_MARK = "CBVEGETA attack-exit "
 
 def find_vegeta(path: Path = VEGETA_BIN) -> str:
     """vegeta's path: where `make setup` builds it, else the PATH; PreflightError (one line with
-    the next step) when it is nowhere."""
+    the next step) when it is nowhere, or when the build script recorded another version."""
     if path.exists():
+        version_file = path.with_name(path.name + ".version")
+        built = version_file.read_text().strip() if version_file.exists() else VEGETA_VERSION
+        if built != VEGETA_VERSION:
+            raise PreflightError(
+                f"{path} is vegeta {built}, not {VEGETA_VERSION}; "
+                "run `bash scripts/build-tools.sh` to replace it"
+            )
         return str(path)
     found = shutil.which("vegeta")
     if found:

@@ -151,6 +151,9 @@ def test_find_vegeta(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert msg.startswith("vegeta, the HTTP load generator, is missing")
     assert "run `make setup` or `bash scripts/build-tools.sh`" in msg
     assert "github.com/tsenart/vegeta/v12@v12.13.0" in msg
+    (tmp_path / "vegeta.version").write_text("v12.8.4\n")
+    with pytest.raises(PreflightError, match=r"vegeta is vegeta v12.8.4, not v12.13.0; run `bash scripts/"):
+        find_vegeta(built)
 
 
 def test_runner_needs_an_address_and_an_http_test(fake_vegeta: str) -> None:
