@@ -74,6 +74,11 @@ function cb_page(callable $work): never
     try {
         $body = $work($link);
     } catch (mysqli_sql_exception $e) {
+        // A persistent connection goes back to the pool as it is: never with a transaction open.
+        try {
+            $link->rollback();
+        } catch (Throwable) {
+        }
         cb_failed('query', $e);
     }
     cb_answer(200, $body + ['ok' => true, 'node' => cb_node()]);
