@@ -66,9 +66,10 @@ PIPELINE = (
 EXIT_MARK = "CBVEGETA attack-exit "
 
 
-def find_vegeta(path: Path = VEGETA_BIN) -> str:
+def find_vegeta(path: Path | None = None) -> str:
     """vegeta's path: where `make setup` builds it, else the PATH; PreflightError (one line with
     the next step) when it is nowhere, or when the build script recorded another version."""
+    path = path or VEGETA_BIN
     if path.exists():
         version_file = path.with_name(path.name + ".version")
         built = version_file.read_text().strip() if version_file.exists() else VEGETA_VERSION

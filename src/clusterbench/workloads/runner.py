@@ -404,6 +404,18 @@ class SysbenchRunner:
             files.remove()
         return m.result(rcs, killed, start_ns)
 
+    def check_load(self, opts: SysbenchOptions, clients: int = 1) -> None:
+        """What can be refused of the load itself before anything starts (the endpoint checks are
+        check_endpoint's): an HTTP test needs the web tier, vegeta and a rate each client can
+        send. Nothing for the other tests."""
+        if opts.test not in HTTP_TESTS:
+            return
+        if self.http is None:
+            raise InputError(
+                f"-w {opts.test}: this cluster has no web tier; set [web] nodes = 1..9 in the topology"
+            )
+        self.http.check(opts, clients)
+
     def _run_http(
         self,
         opts: SysbenchOptions,
@@ -416,10 +428,8 @@ class SysbenchRunner:
     ) -> RunResult:
         """An HTTP test: vegeta against the web tier. Its clients talk to the front balancer, not
         to the database, so per-client endpoints and schemas do not apply."""
-        if self.http is None:
-            raise InputError(
-                f"-w {opts.test}: this cluster has no web tier; set [web] nodes = 1..9 in the topology"
-            )
+        self.check_load(opts, clients)
+        assert self.http is not None
         if separate_schemas:
             raise InputError(
                 f"--separate-schemas: {opts.test} writes in the web application's one schema; leave it off"

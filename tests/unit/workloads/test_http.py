@@ -322,3 +322,21 @@ def test_an_http_trial_goes_through_the_pipeline_into_the_store(fake_vegeta: str
     assert stored["report"]["status_codes"] == {"0": 6, "200": 46, "503": 8}
     assert stored["acknowledged"] == 46
     assert [s["requests"] for s in stored["seconds"]] == [20, 20, 20]
+
+
+def test_check_refuses_before_the_run_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BenchRunner.check runs before the run is stored (the pipeline's preflight)."""
+    plan = BenchPlan(kind="run", tests=("http_read",), options=opts(test="http_read"), endpoint=EP, clients=2)
+    with pytest.raises(InputError, match=r"^-w http_read: this cluster has no web tier"):
+        BenchRunner(NoDatabase(), facts=dict, connect=lambda **kw: Server()).check(plan)
+    monkeypatch.setattr("clusterbench.workloads.http.VEGETA_BIN", tmp_path / "none" / "vegeta")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    runner = BenchRunner(NoDatabase(http=HttpRunner(["http://h"])), facts=dict, connect=lambda **kw: Server())
+    with pytest.raises(PreflightError, match="^vegeta, the HTTP load generator, is missing"):
+        runner.check(plan)
+    slow = BenchPlan(kind="run", tests=("http_read",), options=opts(test="http_read", rate=1), endpoint=EP,
+                     clients=2)  # fmt: skip
+    runner = BenchRunner(NoDatabase(http=HttpRunner(["http://h"], vegeta="/v")), facts=dict,
+                         connect=lambda **kw: Server())  # fmt: skip
+    with pytest.raises(InputError, match="^--rate 1 over 2 clients"):
+        runner.check(slow)
