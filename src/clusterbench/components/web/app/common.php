@@ -40,7 +40,9 @@ function cb_node(): string
     return (string)(cb_config()['node'] ?? 'web');
 }
 
-function cb_connect(): mysqli
+// $schema: select the application's schema (every page); false: only reach the server (/health,
+// which must not depend on a schema that the load's prepare creates later).
+function cb_connect(bool $schema = true): mysqli
 {
     $db = cb_config()['db'];
     mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
@@ -48,7 +50,7 @@ function cb_connect(): mysqli
     $link->options(MYSQLI_OPT_CONNECT_TIMEOUT, (int)$db['connect_timeout']);
     $link->options(MYSQLI_OPT_READ_TIMEOUT, (int)$db['timeout']);
     $host = ($db['persistent'] ? 'p:' : '') . $db['host'];
-    $link->real_connect($host, $db['user'], $db['password'], $db['schema'], (int)$db['port']);
+    $link->real_connect($host, $db['user'], $db['password'], $schema ? $db['schema'] : '', (int)$db['port']);
     return $link;
 }
 
@@ -64,10 +66,10 @@ function cb_failed(string $what, mysqli_sql_exception $e): never
 }
 
 // Runs $work($link) on a fresh connection and answers 200 with what it returns, or 5xx.
-function cb_page(callable $work): never
+function cb_page(callable $work, bool $schema = true): never
 {
     try {
-        $link = cb_connect();
+        $link = cb_connect($schema);
     } catch (mysqli_sql_exception $e) {
         cb_failed('connect', $e);
     }
