@@ -76,19 +76,54 @@ build_delayline() {
   build_tool cb-delayline "$ROOT/tools/delayline" 19
 }
 
+# vegeta, the open-loop HTTP load generator of the web tier's load (workloads/http.py): the pinned
+# release, `go install`ed from the Go module proxy (checked against the checksum database) into
+# $BIN_DIR, only when it is missing or another version. Self-contained: it finds Go itself.
+VEGETA_MODULE=github.com/tsenart/vegeta/v12
+VEGETA_VERSION=v12.13.0
+build_vegeta() {
+  local out="$BIN_DIR/vegeta" go tmp home
+  if [ -x "$out" ] && [ "$(cat "$out.version" 2>/dev/null)" = "$VEGETA_VERSION" ]; then
+    echo "vegeta: up to date ($out, $VEGETA_VERSION)"
+    return 0
+  fi
+  go=$(command -v go 2>/dev/null || true)
+  [ -z "$go" ] && [ -x /usr/local/go/bin/go ] && go=/usr/local/go/bin/go
+  if [ -z "$go" ]; then
+    echo "error: vegeta is built with Go and there is none (not on PATH nor in /usr/local/go); install Go and run scripts/build-tools.sh" >&2
+    return 1
+  fi
+  # Go keeps its module and build caches under $HOME, which a service or CI shell may not set.
+  home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+  mkdir -p "$BIN_DIR"
+  tmp=$(mktemp -d)
+  echo "vegeta: go install $VEGETA_MODULE@$VEGETA_VERSION with $("$go" env GOVERSION)"
+  if ! HOME="$home" GOBIN="$tmp" GOTOOLCHAIN=local CGO_ENABLED=0 "$go" install -trimpath \
+       "$VEGETA_MODULE@$VEGETA_VERSION"; then
+    rm -rf "$tmp"
+    echo "error: vegeta did not build (see above); it needs the Go module proxy" >&2
+    return 1
+  fi
+  mv -f "$tmp/vegeta" "$out"
+  rm -rf "$tmp"
+  echo "$VEGETA_VERSION" > "$out.version"
+  echo "vegeta: installed $out"
+}
+
 main() {
   local failed=0
   build_faultfs || failed=1
   build_delayline || failed=1
+  build_vegeta || failed=1
   if [ "$failed" = 1 ] && [ -z "$SOFT" ]; then
     exit 1
   fi
   if [ "$failed" = 1 ]; then
-    echo "warning: a helper was not built; the faults that need it will say so and refuse" >&2
+    echo "warning: a helper was not built; the faults or loads that need it will say so and refuse" >&2
   fi
 }
 
-# Sourcing this file (to call one build_* function alone) does not run main.
+# Sourcing this file (to call one build_* function alone, e.g. build_vegeta) does not run main.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   main "$@"
 fi

@@ -237,7 +237,7 @@ def test_unclosed_table_header(tmp_path: Path) -> None:
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     p = write(tmp_path, "foo = 1\n")
-    known = "balancer, clients, cluster, engine, hosts, mariadb, mysql, node, provider, resources"
+    known = "balancer, clients, cluster, engine, hosts, mariadb, mysql, node, provider, resources, web"
     assert error_of(p) == f"{p}: unknown key 'foo' (known keys: {known})"
 
 

@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
@@ -22,13 +21,16 @@ from pydantic import (
 )
 
 from clusterbench.errors import InputError
+from clusterbench.spec.balancer import BalancerSettings, pair_problem
 from clusterbench.spec.engine import EngineSettings, MySQLSettings, check_sections, galera_key_error
+from clusterbench.spec.resources import RATE_RE as RATE_RE  # for the fault and experiment specs
+from clusterbench.spec.resources import Resources
+from clusterbench.spec.resources import Strict as _Strict
+from clusterbench.spec.web import WebSettings
 
 MAX_NODES = 9
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 SIZE_RE = re.compile(r"^[0-9]+[KMG]?$")
-RATE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit|bit)$")
-CPUSET_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
 
 # Host offsets inside the subnet. Fixed so addresses are predictable in docs and reports:
 # bridge .1, lb1 .2, the keepalived VIP .3, lb2 .4, node N .10+N. lb1 and the nodes keep the
@@ -39,45 +41,20 @@ BALANCER_OFFSETS = (2, 4)  # lb1, lb2
 BALANCER_OFFSET = BALANCER_OFFSETS[0]
 VIP_OFFSET = 3
 NODE_OFFSET = 10
-MAX_BALANCERS = len(BALANCER_OFFSETS)
 # Local client namespaces (`[clients] hosts = K`): client k at .30+k, clear of the nodes (.11-.19)
 # and inside the smallest subnet allowed (/26: host numbers up to .62).
 CLIENT_OFFSET = 30
 MAX_CLIENTS = 16
+# The web tier (`[web] nodes = W`): web node w at .20+w (between the nodes and the clients), the
+# front HAProxy pair fe1 .5 and fe2 .7 with its VIP .6 between them, as lb1/VIP/lb2 are .2/.3/.4.
+WEB_OFFSET = 20
+FRONT_OFFSETS = (5, 7)  # fe1, fe2
+FRONT_VIP_OFFSET = 6
+BALANCER_VIP = "the balancer VIP"
+FRONT_VIP = "the web front VIP"
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
 ROLES = ("db", "balancer", "client")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Resources(_Strict):
-    """Limits for one host. `cpu_quota` is in CPUs (0.5 = half a core), via cgroup v1 cfs quota."""
-
-    cpu_quota: float | None = Field(None, gt=0, le=64)
-    cpuset: str | None = None
-    bandwidth: str | None = Field(None, description="tbf rate on the host's link, e.g. '10mbit'")
-
-    @field_validator("cpuset")
-    @classmethod
-    def _cpuset(cls, v: str | None) -> str | None:
-        if v is not None and not CPUSET_RE.match(v):
-            raise ValueError(f"'{v}' is not a CPU list like '0' or '0-1' or '0,1'")
-        return v
-
-    @field_validator("bandwidth")
-    @classmethod
-    def _bandwidth(cls, v: str | None) -> str | None:
-        if v is not None and not RATE_RE.match(v):
-            raise ValueError(f"'{v}' is not a rate like '100mbit', '512kbit' or '1gbit'")
-        return v
-
-    def merged(self, override: Resources) -> Resources:
-        data = self.model_dump()
-        data.update({k: v for k, v in override.model_dump().items() if v is not None})
-        return Resources(**data)
 
 
 # The smallest datadir file system of its own a node may get (system tables, redo log, gcache...).
@@ -168,54 +145,6 @@ class MariaDBSettings(_Strict):
                 f"(= {self.evs_suspect_timeout / 3:.3g}); Galera refuses to start otherwise"
             )
         return self
-
-
-class BalancerSettings(_Strict):
-    """HAProxy in front of the nodes, with a health check that sees Galera state.
-
-    The check is an HTTP clustercheck per node (Synced and Primary and wsrep_ready), never
-    `option mysql-check`, which answers OK for a donor or a non-Primary node (RECIPES G6).
-    """
-
-    kind: Literal["haproxy", "none"] = "haproxy"
-    algorithm: Literal["leastconn", "roundrobin", "first"] = "leastconn"
-    port: int = Field(3306, ge=1, le=65535)
-    check_interval_ms: int = Field(1000, ge=100, le=60000)
-    fall: int = Field(2, ge=1, le=10)
-    rise: int = Field(2, ge=1, le=10)
-    maxconn: int = Field(4096, ge=16, le=100000)
-    # Two HAProxies (lb1, lb2) share a virtual IP through keepalived (unicast VRRP). `vip` is
-    # unset/true for the default address (subnet host .3) or an address in the subnet; a pair
-    # always has one, a single HAProxy never does (there is nothing to fail over to).
-    count: int = Field(1, ge=1, le=MAX_BALANCERS)
-    vip: bool | str | None = None
-    # VRRP advertisement interval in seconds. The backup takes over ~3 x advert_int after the
-    # master goes silent; a whole number uses VRRPv2, a fraction (down to 0.1) VRRPv3.
-    advert_int: float = Field(1.0, ge=0.1, le=40)
-
-    @field_validator("vip", mode="before")
-    @classmethod
-    def _vip(cls, v: object) -> object:
-        if v is not None and not isinstance(v, bool | str):
-            raise ValueError("must be true, false or an address like 198.18.0.3")
-        if isinstance(v, str):
-            try:
-                ipaddress.IPv4Address(v)
-            except ValueError:
-                raise ValueError(f"'{v}' is not an IPv4 address like 198.18.0.3 (or use true)") from None
-        return v
-
-    @field_validator("advert_int")
-    @classmethod
-    def _advert_int(cls, v: float) -> float:
-        # VRRPv3 counts in centiseconds; keepalived would silently round anything finer.
-        if abs(v * 100 - round(v * 100)) > 1e-9:
-            raise ValueError(f"{v:g} has more than two decimals; keepalived counts in 1/100 s")
-        return v
-
-    @property
-    def paired(self) -> bool:
-        return self.kind == "haproxy" and self.count == 2
 
 
 class ClusterSettings(_Strict):
@@ -361,6 +290,7 @@ class Topology(_Strict):
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
     hosts: list[InventoryHost] = Field(default_factory=list)
     clients: ClientSettings = Field(default_factory=ClientSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -481,14 +411,9 @@ class Topology(_Strict):
     @model_validator(mode="after")
     def _balancer_pair(self) -> Topology:
         b = self.balancer
-        if b.kind == "none" and (b.count != 1 or b.vip not in (None, False)):
-            raise ValueError("balancer.count and balancer.vip need balancer.kind = 'haproxy'")
-        if b.count == 1 and b.vip not in (None, False):
-            raise ValueError(
-                "balancer.vip needs balancer.count = 2 (keepalived moves the VIP between two HAProxies)"
-            )
-        if b.count == 2 and b.vip is False:
-            raise ValueError("balancer.count = 2 needs a VIP; remove vip = false or set vip = true")
+        bad = pair_problem(b, "balancer")
+        if bad:
+            raise ValueError(bad)
         if self.provider.kind == "ssh":
             if b.count == 2 and not isinstance(b.vip, str):
                 raise ValueError(
@@ -499,16 +424,56 @@ class Topology(_Strict):
                 raise ValueError(f"balancer.vip {b.vip} is already the address of a host in [[hosts]]")
             return self
         if isinstance(b.vip, str):
-            vip = ipaddress.IPv4Address(b.vip)
-            net = self.network
-            if vip not in net or vip in (net.network_address, net.broadcast_address):
-                raise ValueError(f"balancer.vip {vip} is not a host address in cluster.subnet {net}")
-            taken = {self.bridge_address(): "the bridge"}
-            taken.update({self.balancer_address(k): f"lb{k}" for k in self.balancer_indexes()})
-            taken.update({self.node_address(i): f"node {i}" for i in self.node_indexes()})
-            if str(vip) in taken:
-                raise ValueError(f"balancer.vip {vip} is already the address of {taken[str(vip)]}")
+            self._check_vip(b.vip, "balancer.vip", BALANCER_VIP)
         return self
+
+    @model_validator(mode="after")
+    def _web(self) -> Topology:
+        w = self.web
+        bad = w.problem()
+        if bad:
+            raise ValueError(bad)
+        if w.nodes == 0:
+            return self
+        if self.provider.kind == "ssh":
+            raise ValueError(
+                "web.nodes: the web tier runs in the local provider's namespaces; "
+                "set web.nodes = 0 with provider.kind = 'ssh'"
+            )
+        if self.balancer.kind == "none":
+            raise ValueError(
+                "web.nodes: the web nodes reach the database through the balancer; "
+                "set balancer.kind = 'haproxy' (or web.nodes = 0)"
+            )
+        if isinstance(w.front.vip, str) and w.front.paired:
+            self._check_vip(w.front.vip, "web.front.vip", FRONT_VIP)
+        return self
+
+    def _check_vip(self, address: str, where: str, own: str) -> None:
+        """A VIP given as an address (`own`: what addresses() calls it): a host of the subnet
+        that no other host or VIP has."""
+        vip = ipaddress.IPv4Address(address)
+        net = self.network
+        if vip not in net or vip in (net.network_address, net.broadcast_address):
+            raise ValueError(f"{where} {vip} is not a host address in cluster.subnet {net}")
+        taken = self.addresses(but=own)
+        if str(vip) in taken:
+            raise ValueError(f"{where} {vip} is already the address of {taken[str(vip)]}")
+
+    def addresses(self, but: str | None = None) -> dict[str, str]:
+        """Every address of the local plan and what has it (the bridge, lb1, node 2, web node 1,
+        the web front VIP...), without the one called `but`."""
+        out = {self.bridge_address(): "the bridge"}
+        out.update({self.balancer_address(k): f"lb{k}" for k in self.balancer_indexes()})
+        out.update({self.node_address(i): f"node {i}" for i in self.node_indexes()})
+        out.update({self.client_host_address(k): f"client c{k}" for k in self.client_indexes()})
+        out.update({self.web_address(i): f"web node {i}" for i in self.web.indexes()})
+        out.update({self.front_address(k): f"fe{k}" for k in self.web.front_indexes()})
+        vips = [(self.vip_address(), BALANCER_VIP), (self.front_vip_address(), FRONT_VIP)]
+        for a, what in vips:
+            if a is not None and what != but:
+                out.setdefault(a, what)
+        return out
 
     # --- derived values (pure) ---
 
@@ -612,6 +577,40 @@ class Topology(_Strict):
             if o.index == index:
                 return base.merged(Resources(cpu_quota=o.cpu_quota, cpuset=o.cpuset, bandwidth=o.bandwidth))
         return base
+
+    # --- the web tier ---
+
+    def web_address(self, index: int) -> str:
+        """Web node w<index>'s address (.20+index)."""
+        return str(self.network[WEB_OFFSET + index])
+
+    def front_address(self, index: int = 1) -> str:
+        """The own address of front HAProxy fe<index> (fe1 .5, fe2 .7)."""
+        return str(self.network[FRONT_OFFSETS[index - 1]])
+
+    def front_vip_address(self) -> str | None:
+        """The web front pair's virtual IP, or None with one (or no) front HAProxy."""
+        f = self.web.front
+        if self.web.nodes == 0 or not f.paired:
+            return None
+        return f.vip if isinstance(f.vip, str) else str(self.network[FRONT_VIP_OFFSET])
+
+    def web_urls(self) -> list[str]:
+        """Where HTTP clients send their requests: the front VIP, else fe1, else (front kind
+        'none') each web node; [] without a web tier."""
+        w = self.web
+        if w.nodes == 0:
+            return []
+        if w.front.kind == "none":
+            return [f"http://{self.web_address(i)}:{w.port}" for i in w.indexes()]
+        return [f"http://{self.front_vip_address() or self.front_address()}:{w.front.port}"]
+
+    def web_database_address(self) -> tuple[str, int]:
+        """Where the web nodes' application connects: the database balancer (its VIP or lb1)."""
+        addr = self.client_address()
+        if addr is None:
+            raise ValueError("the web tier needs balancer.kind = 'haproxy'")
+        return addr, self.balancer.port
 
     def warnings(self) -> list[str]:
         n = self.cluster.nodes

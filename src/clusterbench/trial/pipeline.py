@@ -75,6 +75,7 @@ def preflight(sysbench: SysbenchRunner, data: DataSets, trial: Trial) -> None:
     """Fail fast, before anything is stored: reach every address, create the schemas the clients
     need, log in to each; with prepare = existing, the tables must be there."""
     load = trial.load
+    sysbench.check_load(load.options, load.clients)
     data.create_schemas(load.admin_endpoint, load.schemas)
     sysbench.check_endpoint(load.endpoint, load.databases, use_tls(load.options, load.endpoint))
     for ep in load.client_endpoints:

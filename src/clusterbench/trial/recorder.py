@@ -239,6 +239,10 @@ def record_result(store: Store, run_id: int, trial_id: int, result: Any) -> None
     fair = fairness(tps) if len(tps) > 1 and len(tps) == len(result.clients) else None
     info["fairness_tps"] = fair.to_json() if fair is not None else None
     store.set_provenance(run_id, "clients", info, trial_id=trial_id)
+    if getattr(result, "http", None) is not None:
+        # an HTTP test: each second by status code, vegeta's report figures (exact), the number of
+        # acknowledged writes (the ids themselves are for the lost-write check)
+        store.set_provenance(run_id, "http", result.http.to_json(), trial_id=trial_id)
     for c in result.clients:
         if c.flags:
             store.add_event(
