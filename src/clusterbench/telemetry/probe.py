@@ -18,7 +18,12 @@ The spec:
     {"interval": 1.0, "until": 3600, "root": "/",
      "roles": [{"role": "n1", "pid": 1234, "start": 56789, "pidfile": "/x/n1/mysqld.pid",
                 "netdev": "cb-lab-n1", "flip": true, "datadir": "/x/n1/data",
-                "stats": "/x/lb1/stats.sock"}]}
+                "stats": "/x/lb1/stats.sock"},
+               {"role": "w1", "pid": 2345, "start": 67890, "pidfile": "/x/w1/php-fpm.pid",
+                "tree": ["/x/w1/nginx.pid"]}]}
+`tree`: pid files of more processes of the role; the role's CPU, memory and I/O are then those
+of its process, these, and every process below them (a web node's masters and their workers),
+and its sample names them all ("roots").
 `flip`: the device is the far end of the role's link (the host side of a local veth), so what it
 receives is what the role sent. `speed`: report the device's speed (a real NIC's, the link's limit
 where no other is configured). `root` prefixes every path (unit tests give a fake tree).
@@ -79,6 +84,31 @@ def pid_stat(text: str | None) -> tuple[str, int, int] | None:
     if len(f) < 20:
         return None
     return f[0], int(f[11]) + int(f[12]), int(f[19])
+
+
+def pid_family(text: str | None) -> tuple[int, int] | None:
+    """(parent PID, cutime + cstime: the ticks of its children it has reaped) from /proc/PID/stat."""
+    if not text or ")" not in text:
+        return None
+    f = text[text.rindex(")") + 2 :].split()
+    if len(f) < 20:
+        return None
+    return int(f[1]), int(f[13]) + int(f[14])
+
+
+def descendants(children: dict[int, list[int]], roots: list[int]) -> list[int]:
+    """The roots and every process below them, each once, roots first."""
+    out: list[int] = []
+    seen: set[int] = set()
+    todo = list(roots)
+    while todo:
+        pid = todo.pop(0)
+        if pid in seen:
+            continue
+        seen.add(pid)
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
 
 
 def pid_io(text: str | None) -> list[int] | None:
@@ -306,10 +336,62 @@ class Probe:
         self.cg[pid] = found
         return found
 
-    def role_sample(self, r: dict[str, Any], nets: dict[str, list[int]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def live(self, pid: int) -> bool:
+        st = pid_stat(read(self.p(f"/proc/{pid}/stat")))
+        return st is not None and st[0] not in ("Z", "X")
+
+    def roots(self, r: dict[str, Any]) -> list[int]:
+        """The role's own process (current_pid) and the live ones its `tree` pid files name."""
         cur = self.current_pid(r)
-        if cur is not None:
+        out = [cur[0]] if cur is not None else []
+        for pf in r.get("tree") or []:
+            text = (read(self.p(pf)) or "").strip()
+            if text.isdigit() and int(text) not in out and self.live(int(text)):
+                out.append(int(text))
+        return out
+
+    def children(self) -> dict[int, list[int]]:
+        """Parent PID -> its children, from every /proc/PID/stat."""
+        out: dict[int, list[int]] = {}
+        try:
+            entries = os.listdir(self.p("/proc"))
+        except OSError:
+            return out
+        for e in entries:
+            if e.isdigit():
+                fam = pid_family(read(self.p(f"/proc/{e}/stat")))
+                if fam is not None:
+                    out.setdefault(fam[0], []).append(int(e))
+        return out
+
+    def tree_sample(self, roots: list[int], children: dict[int, list[int]]) -> dict[str, Any]:
+        """CPU ticks, RSS and I/O of the roots and everything below them (the ticks of workers
+        they reaped included, so the sum only grows while the roots live)."""
+        cpu = rss = 0
+        io = [0, 0]
+        for pid in descendants(children, roots):
+            st = pid_stat(read(self.p(f"/proc/{pid}/stat")))
+            if st is None or st[0] in ("Z", "X"):
+                continue
+            cpu += st[1]
+            if pid in roots:
+                fam = pid_family(read(self.p(f"/proc/{pid}/stat")))
+                cpu += fam[1] if fam else 0
+            rss += statm_rss_kib(read(self.p(f"/proc/{pid}/statm")), self.page) or 0
+            got = pid_io(read(self.p(f"/proc/{pid}/io")))
+            if got:
+                io = [io[0] + got[0], io[1] + got[1]]
+        return {"pid": roots[0], "roots": roots, "cpu": cpu, "rss": rss, "io": io}
+
+    def role_sample(
+        self, r: dict[str, Any], nets: dict[str, list[int]], children: dict[int, list[int]] | None = None
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        roots = self.roots(r) if r.get("tree") else []
+        cur = self.current_pid(r) if not roots else (roots[0], 0)
+        if roots:
+            out.update(self.tree_sample(roots, children if children is not None else self.children()))
+        elif cur is not None:
             pid = cur[0]
             st = pid_stat(read(self.p(f"/proc/{pid}/stat")))
             if st is not None:
@@ -317,14 +399,16 @@ class Probe:
                 out["cpu"] = st[1]
                 out["rss"] = statm_rss_kib(read(self.p(f"/proc/{pid}/statm")), self.page)
                 out["io"] = pid_io(read(self.p(f"/proc/{pid}/io")))
-                qf, pf, sf = self.cgroup_of(pid)
-                if qf is not None:
-                    out["quota"] = quota_v1(read(qf), read(pf)) if pf else quota_v2(read(qf))
-                    out["thr"] = cpu_stat(read(sf)) if sf else None
-                try:
-                    out["aff"] = len(os.sched_getaffinity(pid)) if self.root == "" else self.ncpu
-                except OSError:
-                    out["aff"] = self.ncpu
+        if "pid" in out:
+            pid = int(out["pid"])
+            qf, pf, sf = self.cgroup_of(pid)
+            if qf is not None:
+                out["quota"] = quota_v1(read(qf), read(pf)) if pf else quota_v2(read(qf))
+                out["thr"] = cpu_stat(read(sf)) if sf else None
+            try:
+                out["aff"] = len(os.sched_getaffinity(pid)) if self.root == "" else self.ncpu
+            except OSError:
+                out["aff"] = self.ncpu
         dev = r.get("netdev")
         if dev and dev in nets:
             rx_b, rx_p, tx_b, tx_p = nets[dev]
@@ -337,13 +421,15 @@ class Probe:
         nets = net_dev(read(self.p("/proc/net/dev")))
         disks = diskstats(read(self.p("/proc/diskstats")))
         me = pid_stat(read(self.p("/proc/self/stat")) if self.root == "" else None)
+        # one walk of the process list per interval, for every role that counts its workers
+        children = self.children() if any(r.get("tree") for r in self.roles) else None
         line: dict[str, Any] = {
             "w": time.time(),
             "m": time.monotonic(),
             "self": me[1] if me else None,
             "cpu": host_cpu(read(self.p("/proc/stat"))),
             "disks": {name: v for name, v in disks.values() if name in self.devices},
-            "r": {r["role"]: self.role_sample(r, nets) for r in self.roles},
+            "r": {r["role"]: self.role_sample(r, nets, children) for r in self.roles},
         }
         return line
 

@@ -80,7 +80,8 @@ def _role_points(
     role: str, a: Mapping[str, Any], b: Mapping[str, Any], dt: float, hello: Hello, limit_bps: float | None
 ) -> list[Point]:
     out: list[Point] = []
-    same = a.get("pid") is not None and a.get("pid") == b.get("pid")
+    # the same processes in both lines (a web node's: all its masters), so the counters compare
+    same = a.get("pid") is not None and a.get("pid") == b.get("pid") and a.get("roots") == b.get("roots")
     if b.get("pid") is not None:
         quota = b.get("quota")
         limit = float(quota) if quota else float(min(b.get("aff") or hello.ncpu, hello.ncpu))

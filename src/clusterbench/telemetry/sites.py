@@ -25,6 +25,9 @@ class Watch:
     pidfile: Path | None = None  # followed when the process is restarted during the trial
     datadir: Path | None = None  # its disk device is watched
     stats_socket: Path | None = None  # HAProxy's: per-backend sessions, queue, errors, UP/DOWN
+    # pid files of more processes that are the role too (a web node: nginx beside php-fpm); with
+    # it, the role's CPU, memory and I/O are those of these processes and all their workers
+    tree: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class RoleProbe:
             "pidfile": str(w.pidfile) if w.pidfile else None,
             "datadir": str(w.datadir) if w.datadir else None,
             "stats": str(w.stats_socket) if w.stats_socket else None,
+            "tree": [str(p) for p in w.tree] if w.tree else None,
             "netdev": self.netdev,
             "flip": self.flip,
             "speed": self.speed_is_limit,

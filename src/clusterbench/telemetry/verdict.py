@@ -85,6 +85,11 @@ class Bottleneck:
     cause: str = ""  # a flow-control verdict: the member furthest behind ("n3"), else ""
 
     @property
+    def tier(self) -> str:
+        """The tier of what limited the trial (tier_of); '' for none or unknown."""
+        return tier_of(self.source) if self.resource not in ("none", "unknown") else ""
+
+    @property
     def short(self) -> str:
         """For tables: 'cpu n2 98%', 'link n3 96%', 'client 0', 'none (cpu n1 45%)'."""
         if self.resource in ("none", "unknown"):
@@ -104,9 +109,32 @@ class Bottleneck:
             "utilization": self.utilization,
             "summary": self.summary,
             "short": self.short,
+            "tier": self.tier,
             "cause": self.cause,
             "candidates": [asdict(c) for c in self.candidates],
         }
+
+
+# The tier of a source, by its role's prefix: what an experiment's report names as the tier that
+# limited a point ("lb1/n2": a backend as a balancer sees it, the balancer's tier).
+TIERS = (("fe", "front balancer"), ("lb", "database balancer"), ("w", "web node"), ("n", "database node"),
+         ("client", "load client"), ("host", "machine"))  # fmt: skip
+
+
+def tier_of(source: str) -> str:
+    """'w2' -> 'web node', 'fe1' -> 'front balancer', 'n3' -> 'database node', 'host/vda' ->
+    'machine'; '' when unknown (no source)."""
+    for prefix, tier in TIERS:
+        if source.startswith(prefix):
+            return tier
+    return ""
+
+
+def role_name(source: str) -> str:
+    """How a verdict names a source: web nodes and front balancers by their tier ('web node w2',
+    'front balancer fe1'); database nodes and balancers, as ever, by their role alone."""
+    tier = tier_of(source)
+    return f"{tier} {source}" if tier in ("web node", "front balancer") else source
 
 
 def _tag(c: Candidate) -> str:
@@ -158,12 +186,12 @@ def candidates(
             detail = f"{_cores(cores or 0)} of {quota}" + (
                 f", throttled in {thr:.0%} of periods" if thr else ""
             )
-            out.append(Candidate("cpu", src, util, NEAR, f"CPU of {src}", detail))
+            out.append(Candidate("cpu", src, util, NEAR, f"CPU of {role_name(src)}", detail))
         util = mean(src, "net_util")
         if util is not None:
             rx, tx, limit = mean(src, "net_rx_mbit"), mean(src, "net_tx_mbit"), mean(src, "net_limit_mbit")
             detail = f"sent {tx or 0:.1f}, received {rx or 0:.1f} of {limit or 0:g} Mbit/s"
-            out.append(Candidate("link", src, util, NEAR, f"link of {src}", detail))
+            out.append(Candidate("link", src, util, NEAR, f"link of {role_name(src)}", detail))
         util = mean(src, "disk_util")
         if util is not None:
             r, w = mean(src, "disk_read_iops"), mean(src, "disk_write_iops")
@@ -232,11 +260,14 @@ NO_SERVERS = "no server telemetry (the endpoint is not a cluster clusterbench ru
 
 
 def _shares(series: Series, start: float, end: float, clients: Sequence[ClientFacts], busy: float) -> str:
-    """Who kept a shared machine's CPUs busy: nodes, balancers, load clients, everything else."""
+    """Who kept a shared machine's CPUs busy: nodes, balancers, web nodes (when there are), load
+    clients, everything else."""
     per: dict[str, float] = {"nodes": 0.0, "balancers": 0.0}
     for (src, metric), pts in series.items():
         if metric == "cpu_cores" and "/" not in src and not src.startswith("host"):
-            per["nodes" if src.startswith("n") else "balancers"] += window_mean(pts, start, end) or 0.0
+            tier = tier_of(src)
+            key = {"database node": "nodes", "web node": "web nodes"}.get(tier, "balancers")
+            per[key] = per.get(key, 0.0) + (window_mean(pts, start, end) or 0.0)
     per["load clients"] = sum(c.cores or 0.0 for c in clients)
     per["everything else"] = max(0.0, busy - sum(per.values()))
     return ", ".join(f"{k} {v:.2f}" for k, v in per.items()) + " CPUs"

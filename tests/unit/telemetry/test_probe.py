@@ -115,6 +115,43 @@ def test_a_pid_reused_by_another_process_is_not_the_server(tmp_path: Path) -> No
     assert "pid" not in p.sample()["r"]["n1"]
 
 
+def proc_stat(pid: int, ppid: int, utime: int, stime: int, reaped: int = 0, start: int = 50) -> str:
+    return (
+        f"{pid} (php-fpm: pool web) S {ppid} {pid} {pid} 0 -1 4194560 5000 0 0 0 {utime} {stime} {reaped} 0 "
+        f"20 0 1 0 {start} 2000000 300 18446744073709551615 0 0 0 0 0 0 0 4096 0 0 0 0 17 1"
+    )
+
+
+def web_tree(root: Path, *, worker_utime: int = 30) -> None:
+    """php-fpm 100 (children 101, 102), nginx 200 (worker 201), and a stranger 300."""
+    write(root, "/proc/stat", "cpu  100 0 50 800 50 0 0 0 0 0\n")
+    for pid, ppid, utime, reaped in ((100, 1, 5, 7), (101, 100, worker_utime, 0), (102, 100, 20, 0),
+                                     (200, 1, 2, 0), (201, 200, 40, 0), (300, 1, 1000, 0)):  # fmt: skip
+        write(root, f"/proc/{pid}/stat", proc_stat(pid, ppid, utime, 1, reaped))
+        write(root, f"/proc/{pid}/statm", "100 10 0 0 0 0 0\n")
+        write(root, f"/proc/{pid}/io", "read_bytes: 1\nwrite_bytes: 2\n")
+    write(root, "/w1/php-fpm.pid", "100\n")
+    write(root, "/w1/nginx.pid", "200\n")
+
+
+def test_a_web_node_is_its_masters_and_every_worker_below_them(tmp_path: Path) -> None:
+    web_tree(tmp_path)
+    role = {"role": "w1", "pid": 100, "start": 50, "pidfile": "/w1/php-fpm.pid", "tree": ["/w1/nginx.pid"]}
+    p = probe.Probe({"interval": 1.0, "roles": [role], "root": str(tmp_path)})
+    r = p.sample()["r"]["w1"]
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    # 5 processes (not the stranger): their utime + stime, and the children php-fpm reaped (7)
+    assert (r["pid"], r["roots"]) == (100, [100, 200])
+    assert r["cpu"] == (5 + 1 + 7) + (30 + 1) + (20 + 1) + (2 + 1) + (40 + 1)
+    assert (r["rss"], r["io"]) == (5 * 10 * page_kib, [5, 10])
+    # nginx killed (its pid file stays): the role is php-fpm's tree alone, and says so
+    (tmp_path / "proc/200/stat").unlink()
+    (tmp_path / "proc/201/stat").unlink()
+    r = p.sample()["r"]["w1"]
+    assert r["roots"] == [100] and r["cpu"] == 13 + 31 + 21
+    assert probe.descendants({1: [2, 3], 2: [4], 4: [2]}, [1]) == [1, 2, 3, 4]  # a loop ends
+
+
 def run_probe(spec_: dict[str, object], **kw: object) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", probe_source(), json.dumps(spec_)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from clusterbench.telemetry.live import live_line
 from clusterbench.telemetry.rates import Hello, engine_points, probe_points
 from clusterbench.telemetry.sites import rate_bps
-from clusterbench.telemetry.verdict import Candidate, ClientFacts, candidates, decide
+from clusterbench.telemetry.verdict import Candidate, ClientFacts, candidates, decide, tier_of
 
 HELLO = Hello(tck=100, ncpu=2, roles={"n1": {"disk": "vda", "mbit": None}, "lb1": {}})
 
@@ -224,3 +224,46 @@ def test_a_shared_machine_says_who_kept_its_cpus_busy() -> None:
     assert c.detail == (
         "2 CPU(s) busy 95%: nodes 0.80, balancers 0.40, load clients 0.20, everything else 0.50 CPUs"
     )
+
+
+def test_the_verdict_chooses_across_tiers_and_names_them() -> None:
+    s = series(
+        w2__cpu_util=[0.97, 0.97],
+        w2__cpu_cores=[0.97, 0.97],
+        w2__cpu_limit_cores=[1, 1],
+        n1__cpu_util=[0.6, 0.6],
+        fe1__net_util=[0.5, 0.5],
+        lb1__cpu_util=[0.2, 0.2],
+    )
+    v = decide(candidates(s, 0, 2, []))
+    assert (v.resource, v.source, v.tier) == ("cpu", "w2", "web node")
+    assert v.summary.startswith(
+        "CPU of web node w2 was nearest its limit: 97% (0.97 of the 1 CPU(s) it may use)"
+    )
+    assert v.to_json()["tier"] == "web node" and v.short == "cpu w2 97%"
+    links = {c.source: c.label for c in candidates(s, 0, 2, [])}
+    assert links["fe1"] == "link of front balancer fe1" and links["lb1"] == "CPU of lb1"
+    assert [tier_of(x) for x in ("fe2", "lb1", "w9", "n3", "client 0", "host:db1", "")] == [
+        "front balancer", "database balancer", "web node", "database node", "load client", "machine", "",
+    ]  # fmt: skip
+    assert decide(candidates(series(n1__cpu_util=[0.1]), 0, 1, [])).tier == ""
+
+
+def test_a_shared_machine_names_the_web_nodes_share() -> None:
+    s = series(host__host_cpu_busy=[0.95, 0.95], host__host_cpus=[2, 2], n1__cpu_cores=[0.5, 0.5],
+               w1__cpu_cores=[0.7, 0.7], fe1__cpu_cores=[0.1, 0.1], lb1__cpu_cores=[0.1, 0.1])  # fmt: skip
+    v = decide(candidates(s, 0, 2, [], ["host"]))
+    assert v.resource == "host_cpu"
+    shares = "nodes 0.50, balancers 0.20, web nodes 0.70, load clients 0.00, everything else 0.50 CPUs"
+    assert shares in v.summary
+
+
+def test_a_web_node_whose_masters_changed_gives_no_cpu_rate() -> None:
+    def web(m: float, cpu: int, roots: list[int]) -> dict:
+        return {"m": m, "r": {"w1": {"pid": roots[0], "roots": roots, "cpu": cpu, "rss": 1024}}}
+
+    same = as_dict(probe_points("host", HELLO, web(0.0, 100, [5, 6]), web(1.0, 150, [5, 6]), {}))
+    assert same[("w1", "cpu_cores")] == 0.5
+    # nginx (6) was killed and started again as 7: php-fpm's counters alone would mislead
+    moved = as_dict(probe_points("host", HELLO, web(0.0, 100, [5, 6]), web(1.0, 150, [5, 7]), {}))
+    assert ("w1", "cpu_cores") not in moved and moved[("w1", "rss_mib")] == 1.0
