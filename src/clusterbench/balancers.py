@@ -27,6 +27,22 @@ def balancer_role(index: int) -> str:
     return f"lb{index}"
 
 
+def wait_holder(
+    holders: Callable[[], list[str]], clock: Clock, timeout: float, *, not_on: str | None = None,
+    poll: float = 0.05,
+) -> tuple[str | None, list[str]]:
+    """Poll `holders` (who has a VIP now) until exactly one (other than `not_on`) has it:
+    (that one, []), or (None, who had it last) after `timeout`."""
+    deadline = clock.now() + timeout
+    while True:
+        seen = holders()
+        if len(seen) == 1 and seen[0] != not_on:
+            return seen[0], []
+        if clock.now() >= deadline:
+            return None, seen
+        clock.sleep(poll)
+
+
 class BalancerOps:
     """What Cluster knows of its balancers; it provides the state, hosts and engine used here."""
 
@@ -180,15 +196,9 @@ class BalancerOps:
         """Wait until exactly one balancer (other than `not_on`) holds the VIP; return its role."""
         if self.topology.vip_address() is None:
             raise ClusterStateError(f"cluster '{self.topology.name}' has no VIP")
-        deadline = self.clock.now() + timeout
-        holders: list[str] = []
-        while True:
-            holders = self.vip_holders()
-            if len(holders) == 1 and holders[0] != not_on:
-                return holders[0]
-            if self.clock.now() >= deadline:
-                break
-            self.clock.sleep(poll)
+        holder, holders = wait_holder(self.vip_holders, self.clock, timeout, not_on=not_on, poll=poll)
+        if holder is not None:
+            return holder
         seen = ", ".join(holders) if holders else "no balancer"
         logs = ", ".join(str(ka.cfg.log_path) for ka in self.keepaliveds())
         raise ComponentError(

@@ -33,6 +33,7 @@ from clusterbench.providers.naming import Names
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology
 from clusterbench.telemetry.sites import ProbeSite, Watch
+from clusterbench.webtier import WebOps, WebTierStatus
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,8 @@ def generate_credentials() -> Credentials:
         mon_password=pw(),
         repl_user="cbrepl",
         repl_password=pw(),
+        web_user="cbweb",
+        web_password=pw(),
     )
 
 
@@ -101,6 +104,7 @@ class ClusterStatus:
     balancers: list[BalancerView] = field(default_factory=list)
     vip: str | None = None  # "ip:port" of a keepalived pair
     vip_holders: list[str] = field(default_factory=list)  # roles; exactly one when healthy
+    web: WebTierStatus | None = None  # the web nodes and front balancers ([web] nodes > 0)
 
 
 Report = Callable[[str], None]
@@ -110,7 +114,7 @@ def _quiet(_: str) -> None:
     pass
 
 
-class Cluster(BalancerOps, NodeOps):
+class Cluster(BalancerOps, WebOps, NodeOps):
     """Provider hosts, engine nodes and balancers of one cluster, with persisted state.
 
     It knows neither which engine nor which provider it has: the engine (`engines/`) runs the
@@ -170,7 +174,8 @@ class Cluster(BalancerOps, NodeOps):
 
     def probe_sites(self) -> list[ProbeSite]:
         """Where telemetry probes run and what they watch (the provider decides): every node's
-        server and every HAProxy, by PID, followed through their pid files across restarts."""
+        server, every HAProxy (both levels) and every web node (nginx and php-fpm with their
+        workers), by PID, followed through their pid files across restarts."""
         watches = []
         for n in self.nodes():
             p = n.proc
@@ -180,6 +185,7 @@ class Cluster(BalancerOps, NodeOps):
             p = h.proc
             watches.append(Watch(balancer_role(k), p.pid if p else None, p.start_ticks if p else None,
                                  pidfile=h.cfg.pid_path, stats_socket=h.cfg.stats_socket))  # fmt: skip
+        watches += self.web_watches()
         return self.provider.probe_sites(watches)
 
     # ------------------------------------------------------------------ state
@@ -348,6 +354,10 @@ class Cluster(BalancerOps, NodeOps):
             self.engine.bring_up(self, report)
             timings["nodes_synced"] = time.monotonic() - t0
             self._up_balancer(report)
+            timings["balancers"] = time.monotonic() - t0
+            if self.topology.web.nodes:
+                self._up_web(report)
+                timings["web"] = time.monotonic() - t0
             timings["total"] = time.monotonic() - t0
             self.state["phase"] = "up"
             self.state["up_seconds"] = round(timings["total"], 2)
@@ -382,7 +392,7 @@ class Cluster(BalancerOps, NodeOps):
         files on the machines (ssh). Idempotent. `keep_files` keeps the local cluster directory
         and, over ssh, copies the remote logs into it; `keep_remote` (default: keep_files) keeps
         the files on the machines too."""
-        done: list[str] = []
+        done: list[str] = self._down_web()
         if self.state:
             for ka in self.keepaliveds():
                 what = ka.stop()
@@ -449,6 +459,7 @@ class Cluster(BalancerOps, NodeOps):
             balancers=balancers,
             vip=f"{vip}:{t.balancer.port}" if vip else None,
             vip_holders=[b.role for b in balancers if b.holds_vip],
+            web=self.web_status(),
         )
 
     # ------------------------------------------------------------------ node operations

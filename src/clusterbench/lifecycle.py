@@ -36,6 +36,7 @@ class NodeOps:
     _record_balancer: Callable[[Any], None]
     _record_keepalived: Callable[[Any], None]
     recorded: Callable[[DbNode], None]
+    settle_web: Callable[[float], list[str]]
 
     def node_stop(self, index: int) -> str:
         n = self.node(index)
@@ -137,7 +138,7 @@ class NodeOps:
             h.wait_all_up(backends, timeout=max(5.0, left()))
         if running_balancers:
             notes.append(f"balancers see every node UP {time.monotonic() - t0:.1f} s after heal")
-        return notes
+        return notes + self.settle_web(left())
 
     def node_restart(self, index: int) -> str:
         stopped = self.node_stop(index)

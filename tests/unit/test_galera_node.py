@@ -106,10 +106,26 @@ def test_credentials_round_trip() -> None:
         "mon_password": "mon-pw",
         "repl_user": "cbrepl",
         "repl_password": "",
+        "web_user": "cbweb",
+        "web_password": "",
     }
-    # Secrets written before the recovery account existed still load.
-    old = {k: v for k, v in CREDS.to_json().items() if not k.startswith("repl_")}
+    # Secrets written before the recovery and web accounts existed still load.
+    old = {k: v for k, v in CREDS.to_json().items() if not k.startswith(("repl_", "web_"))}
     assert Credentials.from_json(old) == CREDS
+
+
+def test_account_sql_web_account_reads_and_inserts_in_the_schema_only() -> None:
+    c = Credentials("cbadmin", "adm-pw", "bench", "app-pw", "cbmon", "mon-pw", web_password="web-pw")
+    sql = account_sql(c)
+    web = [s for s in sql if "cbweb" in s]
+    assert web == [
+        "CREATE USER 'cbweb'@'localhost' IDENTIFIED BY 'web-pw';",
+        "GRANT SELECT, INSERT ON sbtest.* TO 'cbweb'@'localhost';",
+        "CREATE USER 'cbweb'@'%' IDENTIFIED BY 'web-pw';",
+        "GRANT SELECT, INSERT ON sbtest.* TO 'cbweb'@'%';",
+    ]
+    # secrets without a web password (a cluster made before the web tier): no such account
+    assert not [s for s in account_sql(CREDS) if "cbweb" in s]
 
 
 # ---------------------------------------------------------------- start

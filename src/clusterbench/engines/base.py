@@ -48,6 +48,10 @@ class Credentials:
     # secrets written before it existed (Galera has no use for it).
     repl_user: str = "cbrepl"
     repl_password: str = ""
+    # The web tier's application (components/web): it reads and inserts rows of its own tables in
+    # the cluster's schema and nothing else. Empty in secrets written before it existed.
+    web_user: str = "cbweb"
+    web_password: str = ""
 
     def to_json(self) -> dict[str, str]:
         return dict(self.__dict__)
@@ -55,6 +59,10 @@ class Credentials:
     @staticmethod
     def from_json(d: dict[str, str]) -> Credentials:
         return Credentials(**d)
+
+
+# What the web application's account may do, on the cluster's schema only.
+WEB_PRIVILEGES = "SELECT, INSERT"
 
 
 @dataclass(frozen=True)

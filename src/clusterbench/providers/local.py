@@ -22,7 +22,7 @@ from clusterbench.hosts import process
 from clusterbench.hosts.base import Machine, ProcessRef, terminate
 from clusterbench.hosts.local import LocalHost, NetnsHost
 from clusterbench.providers import datadirfs, preflight
-from clusterbench.providers.cgroups import CFS_PERIOD_US, CgroupV1
+from clusterbench.providers.cgroups import CFS_PERIOD_US, CgroupV1, enter_cgroup_argv
 from clusterbench.providers.naming import Names
 from clusterbench.providers.network import HostPlan, down_plan, shape_plan, up_plan
 from clusterbench.spec.topology import Resources, Topology
@@ -91,7 +91,33 @@ class LocalProvider:
             plans.append(HostPlan(f"lb{k}", t.balancer_address(k)))
         for k in t.client_indexes():
             plans.append(HostPlan(f"c{k}", t.client_host_address(k)))
+        for i in t.web.indexes():
+            if t.web_host_role(i) == f"w{i}":  # colocated ones run in their database node's host
+                plans.append(HostPlan(f"w{i}", t.web_address(i), t.web_resources(i).bandwidth))
+        for k in t.web.front_indexes():
+            plans.append(HostPlan(f"fe{k}", t.front_address(k)))
         return plans
+
+    def resources(self, role: str) -> Resources:
+        """The limits the topology gives a role's host: node n<i>'s, web node w<i>'s (its own
+        host's), none for the others (balancers, clients)."""
+        t = self.topology
+        if role[:1] in ("n", "w") and role[1:].isdigit():
+            i = int(role[1:])
+            return t.node_resources(i) if role[0] == "n" else t.web.node_resources(i)
+        return Resources()
+
+    def limited_roles(self) -> list[str]:
+        """Roles with a CPU limit of their own (a cgroup)."""
+        t = self.topology
+        roles = [self.names.node_role(i) for i in t.node_indexes()]
+        roles += [f"w{i}" for i in t.web.indexes() if t.web_host_role(i) == f"w{i}"]
+        return [r for r in roles if self.resources(r).cpus() is not None]
+
+    def launcher(self, role: str) -> list[str]:
+        """What goes before the argv of a server that must be born under the limits of the host of
+        `role` (its cgroups), so that the workers it forks are too; [] without limits."""
+        return enter_cgroup_argv(self.cgroups.procs_files(self.names.cgroup(role)))
 
     def create(self, report: Report) -> dict[str, Any]:
         """Bridge, namespaces, veths, shaping, cgroups. Returns what to persist in state.json."""
@@ -100,10 +126,9 @@ class LocalProvider:
         bridge = f"{t.bridge_address()}/{t.network.prefixlen}"
         for argv in up_plan(self.names, bridge, hosts, t.network.prefixlen):
             self.local.run(argv)
-        for i in t.node_indexes():
-            r = t.node_resources(i)
-            if r.cpu_quota is not None or r.cpuset is not None:
-                self.cgroups.create(self.names.cgroup(self.names.node_role(i)), r.cpu_quota, r.cpuset)
+        for role in self.limited_roles():
+            r = self.resources(role)
+            self.cgroups.create(self.names.cgroup(role), r.cpu_quota, r.cpuset)
         report(
             f"network: bridge {self.names.bridge} {t.bridge_address()}/{t.network.prefixlen}, "
             f"{len(hosts)} namespaces"
@@ -112,10 +137,7 @@ class LocalProvider:
 
     def attach(self, role: str, pid: int) -> None:
         """Put a node's server process under its topology limits (cgroup), if it has any."""
-        if not role.startswith("n"):
-            return
-        r = self.topology.node_resources(int(role[1:]))
-        if r.cpu_quota is not None or r.cpuset is not None:
+        if role in self.limited_roles():
             self.cgroups.attach(self.names.cgroup(role), pid)
 
     def copy_dir(
@@ -158,7 +180,7 @@ class LocalProvider:
 
     def restore_link(self, role: str) -> str:
         """Back to the topology's shaping (tbf at its bandwidth, or none); returns what it is now."""
-        configured = self.topology.node_resources(int(role[1:])).bandwidth if role.startswith("n") else None
+        configured = self._bandwidth(role)
         if configured:
             # `tc qdisc replace` swaps whatever root qdisc is there for the configured one.
             self.shape(role, configured)
@@ -181,7 +203,7 @@ class LocalProvider:
         return self.cgroups.root / "cpu" / self.names.cgroup(role) / "cpu.cfs_quota_us"
 
     def _wanted_quota_us(self, role: str) -> int:
-        want = self.topology.node_resources(int(role[1:])).cpu_quota if role.startswith("n") else None
+        want = self.resources(role).cpu_quota
         return int(want * CFS_PERIOD_US) if want else -1
 
     def restore_cpu(self, role: str) -> float | None:
@@ -223,7 +245,7 @@ class LocalProvider:
         return out
 
     def _bandwidth(self, role: str) -> str | None:
-        return self.topology.node_resources(int(role[1:])).bandwidth if role.startswith("n") else None
+        return self.resources(role).bandwidth
 
     # ------------------------------------------------------------------ down
 

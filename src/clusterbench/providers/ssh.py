@@ -140,6 +140,10 @@ class SshProvider:
     def attach(self, role: str, pid: int) -> None:
         """No resource limits over ssh (limit the machines themselves)."""
 
+    def launcher(self, role: str) -> list[str]:
+        """Nothing to enter over ssh: no limits of ours there."""
+        return []
+
     def copy_dir(
         self,
         src: tuple[str, Path],

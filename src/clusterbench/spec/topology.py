@@ -445,6 +445,11 @@ class Topology(_Strict):
                 "web.nodes: the web nodes reach the database through the balancer; "
                 "set balancer.kind = 'haproxy' (or web.nodes = 0)"
             )
+        if w.layout == "colocated" and w.nodes > self.cluster.nodes:
+            raise ValueError(
+                f"web.nodes: {w.nodes} colocated web nodes need as many database nodes (cluster.nodes is "
+                f"{self.cluster.nodes}); lower web.nodes or use web.layout = 'separate'"
+            )
         if isinstance(w.front.vip, str) and w.front.paired:
             self._check_vip(w.front.vip, "web.front.vip", FRONT_VIP)
         return self
@@ -467,7 +472,8 @@ class Topology(_Strict):
         out.update({self.balancer_address(k): f"lb{k}" for k in self.balancer_indexes()})
         out.update({self.node_address(i): f"node {i}" for i in self.node_indexes()})
         out.update({self.client_host_address(k): f"client c{k}" for k in self.client_indexes()})
-        out.update({self.web_address(i): f"web node {i}" for i in self.web.indexes()})
+        if self.web.layout == "separate":
+            out.update({self.web_address(i): f"web node {i}" for i in self.web.indexes()})
         out.update({self.front_address(k): f"fe{k}" for k in self.web.front_indexes()})
         vips = [(self.vip_address(), BALANCER_VIP), (self.front_vip_address(), FRONT_VIP)]
         for a, what in vips:
@@ -581,8 +587,21 @@ class Topology(_Strict):
     # --- the web tier ---
 
     def web_address(self, index: int) -> str:
-        """Web node w<index>'s address (.20+index)."""
+        """Web node w<index>'s address (.20+index); colocated, its database node's."""
+        if self.web.layout == "colocated":
+            return self.node_address(index)
         return str(self.network[WEB_OFFSET + index])
+
+    def web_host_role(self, index: int) -> str:
+        """The role whose host web node w<index> runs on: its own (w<index>), or colocated
+        database node n<index>'s."""
+        return f"n{index}" if self.web.layout == "colocated" else f"w{index}"
+
+    def web_resources(self, index: int) -> Resources:
+        """The limits web node w<index> runs under: its own, or colocated its host's."""
+        if self.web.layout == "colocated":
+            return self.node_resources(index)
+        return self.web.node_resources(index)
 
     def front_address(self, index: int = 1) -> str:
         """The own address of front HAProxy fe<index> (fe1 .5, fe2 .7)."""

@@ -78,8 +78,15 @@ class WebNodeOverride(Resources):
     index: int = Field(ge=1, le=MAX_WEB_NODES)
 
 
+# Where the web nodes run: hosts of their own (separate), or web node W on database node W's host
+# (colocated: the study's "everything on one VM" variant, sharing that host's CPU and link)
+WebLayout = Literal["separate", "colocated"]
+LAYOUTS: tuple[str, ...] = WebLayout.__args__  # type: ignore[attr-defined]
+
+
 class WebSettings(Strict):
     nodes: int = Field(0, ge=0, le=MAX_WEB_NODES)
+    layout: WebLayout = "separate"
     # where nginx listens on each web node
     port: int = Field(80, ge=1, le=65535)
     # nginx worker processes; None: one per CPU the node has (at least 1)
@@ -100,6 +107,11 @@ class WebSettings(Strict):
             if o.index in seen:
                 return f"web.node.index {o.index} is given twice"
             seen.add(o.index)
+        if self.layout == "colocated" and (self.node or self.resources != Resources()):
+            return (
+                "web.layout = 'colocated' runs each web node on a database node's host, under that "
+                "host's limits; remove web.resources and web.node (or use layout = 'separate')"
+            )
         return pair_problem(self.front, "web.front")
 
     def indexes(self) -> list[int]:

@@ -121,3 +121,15 @@ def test_accounts_lock_root_and_make_the_recovery_account() -> None:
     assert "CREATE USER 'cbrepl'@'%' IDENTIFIED BY 'rpl';" in sql
     assert "GRANT SELECT ON performance_schema.* TO 'cbmon'@'%';" in sql
     assert sql[-1] == "ALTER USER 'root'@'localhost' ACCOUNT LOCK;"
+
+
+def test_accounts_make_the_web_account_on_the_schema_only() -> None:
+    with_web = Credentials("cbadmin", "adm", "bench", "app", "cbmon", "mon", "cbrepl", "rpl", "cbweb", "web")
+    web = [s for s in accounts(with_web) if "cbweb" in s]
+    assert web == [
+        "CREATE USER 'cbweb'@'localhost' IDENTIFIED BY 'web';",
+        "GRANT SELECT, INSERT ON sbtest.* TO 'cbweb'@'localhost';",
+        "CREATE USER 'cbweb'@'%' IDENTIFIED BY 'web';",
+        "GRANT SELECT, INSERT ON sbtest.* TO 'cbweb'@'%';",
+    ]
+    assert not [s for s in accounts(CREDS) if "cbweb" in s]

@@ -111,12 +111,31 @@ def test_web_node_resources_override_the_sections() -> None:
         ({"web": {"nodes": 1, "node": [{"index": 1, "cpuset": "a"}]}},
          "t.toml: web.node[0].cpuset: 'a' is not a CPU list like '0' or '0-1' or '0,1' (got 'a')"),
         ({"web": {"nodes": 1, "pool": 3}},
-         "t.toml: unknown key 'web.pool' (known keys: app, fpm, front, nginx_workers, node, nodes, port, "
-         "resources)"),
+         "t.toml: unknown key 'web.pool' (known keys: app, fpm, front, layout, nginx_workers, node, nodes, "
+         "port, resources)"),
+        ({"web": {"nodes": 4, "layout": "colocated"}},
+         "t.toml: (top level): web.nodes: 4 colocated web nodes need as many database nodes (cluster.nodes "
+         "is 3); lower web.nodes or use web.layout = 'separate'"),
+        ({"web": {"nodes": 1, "layout": "colocated", "resources": {"cpu_quota": 0.5}}},
+         "t.toml: (top level): web.layout = 'colocated' runs each web node on a database node's host, under "
+         "that host's limits; remove web.resources and web.node (or use layout = 'separate')"),
+        ({"web": {"nodes": 1, "layout": "shared"}},
+         "t.toml: web.layout: Input should be 'separate' or 'colocated' (got 'shared')"),
     ],
 )
 def test_bad_values_are_one_line_naming_the_field(data: dict[str, Any], message: str) -> None:
     assert error(data) == message
+
+
+def test_colocated_web_nodes_run_on_their_database_nodes_hosts() -> None:
+    t = topo({"resources": {"cpu_quota": 0.5}, "web": {"nodes": 2, "layout": "colocated"}})
+    assert [t.web_address(i) for i in (1, 2)] == ["198.18.0.11", "198.18.0.12"]
+    assert [t.web_host_role(i) for i in (1, 2)] == ["n1", "n2"]
+    assert t.web_resources(2) == Resources(cpu_quota=0.5)  # the database host's limits
+    assert "198.18.0.21" not in t.addresses()
+    sep = topo({"web": {"nodes": 2, "resources": {"bandwidth": "10mbit"}}})
+    assert (sep.web_address(2), sep.web_host_role(2), sep.web_resources(2)) == (
+        "198.18.0.22", "w2", Resources(bandwidth="10mbit"))  # fmt: skip
 
 
 def test_web_tier_refused_over_ssh() -> None:

@@ -4,6 +4,9 @@ acknowledged request. Prepared once per dataset like sysbench's tables (workload
 
 from __future__ import annotations
 
+# The schema the application's tables are in: the cluster's own (where the accounts are made and
+# sysbench's tables go); the application's account may only read and insert there.
+WEB_SCHEMA = "sbtest"
 ITEMS_TABLE = "cbweb_items"
 WRITES_TABLE = "cbweb_writes"
 WEB_TABLES: tuple[str, ...] = (ITEMS_TABLE, WRITES_TABLE)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clusterbench.clock import Clock
-from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
+from clusterbench.engines.base import WEB_PRIVILEGES, Credentials, NodeHealth, SessionSql
 from clusterbench.engines.galera.config import NodeConfig, render_clustercheck, render_my_cnf
 from clusterbench.engines.galera.status import (
     GraState,
@@ -40,6 +40,12 @@ def account_sql(c: Credentials, database: str = "sbtest") -> list[str]:
             out += [
                 f"CREATE USER {who} IDENTIFIED BY {sql_quote(password)};",
                 f"GRANT {privileges} ON *.* TO {who}{grant_option};",
+            ]
+        if c.web_password:
+            who = f"{sql_quote(c.web_user)}@{sql_quote(host)}"
+            out += [
+                f"CREATE USER {who} IDENTIFIED BY {sql_quote(c.web_password)};",
+                f"GRANT {WEB_PRIVILEGES} ON {database}.* TO {who};",
             ]
     return out
 

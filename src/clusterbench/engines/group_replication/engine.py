@@ -18,7 +18,15 @@ from typing import cast
 
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import Route
-from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.base import (
+    WEB_PRIVILEGES,
+    Credentials,
+    DbNode,
+    ProvisionHost,
+    Report,
+    Site,
+    wipe_datadir,
+)
 from clusterbench.engines.group_replication import remote, rootfs
 from clusterbench.engines.group_replication.config import (
     GCS_PORT,
@@ -48,12 +56,14 @@ def _gr(n: DbNode) -> GRNode:
 def accounts(c: Credentials) -> list[str]:
     """The cluster's accounts for `mysqld --initialize --init-file`; root is locked (the admin
     account does everything, over the socket or TCP)."""
+    web = [Account(c.web_user, c.web_password, WEB_PRIVILEGES, on="sbtest.*")] if c.web_password else []
     sql = account_sql(
         [
             Account(c.admin_user, c.admin_password, "ALL PRIVILEGES", grant_option=True),
             Account(c.app_user, c.app_password, "ALL PRIVILEGES"),
             Account(c.mon_user, c.mon_password, MONITOR_PRIVILEGES),
             Account(c.repl_user, c.repl_password, RECOVERY_PRIVILEGES),
+            *web,
         ],
         [(c.mon_user, "SELECT", "performance_schema.*")],
         "sbtest",
