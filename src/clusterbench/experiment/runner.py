@@ -422,6 +422,7 @@ class ExperimentRunner(ClusterOps):
         return Load(
             options=opts, endpoint=self._endpoint(t), clients=t.clients, separate_schemas=t.separate_schemas,
             client_hosts=tuple(self._client_hosts(t) or ()), admin=c.endpoint(self._writer()),
+            web_urls=tuple(c.topology.web_urls()),
         )  # fmt: skip
 
     def _verifiers(self, t: TrialSpec) -> tuple[Verification, ...]:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from clusterbench.errors import ClusterbenchError, InputError
 from clusterbench.runner.provenance import ServerProbe, host_facts
 from clusterbench.spec.endpoint import Endpoint
+from clusterbench.spec.topology import Topology
 from clusterbench.store import Store
 from clusterbench.telemetry.sampler import TelemetrySource
 from clusterbench.trial.data import DataSets
@@ -110,7 +111,7 @@ class BenchPlan:
         load = Load(
             options=self.trial_options(test), endpoint=self.endpoint, clients=self.clients,
             separate_schemas=self.separate_schemas, client_hosts=self.client_hosts,
-            client_endpoints=self.client_endpoints,
+            client_endpoints=self.client_endpoints, web_urls=self.web_urls,
         )  # fmt: skip
         return Trial(load=load, params=stored_params(load), prepare="fresh" if self.prepare else "existing",
                      telemetry=telemetry)  # fmt: skip
@@ -118,6 +119,14 @@ class BenchPlan:
     @property
     def databases(self) -> list[str]:
         return client_databases(self.endpoint, self.clients, self.separate_schemas)
+
+    @property
+    def web_urls(self) -> tuple[str, ...]:
+        """Where the HTTP tests go: the web tier's front of the cluster (its topology); none
+        against an endpoint or a cluster without a web tier."""
+        if self.topology is None:
+            return ()
+        return tuple(Topology.model_validate(self.topology).web_urls())
 
     def workload_provenance(self) -> dict[str, Any]:
         load = self.trial(self.tests[0]).load

@@ -164,7 +164,8 @@ class Drill:
         # The sysbench load comes from the topology's client hosts when it has some; the
         # verification workloads (ledger, bank, prober) stay on this machine.
         return Load(options=opts, endpoint=self.cluster.endpoint(load.target),
-                    client_hosts=tuple(self.cluster.client_hosts()))  # fmt: skip
+                    client_hosts=tuple(self.cluster.client_hosts()),
+                    web_urls=tuple(self.cluster.topology.web_urls()))  # fmt: skip
 
     def trial(self, faults: Sequence[PlannedFault]) -> Trial:
         load = self.load()

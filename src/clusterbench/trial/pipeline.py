@@ -75,7 +75,7 @@ def preflight(sysbench: SysbenchRunner, data: DataSets, trial: Trial) -> None:
     """Fail fast, before anything is stored: reach every address, create the schemas the clients
     need, log in to each; with prepare = existing, the tables must be there."""
     load = trial.load
-    sysbench.check_load(load.options, load.clients)
+    sysbench.check_load(load.options, load.clients, load.web_urls, load.endpoint.database)
     data.create_schemas(load.admin_endpoint, load.schemas)
     sysbench.check_endpoint(load.endpoint, load.databases, use_tls(load.options, load.endpoint))
     for ep in load.client_endpoints:
@@ -239,6 +239,8 @@ class Pipeline:
         started: list[Any] = []
         watch = ClusterWatch(self.cluster, opts.total_time) if self.cluster is not None else None
         extra: dict[str, Any] = {"stop": watch.stop_reason} if watch is not None else {}
+        if load.web_urls:
+            extra["web_urls"] = load.web_urls
         try:
             for v in trial.verifiers:
                 v.start(ctx)

@@ -42,6 +42,9 @@ class Load:
     client_hosts: tuple[ClientHost, ...] = ()
     client_endpoints: tuple[Endpoint, ...] = ()
     admin: Endpoint | None = None
+    # where the HTTP tests send their requests: the web tier's front (Topology.web_urls); empty
+    # without a web tier (they are then refused). `endpoint` still takes the prepare and checks.
+    web_urls: tuple[str, ...] = ()
 
     @property
     def test(self) -> str:

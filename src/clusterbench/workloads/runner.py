@@ -15,6 +15,7 @@ from typing import Any
 
 import pymysql  # type: ignore[import-untyped, unused-ignore]  # types-PyMySQL is a dev extra
 
+from clusterbench.components.web.schema import WEB_SCHEMA
 from clusterbench.engines import SESSIONS
 from clusterbench.errors import InputError, WorkloadError
 from clusterbench.spec.endpoint import Endpoint
@@ -356,6 +357,7 @@ class SysbenchRunner:
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
         stop: Callable[[], str | None] | None = None,
+        web_urls: Sequence[str] = (),
     ) -> RunResult:
         """Run opts.test from `clients` sysbench processes at once; samples go to on_sample as they arrive.
         `stop`, asked while they run, names a reason to end them early (the cluster is down).
@@ -368,7 +370,8 @@ class SysbenchRunner:
         """
         if opts.test in HTTP_TESTS:
             return self._run_http(opts, clients=clients, separate_schemas=separate_schemas,
-                                  on_sample=on_sample, hosts=hosts, endpoints=endpoints)  # fmt: skip
+                                  on_sample=on_sample, hosts=hosts, endpoints=endpoints,
+                                  web_urls=web_urls)  # fmt: skip
         if opts.test == SLAP_TEST:
             if endpoints and len(endpoints) > 1:
                 raise InputError("mysqlslap connects to one address; use the balancer or node:N as target")
@@ -406,17 +409,36 @@ class SysbenchRunner:
             files.remove()
         return m.result(rcs, killed, start_ns)
 
-    def check_load(self, opts: SysbenchOptions, clients: int = 1) -> None:
+    def http_runner(self, web_urls: Sequence[str] = ()) -> HttpRunner | None:
+        """What runs the HTTP tests: the one given, else one for the web tier at `web_urls` (the
+        trial's Load.web_urls); None without either."""
+        if self.http is not None:
+            return self.http
+        return HttpRunner(web_urls, tracker=self.tracker) if web_urls else None
+
+    def check_load(
+        self,
+        opts: SysbenchOptions,
+        clients: int = 1,
+        web_urls: Sequence[str] = (),
+        database: str | None = None,
+    ) -> None:
         """What can be refused of the load itself before anything starts (the endpoint checks are
-        check_endpoint's): an HTTP test needs the web tier, vegeta and a rate each client can
-        send. Nothing for the other tests."""
+        check_endpoint's): an HTTP test needs the web tier, vegeta, a rate each client can send
+        and the application's schema. Nothing for the other tests."""
         if opts.test not in HTTP_TESTS:
             return
-        if self.http is None:
+        http = self.http_runner(web_urls)
+        if http is None:
             raise InputError(
                 f"-w {opts.test}: this cluster has no web tier; set [web] nodes = 1..9 in the topology"
             )
-        self.http.check(opts, clients)
+        if database is not None and database != WEB_SCHEMA:
+            raise InputError(
+                f"--database {database}: the web application's tables are in {WEB_SCHEMA}; "
+                "leave --database out"
+            )
+        http.check(opts, clients)
 
     def _run_http(
         self,
@@ -427,11 +449,13 @@ class SysbenchRunner:
         on_sample: Callable[[Sample], None] | None,
         hosts: Sequence[ClientHost] | None,
         endpoints: Sequence[Endpoint] | None,
+        web_urls: Sequence[str] = (),
     ) -> RunResult:
         """An HTTP test: vegeta against the web tier. Its clients talk to the front balancer, not
         to the database, so per-client endpoints and schemas do not apply."""
-        self.check_load(opts, clients)
-        assert self.http is not None
+        self.check_load(opts, clients, web_urls)
+        http = self.http_runner(web_urls)
+        assert http is not None
         if separate_schemas:
             raise InputError(
                 f"--separate-schemas: {opts.test} writes in the web application's one schema; leave it off"
@@ -440,5 +464,5 @@ class SysbenchRunner:
             raise InputError(
                 f"--target: {opts.test} loads the web tier's front; leave --target at the balancer"
             )
-        return self.http.run(opts, clients=clients, on_sample=on_sample, hosts=hosts)
+        return http.run(opts, clients=clients, on_sample=on_sample, hosts=hosts)
 

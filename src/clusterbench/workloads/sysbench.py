@@ -274,7 +274,9 @@ def prepare_group(test: str) -> str:
 
 def prepare_test(group: str) -> str:
     """The test whose prepare makes a group's tables."""
-    return {OLTP_GROUP: OLTP_PREPARE_TEST, ACCESS_GROUP: ACCESS_TESTS[0]}.get(group, group)
+    return {OLTP_GROUP: OLTP_PREPARE_TEST, ACCESS_GROUP: ACCESS_TESTS[0], HTTP_GROUP: HTTP_TESTS[0]}.get(
+        group, group
+    )
 
 
 def access_rows(test: str, batch: int, table_size: int) -> int:

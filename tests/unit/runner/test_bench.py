@@ -89,6 +89,7 @@ class FakeSysbench(SysbenchRunner):
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
         stop: Callable[[], str | None] | None = None,
+        web_urls: Sequence[str] = (),
     ) -> RunResult:
         self.calls.append(("run", opts.test, (str(opts.threads), str(opts.time))))
         self.hosts = hosts

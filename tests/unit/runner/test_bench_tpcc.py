@@ -102,6 +102,7 @@ class FakeTpcc(SysbenchRunner):
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
         stop: Callable[[], str | None] | None = None,
+        web_urls: Sequence[str] = (),
     ) -> RunResult:
         lines, no, pay = [], 0, 0
         for i, n in enumerate(self.tps, 1):

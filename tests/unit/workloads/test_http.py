@@ -340,3 +340,24 @@ def test_check_refuses_before_the_run_exists(tmp_path: Path, monkeypatch: pytest
                          connect=lambda **kw: Server())  # fmt: skip
     with pytest.raises(InputError, match="^--rate 1 over 2 clients"):
         runner.check(slow)
+
+
+def test_the_trial_sends_http_tests_to_its_clusters_web_front(tmp_path: Path) -> None:
+    """A cluster's plan carries its topology: the HTTP tests go to that web tier's front (its VIP),
+    vegeta made from the runner's own settings; an endpoint or a cluster without one has none."""
+    topo = {"cluster": {"name": "lab"}, "web": {"nodes": 2, "front": {"count": 2}}}
+    plan = BenchPlan(kind="run", tests=("http_read",), options=opts(test="http_read"), endpoint=EP,
+                     topology=topo)  # fmt: skip
+    assert plan.trial("http_read").load.web_urls == ("http://198.18.0.6:80",)
+    assert BenchPlan(kind="run", tests=("http_read",), options=opts(test="http_read"), endpoint=EP,
+                     topology={"web": {"nodes": 0}}).web_urls == ()  # fmt: skip
+    runner = SysbenchRunner()
+    made = runner.http_runner(["http://198.18.0.6:80"])
+    assert made is not None and made.urls == ["http://198.18.0.6:80"]
+    assert runner.http_runner([]) is None
+    given = StubHttp()
+    assert SysbenchRunner(http=given).http_runner(["http://x"]) is given  # the one given wins
+    # the web application's tables are in the cluster's schema: another database is refused
+    other = EP.model_copy(update={"database": "shop"})
+    with pytest.raises(InputError, match="^--database shop: the web application's tables are in sbtest; "):
+        SysbenchRunner(http=HttpRunner(["http://h"], vegeta="/v")).check_load(opts(), 1, (), other.database)
