@@ -25,6 +25,7 @@ from clusterbench.experiment.spec import (
     factor_kinds,
     for_engine,
 )
+from clusterbench.experiment.web import check_web
 from clusterbench.spec.aliases import ALIASES, canonical_keys
 from clusterbench.spec.topology import Topology, parse_toml, validation_messages
 
@@ -116,6 +117,7 @@ def _part(
         )
     given = set(f.workload.model_fields_set) | set(part.workload)  # the keys the file sets
     check_own_workloads(wl, levels, f"{where}: parts.{name}", given)
+    check_web(wl, levels, topo, f"{where}: parts.{name}", given)
     _check_interconnect(wl, levels, topo, f"{where}: parts.{name}")
     smallest = min(int(x) for x in levels.get("nodes", [topo.cluster.nodes]))
     for t in levels.get("target", []):

@@ -50,6 +50,7 @@ from clusterbench.experiment.spec import (
     server_default,
     server_value,
 )
+from clusterbench.experiment.web import web_topology
 from clusterbench.faults.spec import FaultSpec
 from clusterbench.faults.spec import plan as plan_faults
 from clusterbench.spec.topology import Topology
@@ -57,6 +58,9 @@ from clusterbench.workloads.sysbench import (
     ACCESS_GROUP,
     ACCESS_TESTS,
     BULK_GROUP,
+    HTTP_GROUP,
+    HTTP_SETTINGS,
+    HTTP_TESTS,
     SLAP_GROUP,
     SLAP_SETTINGS,
     SLAP_TEST,
@@ -125,6 +129,10 @@ class TrialSpec:
     slap_queries: int = 100
     slap_query: str | None = None
     slap_engine: str = "InnoDB"
+    # the HTTP tests (vegeta): request timeout (s), a cap on its workers per client, keep-alive
+    http_timeout: float = 10.0
+    http_max_workers: int = 0
+    http_keepalive: bool = True
 
     @property
     def point_label(self) -> str:
@@ -157,6 +165,8 @@ class TrialSpec:
             return ()
         if group == ACCESS_GROUP:
             return (1, self.table_size, self.row_size, self.batch)
+        if group == HTTP_GROUP:  # the web application's read table (and its writes table)
+            return (1, self.table_size)
         return (self.tables, self.table_size)
 
     def planned_faults(self, primary: int | None = None) -> list[Any]:
@@ -229,6 +239,8 @@ class TrialSpec:
                 out["mix"] = list(self.mix)
         if self.test == SLAP_TEST:  # only those off mysqlslap's defaults: earlier plan ids stay
             out.update({k: v for k, v in self._slap_settings().items() if v != SLAP_DEFAULTS[k]})
+        if self.test in HTTP_TESTS:
+            out.update(self.test_settings())
         return out
 
     def _slap_settings(self) -> dict[str, Any]:
@@ -245,6 +257,8 @@ class TrialSpec:
             return {k: v for k, v in self._slap_settings().items() if k != "slap_query"}
         if self.test == TPCC:
             return {"warehouses": self.warehouses, "mix": list(self.mix) if self.mix else None}
+        if self.test in HTTP_TESTS:
+            return {k: getattr(self, k) for k in HTTP_SETTINGS}
         return {}
 
 
@@ -365,6 +379,8 @@ def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str,
         if k in point:
             res[k] = point[k]
     data["resources"] = res
+    nodes = int(point.get("nodes", base.cluster.nodes))
+    web_topology(data, point, nodes, f"the point {label(tuple(point.items()))}")
     for k, engine in DETECTION_FACTORS.items():
         if k in point:
             if base.engine.kind != engine:
@@ -526,6 +542,9 @@ def _trial(
         slap_queries=int(get("slap_queries", wl.slap_queries)),
         slap_query=wl.slap_query,
         slap_engine=str(get("slap_engine", wl.slap_engine)),
+        http_timeout=wl.http_timeout,
+        http_max_workers=wl.http_max_workers,
+        http_keepalive=wl.http_keepalive,
     )
 
 

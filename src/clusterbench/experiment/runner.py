@@ -415,7 +415,8 @@ class ExperimentRunner(ClusterOps):
             warmup=t.warmup, rate=rate, rand_type=t.rand_type, tls=t.tls, compression=t.compression,
             batch=t.batch, row_size=t.row_size, warehouses=t.warehouses, mix=t.mix,
             slap_load_type=t.slap_load_type, slap_queries=t.slap_queries, slap_query=t.slap_query,
-            slap_engine=t.slap_engine,
+            slap_engine=t.slap_engine, http_timeout=t.http_timeout, http_max_workers=t.http_max_workers,
+            http_keepalive=t.http_keepalive,
         )  # fmt: skip
         c = self.cluster
         assert c is not None

@@ -45,6 +45,7 @@ from clusterbench.experiment.spec import (
     check_own_workloads,
     factor_kinds,
 )
+from clusterbench.experiment.web import check_web
 from clusterbench.spec.topology import Topology
 
 Level = int | float | str | bool
@@ -296,6 +297,7 @@ def check_search(spec: SearchSpec, wl: Workload, topo: Topology, where: str) -> 
     # mysqlslap's one process and its settings), with each knob's extreme values as its levels
     ranges = {k.name: list(k.values) if k.values else [k.low or 0, k.high or 0] for k in s.knobs}
     check_own_workloads(wl, ranges, where, set(wl.model_fields_set))
+    check_web(wl, ranges, topo, where, set(wl.model_fields_set))
     for k in s.knobs:
         if k.name == "client_hosts":
             check_client_hosts([int(x) for x in _levels_of(s, "client_hosts", 0)], topo,

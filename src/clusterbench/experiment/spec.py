@@ -41,6 +41,7 @@ from clusterbench.spec.topology import (
     SIZE_RE,
     Topology,
 )
+from clusterbench.spec.web import MAX_WEB_NODES, WebLayout
 from clusterbench.workloads import tpcc
 from clusterbench.workloads.sysbench import (
     ACCESS_TESTS,
@@ -49,6 +50,7 @@ from clusterbench.workloads.sysbench import (
     SLAP_TEST,
     TPCC,
     SlapLoadType,
+    canonical_test,
     check_slap_engine,
     check_slap_query,
 )
@@ -91,9 +93,12 @@ CLIENT_FACTORS = (
     "slap_queries",
     "slap_engine",
 )
+# The web tier ([web] nodes and layout): each level is a cluster of its own (experiment/web.py).
+WEB_FACTORS = ("web_nodes", "web_layout")
 # `engine` builds another cluster (galera or group_replication) from the same base topology: one
 # file compares the two engines on the same hardware and load.
-ALL_FACTORS = ("engine", "nodes", *TOPOLOGY_FACTORS, *DETECTION_FACTORS, *SERVER_FACTORS, *CLIENT_FACTORS)
+ALL_FACTORS = ("engine", "nodes", *WEB_FACTORS, *TOPOLOGY_FACTORS, *DETECTION_FACTORS, *SERVER_FACTORS,
+               *CLIENT_FACTORS)  # fmt: skip
 ENGINES = ("galera", "group_replication")
 # How the load client reaches the database (the access-method study's interconnects): the node's
 # Unix socket with the client on the node's own host; TCP to the node over the bridge; TCP through
@@ -111,6 +116,9 @@ class Factors(_Strict):
 
     engine: list[Literal["galera", "group_replication"]] | None = None
     nodes: list[int] | None = None
+    # the web tier: web nodes (0-9), on hosts of their own or on the database nodes' hosts
+    web_nodes: list[int] | None = None
+    web_layout: list[WebLayout] | None = None
     cpu_quota: list[float] | None = None
     cpuset: list[str] | None = None
     bandwidth: list[str] | None = None
@@ -161,6 +169,14 @@ class Factors(_Strict):
         for x in v or []:
             if not 1 <= x <= MAX_NODES:
                 raise ValueError(f"node counts must be 1-{MAX_NODES} (got {x})")
+        return v
+
+    @field_validator("web_nodes")
+    @classmethod
+    def _web_nodes(cls, v: list[int] | None) -> list[int] | None:
+        for x in v or []:
+            if not 0 <= x <= MAX_WEB_NODES:
+                raise ValueError(f"web node counts must be 0-{MAX_WEB_NODES} (got {x})")
         return v
 
     @field_validator("row_size")
@@ -224,6 +240,7 @@ class Factors(_Strict):
     @field_validator("workload")
     @classmethod
     def _tests(cls, v: list[str] | None) -> list[str] | None:
+        v = [canonical_test(x) for x in v] if v is not None else None  # "http" is the mixed page
         for x in v or []:
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
@@ -289,6 +306,10 @@ class Workload(_Strict):
     slap_queries: int = Field(100, ge=1, description="mysqlslap: queries per client per run")
     slap_query: str | None = Field(None, min_length=1, description="mysqlslap: SQL instead of auto-generated")
     slap_engine: str = Field("InnoDB", description="mysqlslap: storage engine of the auto-generated table")
+    # HTTP tests (http_read, http_write, http_mixed; run's --http-*): `rate` is their request rate
+    http_timeout: float = Field(10.0, gt=0, le=600, description="HTTP: s before a request is an error")
+    http_max_workers: int = Field(0, ge=0, description="HTTP: cap on vegeta's workers per client; 0 = none")
+    http_keepalive: bool = Field(True, description="HTTP: reuse connections (off: one per request)")
     duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
@@ -333,6 +354,7 @@ class Workload(_Strict):
     @field_validator("tests")
     @classmethod
     def _tests(cls, v: list[str]) -> list[str]:
+        v = [canonical_test(x) for x in v]  # "http" is the mixed page
         for x in v:
             if x not in KNOWN_TESTS:
                 raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")

@@ -30,7 +30,7 @@ from clusterbench.trial.spec import Load, Trial, endpoint_provenance, stored_par
 from clusterbench.workloads import SysbenchOptions, SysbenchRunner, client_databases, group_tests
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.slap import check_slap
-from clusterbench.workloads.sysbench import SLAP_TEST, check_known_tests
+from clusterbench.workloads.sysbench import SLAP_TEST, canonical_test, check_known_tests
 
 Kind = Literal["run", "suite", "scenario"]
 
@@ -53,6 +53,7 @@ class TrialsFailed(ClusterbenchError):
 def make_options(**fields: Any) -> SysbenchOptions:
     """SysbenchOptions from user input; a bad value becomes one InputError line naming the option."""
     if "test" in fields:
+        fields["test"] = canonical_test(fields["test"])  # `-w http` is the mixed page
         check_known_tests([fields["test"]])
     try:
         return SysbenchOptions(**fields)
@@ -94,6 +95,7 @@ class BenchPlan:
     def __post_init__(self) -> None:
         if not self.tests:
             raise InputError("no test to run; name at least one sysbench test")
+        object.__setattr__(self, "tests", tuple(canonical_test(t) for t in self.tests))  # -w http
         check_known_tests(self.tests)
         if self.clients < 1:
             raise InputError(f"--clients must be at least 1, got {self.clients}")
@@ -292,7 +294,7 @@ def parse_tests(text: str | None, default: Sequence[str]) -> tuple[str, ...]:
     """'a,b , c' → ('a', 'b', 'c'), checked against the known tests."""
     if text is None:
         return tuple(default)
-    tests = tuple(t.strip() for t in text.split(",") if t.strip())
+    tests = tuple(canonical_test(t.strip()) for t in text.split(",") if t.strip())
     if not tests:
         raise InputError("--workload is empty; give a comma-separated list of sysbench tests")
     check_known_tests(tests)

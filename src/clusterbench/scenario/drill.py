@@ -160,6 +160,8 @@ class Drill:
             test=load.workload, threads=load.threads, time=load.duration, tables=load.tables,
             table_size=load.table_size, warehouses=load.warehouses, customers=load.customers,
             items=load.items, mix=load.mix, rate=load.rate, batch=load.batch, row_size=load.row_size,
+            http_timeout=load.http_timeout, http_max_workers=load.http_max_workers,
+            http_keepalive=load.http_keepalive,
         )  # fmt: skip
         # The sysbench load comes from the topology's client hosts when it has some; the
         # verification workloads (ledger, bank, prober) stay on this machine.

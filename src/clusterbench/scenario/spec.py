@@ -20,7 +20,14 @@ from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.aliases import canonical_keys
 from clusterbench.spec.topology import parse_toml, validation_messages
 from clusterbench.workloads import KNOWN_TESTS
-from clusterbench.workloads.sysbench import ACCESS_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
+from clusterbench.workloads.sysbench import (
+    ACCESS_TESTS,
+    HTTP_SETTINGS,
+    HTTP_TESTS,
+    TPCC_CUSTOMERS,
+    TPCC_ITEMS,
+    canonical_test,
+)
 
 TARGET_HELP = "balancer, node:N or all-nodes"
 
@@ -54,6 +61,10 @@ class LoadSpec(_Strict):
     # range access, and the approximate bytes per row (the table is sbtest<row_size>)
     batch: int = Field(32, ge=1, description="access_* tests: rows per batched, eq-bound or range access")
     row_size: int = Field(20, ge=16, le=16384, description="access_* tests: approximate bytes per row")
+    # HTTP tests (http_read, http_write, http_mixed: vegeta on the web tier, as run's --http-*)
+    http_timeout: float = Field(10.0, gt=0, le=600, description="s before a request is an error")
+    http_max_workers: int = Field(0, ge=0, description="cap on vegeta's workers per client; 0 = none")
+    http_keepalive: bool = Field(True, description="reuse connections (off: one per request)")
 
     @model_validator(mode="before")
     @classmethod
@@ -70,6 +81,7 @@ class LoadSpec(_Strict):
     @field_validator("workload")
     @classmethod
     def _workload(cls, v: str) -> str:
+        v = canonical_test(v)  # "http" is the mixed page
         if v not in KNOWN_TESTS:
             raise ValueError(f"unknown workload '{v}'; known: {', '.join(KNOWN_TESTS)}")
         return v
@@ -98,6 +110,22 @@ class LoadSpec(_Strict):
         scale = [k for k in ("customers", "items") if k in self.model_fields_set]
         if scale and self.workload != "tpcc":
             raise ValueError(f"{' and '.join(scale)}: tpcc's load scale; remove, or set workload = \"tpcc\"")
+        return self
+
+    @model_validator(mode="after")
+    def _http(self) -> LoadSpec:
+        given = [k for k in HTTP_SETTINGS if k in self.model_fields_set]
+        if self.workload not in HTTP_TESTS:
+            if given:
+                raise ValueError(
+                    f"{given[0]} is a setting of the HTTP tests and workload {self.workload} is not one; "
+                    'remove it, or set workload = "http_mixed" (or http_read, http_write)'
+                )
+        elif self.rate <= 0:
+            raise ValueError(
+                f"rate: {self.workload} sends requests at a fixed rate whatever the latency; give rate = R "
+                "(requests per second) above 0"
+            )
         return self
 
     @model_validator(mode="after")

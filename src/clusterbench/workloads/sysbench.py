@@ -204,6 +204,7 @@ class SysbenchOptions(BaseModel):
     @field_validator("test")
     @classmethod
     def _known_test(cls, v: str) -> str:
+        v = canonical_test(v)
         check_known_tests([v])
         return v
 

@@ -74,7 +74,7 @@ knobs = {knobs}
 @pytest.mark.parametrize(
     ("knobs", "extra", "msg"),
     [
-        ("{ nodez = [1, 3] }", "", "search.knobs.nodez: not a factor; knobs are factors: engine, nodes, cpu"),
+        ("{ nodez = [1, 3] }", "", "search.knobs.nodez: not a factor; knobs are factors: engine, nodes, web"),
         ("{ nodes = [3, 3] }", "", "search.knobs.nodes: empty range [3, 3]: low must be below high"),
         ("{ nodes = [1, 3] }", "budget = 0", "search.budget: Input should be greater than or equal to 1"),
         ("{ nodes = [1, 3] }", 'constraints = ["p99.9 <= 5"]', "search.constraints[0]: 'p99.9 <= 5' is not"),
