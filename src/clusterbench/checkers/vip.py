@@ -41,11 +41,12 @@ def spans(samples: Sequence[VipSample], pred: Any, end: float | None = None) -> 
     return out
 
 
-def check_vip(samples: Sequence[VipSample], end: float | None = None) -> Verdict:
-    """`end`: when sampling stopped (a split that lasts to the end lasts until then)."""
+def check_vip(samples: Sequence[VipSample], end: float | None = None, name: str = NAME) -> Verdict:
+    """`end`: when sampling stopped (a split that lasts to the end lasts until then); `name`: the
+    verdict's ("vip" for the database balancers' pair, "front-vip" for the web tier's front)."""
     answered = [s for s in sorted(samples, key=lambda s: s.t) if s.answered]
     if not answered:
-        return Verdict(NAME, Result.UNKNOWN, "no sample of who holds the VIP", {"samples": len(samples)})
+        return Verdict(name, Result.UNKNOWN, "no sample of who holds the VIP", {"samples": len(samples)})
     double = spans(answered, lambda s: len(s.holders) > 1, end)
     none = spans(answered, lambda s: not s.holders, end)
     moves: list[dict[str, Any]] = []
@@ -66,7 +67,7 @@ def check_vip(samples: Sequence[VipSample], end: float | None = None) -> Verdict
         first, last = double[0], double[-1]
         who = sorted({h for s in answered if len(s.holders) > 1 for h in s.holders})
         return Verdict(
-            NAME,
+            name,
             Result.FAIL,
             f"the VIP was held by {' and '.join(who)} at once for {held_twice:.1f} s "
             f"(from {first[0]:.1f} s to {last[1]:.1f} s, {len(double)} period(s)): "
@@ -76,7 +77,7 @@ def check_vip(samples: Sequence[VipSample], end: float | None = None) -> Verdict
     path = " -> ".join("+".join(m["holders"]) or "none" for m in moves)
     gaps = sum(b - a for a, b in none)
     return Verdict(
-        NAME,
+        name,
         Result.PASS,
         f"never held by two balancers ({len(answered)} samples; {path}"
         + (f"; held by none for {gaps:.1f} s" if gaps else "")

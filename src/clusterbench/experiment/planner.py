@@ -187,6 +187,8 @@ class TrialSpec:
                 float(self.warmup + self.duration),
                 seed=seed,
                 primary=primary,
+                web_nodes=self.topology.web.nodes,
+                fronts=len(self.topology.web.front_indexes()),
             )
         except ValueError as exc:
             lines = str(exc).splitlines()

@@ -18,6 +18,7 @@ from clusterbench.engines.base import DbNode, Desyncable
 from clusterbench.errors import ComponentError, PreflightError
 from clusterbench.faults import delayline, delayline_plan
 from clusterbench.faults.spec import PlannedFault
+from clusterbench.faults.web import vip_move
 from clusterbench.hosts.base import Machine
 from clusterbench.providers import datadirfs
 from clusterbench.providers.iptables import (  # noqa: F401 - re-exported for callers and tests
@@ -347,11 +348,18 @@ class KillBalancer(_Base):
 
     def apply(self) -> dict[str, Any]:
         self.active = True
-        if self.fault.params.get("target") != "lb" and len(self.cluster.haproxies()) > 1:
-            holder = self.cluster.vip_holder()
+        c = self.cluster
+        if self.fault.params.get("target") != "lb" and len(c.haproxies()) > 1:
+            holder = c.vip_holder()
             if holder is not None and holder.startswith("lb"):
                 self.index = int(holder[2:])
-        return {"killed": self.cluster.balancer_kill(self.index)}
+        role = f"lb{self.index}"
+        held = c.topology.vip_address() is not None and role in c.vip_holders()
+        out: dict[str, Any] = {"killed": c.balancer_kill(self.index)}
+        t0 = time.monotonic()  # the kill is balancer_kill's last step
+        if held:  # how long the VIP took to move to the other balancer
+            out.update(vip_move(c.wait_vip, role, c.topology.balancer.advert_int, t0))
+        return out
 
     def heal(self) -> dict[str, Any]:
         if not self.active:

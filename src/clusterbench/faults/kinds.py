@@ -25,6 +25,7 @@ from clusterbench.faults.actions import (
 )
 from clusterbench.faults.disk import DiskFaultWindow, PowerLoss
 from clusterbench.faults.spec import PlannedFault
+from clusterbench.faults.web import WEB_ACTIONS, KillFront
 
 ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "kill-node": KillNodes,
@@ -50,4 +51,10 @@ ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
 
 
 def make_action(cluster: Cluster, fault: PlannedFault) -> Action:
+    """The action of a fault; on the web tier (target web:N, front, fe:N) the web tier's own."""
+    if fault.web:
+        action: Action = WEB_ACTIONS[fault.kind](cluster, fault)
+        return action
+    if fault.kind == "kill-balancer" and fault.front:
+        return KillFront(cluster, fault)
     return ACTIONS[fault.kind](cluster, fault)

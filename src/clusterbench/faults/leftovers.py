@@ -22,12 +22,21 @@ from clusterbench.faults.actions import (
 @dataclass(frozen=True)
 class Leftover:
     node: int  # 0 for a balancer's leftover (see role)
-    what: str  # link-down, shaping, netem, impaired-link, partition, paused, cpu-quota, desync, vrrp-cut
-    role: str = ""  # lb1/lb2 for balancer leftovers
+    # link-down, shaping, netem, impaired-link, partition, paused, cpu-quota, desync, vrrp-cut;
+    # on the web tier: web-down, web-paused, front-down
+    what: str
+    role: str = ""  # lb1/lb2 for balancer leftovers, w<i>/fe<k> for the web tier's
 
     def describe(self) -> str:
         if self.what == "vrrp-cut":
             return f"{self.role}: iptables chain {VRRP_CHAIN} drops VRRP to its peer (cut-vrrp)"
+        web = {
+            "web-down": f"web node {self.role} is not running (kill-node or stop-node web:N)",
+            "web-paused": f"web node {self.role} is stopped with SIGSTOP (pause-node web:N)",
+            "front-down": f"front haproxy {self.role} is not running (kill-balancer front)",
+        }
+        if self.what in web:
+            return web[self.what]
         return {
             "link-down": f"n{self.node}: link is down (isolate-node)",
             "shaping": f"n{self.node}: tbf shaping not in the topology (throttle-link)",
@@ -72,6 +81,19 @@ def find(cluster: Cluster) -> list[Leftover]:
         for k in cluster.topology.balancer_indexes():
             if cluster.host(f"lb{k}").run(["iptables", "-w", "-S", VRRP_CHAIN], check=False).ok:
                 out.append(Leftover(0, "vrrp-cut", f"lb{k}"))
+    return out + _web_leftovers(cluster)
+
+
+def _web_leftovers(cluster: Cluster) -> list[Leftover]:
+    """A web node or front HAProxy a killed run's fault left down, a web node left paused."""
+    out: list[Leftover] = []
+    for w in cluster.web_nodes():
+        states = [w.host.proc_state(p.pid) for p in w.masters()]
+        if not w.alive():
+            out.append(Leftover(0, "web-down", w.name))
+        elif any(st is not None and st[0] == "T" for st in states):
+            out.append(Leftover(0, "web-paused", w.name))
+    out += [Leftover(0, "front-down", h.cfg.dir.name) for h in cluster.fronts() if not h.alive()]
     return out
 
 
@@ -87,6 +109,9 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
         holder = cluster.wait_vip(timeout=3 * cluster.topology.balancer.advert_int + 10)
         done.append(f"the VIP is on {holder} alone {cluster.clock.now() - t0:.1f} s later")
     for lo in leftovers:
+        if lo.what in ("web-down", "web-paused", "front-down"):
+            done.append(_heal_web(cluster, lo))
+            continue
         if lo.what == "vrrp-cut":
             continue
         role = cluster.names.node_role(lo.node)
@@ -111,3 +136,12 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
             n.desync(False)
         done.append(f"healed {lo.describe()}")
     return done
+
+
+def _heal_web(cluster: Cluster, lo: Leftover) -> str:
+    index = int(lo.role.lstrip("wfe"))
+    if lo.what == "front-down":
+        return f"healed {lo.describe()}: {cluster.front_start(index)}"
+    if lo.what == "web-paused":
+        cluster.web_resume(index)
+    return f"healed {lo.describe()}: {cluster.web_start(index)}"

@@ -58,7 +58,14 @@ NODE_KINDS = {
     "disk-error",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
-TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|primary|balancer|lb:[12])$")
+TARGET_RE = re.compile(
+    r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|primary|balancer|lb:[12]|web:[1-9](,[1-9])*|front"
+    r"|fe:[12])$"
+)
+# Kinds that may act on web nodes (target web:N): their process dies, stops or hangs.
+WEB_KINDS = ("kill-node", "stop-node", "pause-node")
+# kill-balancer's targets on the web tier's front: the one holding the front VIP, or fe<N>
+FRONT_TARGETS = ("front", "fe:1", "fe:2")
 
 
 class FaultSpec(BaseModel):
@@ -102,7 +109,7 @@ class FaultSpec(BaseModel):
         if not TARGET_RE.match(v):
             raise ValueError(
                 f"'{v}' is not a target; use node:N (or node:1,2), random, one, majority, minority, all, "
-                "primary, balancer or lb:N"
+                "primary, balancer, lb:N, web:N (a web node), front or fe:N (a front balancer)"
             )
         return v
 
@@ -125,12 +132,21 @@ class PlannedFault:
     at: float
     until: float | None  # None: the fault ends by itself (rolling restart)
     params: dict[str, Any] = field(default_factory=dict)
+    web: tuple[int, ...] = ()  # the web nodes it acts on (target web:N) instead of database nodes
+
+    @property
+    def front(self) -> bool:
+        """A kill-balancer of the web tier's front (fe<balancer>), not of the database's."""
+        return self.params.get("target") in ("front", "fe")
 
     def label(self) -> str:
         if self.kind == "cut-vrrp":
             return "cut-vrrp lb1|lb2"
-        where = f"lb{self.balancer}" if self.balancer else ",".join(f"n{i}" for i in self.nodes) or "cluster"
-        return f"{self.kind} {where}"
+        if self.web:
+            return f"{self.kind} {','.join(f'w{i}' for i in self.web)}"
+        if self.balancer:
+            return f"{self.kind} {'fe' if self.front else 'lb'}{self.balancer}"
+        return f"{self.kind} {','.join(f'n{i}' for i in self.nodes) or 'cluster'}"
 
 
 def _pairs_from(spec: FaultSpec, n: int) -> tuple[list[tuple[int, int]], list[str]]:
@@ -250,10 +266,37 @@ def _common_checks(s: FaultSpec, where: str, trial_time: float) -> list[str]:
     return errors
 
 
+def _front_target(s: FaultSpec, where: str, fronts: int) -> tuple[int | None, dict[str, Any], list[str]]:
+    """kill-balancer of the web tier's front: `front` is the one holding its VIP when the fault
+    starts (fe1 without a pair), fe:N a given one."""
+    k = int(s.target[3:]) if s.target.startswith("fe:") else 1
+    errors = []
+    if fronts == 0:
+        errors.append(f"{where}: this cluster has no front balancer; set [web] nodes in the topology")
+    elif k > fronts:
+        errors.append(f"{where}: fe:{k} does not exist (this cluster has {fronts} front balancer)")
+    return k, {"target": "fe" if s.target.startswith("fe:") else "front"}, errors
+
+
+def _web_targets(s: FaultSpec, where: str, web_nodes: int) -> tuple[tuple[int, ...], list[str]]:
+    """web:N[,M]: the web nodes a kill, stop or pause acts on."""
+    chosen = tuple(int(x) for x in s.target[4:].split(","))
+    if s.kind not in WEB_KINDS:
+        return chosen, [f"{where}: target {s.target} is a web node; {s.kind} acts on database nodes "
+                        f"(web nodes take {', '.join(WEB_KINDS)})"]  # fmt: skip
+    bad = [i for i in chosen if i > web_nodes]
+    if bad:
+        have = f"web nodes 1-{web_nodes}" if web_nodes else "no web nodes ([web] nodes = 0)"
+        return chosen, [f"{where}: target {s.target}: web node {bad[0]} does not exist ({have})"]
+    return chosen, []
+
+
 def _balancer_target(
-    s: FaultSpec, where: str, balancers: int
+    s: FaultSpec, where: str, balancers: int, fronts: int = 0
 ) -> tuple[int | None, dict[str, Any], list[str]]:
     """kill-balancer and cut-vrrp: which balancer, its params, problems."""
+    if s.kind == "kill-balancer" and s.target in FRONT_TARGETS:
+        return _front_target(s, where, fronts)
     errors = []
     if balancers == 0:
         errors.append(f"{where}: this cluster has no balancer")
@@ -264,7 +307,7 @@ def _balancer_target(
             errors.append(f"{where}: target must be balancer (the keepalived pair)")
         return None, {}, errors
     if s.target not in ("balancer", "lb:1", "lb:2"):
-        errors.append(f"{where}: target must be balancer or lb:N")
+        errors.append(f"{where}: target must be balancer or lb:N (front or fe:N: the web tier's front)")
     lb = int(s.target[3:]) if s.target.startswith("lb:") else 1
     if balancers and lb > balancers:
         errors.append(f"{where}: lb:{lb} does not exist (this cluster has {balancers})")
@@ -326,9 +369,12 @@ def plan(
     trial_time: float,
     seed: int = 0,
     primary: int | None = None,
+    web_nodes: int = 0,
+    fronts: int = 0,
 ) -> list[PlannedFault]:
     """Resolve targets and check the schedule (`primary`: the node taking the writes now, for
-    target primary). Raises ValueError listing every problem."""
+    target primary; `web_nodes` and `fronts`: the web tier's, for web:N, front and fe:N). Raises
+    ValueError listing every problem."""
     rng = random.Random(seed)
     out: list[PlannedFault] = []
     errors: list[str] = []
@@ -337,18 +383,25 @@ def plan(
         errors += _common_checks(s, where, trial_time)
         lb: int | None = None
         node_ids: tuple[int, ...] = ()
+        web: tuple[int, ...] = ()
         if s.kind in ("kill-balancer", "cut-vrrp"):
-            lb, params, errs = _balancer_target(s, where, balancers)
+            lb, params, errs = _balancer_target(s, where, balancers, fronts)
+        elif s.target.startswith("web:"):
+            web, errs = _web_targets(s, where, web_nodes)
+            params = {}
+        elif s.target in FRONT_TARGETS:
+            params, errs = {}, [f'{where}: target {s.target} is a front balancer; use kind = "kill-balancer"']
         else:
             node_ids, params, errs = _node_targets(s, where, nodes, rng, primary)
         errors += errs
         until = None if s.duration is None else s.at + s.duration
-        out.append(PlannedFault(k, s.kind, node_ids, lb, s.at, until, {**params, **_kind_params(s)}))
+        out.append(PlannedFault(k, s.kind, node_ids, lb, s.at, until, {**params, **_kind_params(s)}, web))
     # Two faults on the same node at overlapping times would heal each other's state: refuse.
     # (A statement of a sql step changes no state of the node's that a heal would undo.)
     for i, a in enumerate(out):
         for b in out[i + 1 :]:
-            if "sql" not in (a.kind, b.kind) and set(a.nodes) & set(b.nodes) and _overlap(a, b):
+            same = set(a.nodes) & set(b.nodes) or set(a.web) & set(b.web)
+            if "sql" not in (a.kind, b.kind) and same and _overlap(a, b):
                 errors.append(
                     f"fault {a.index} and fault {b.index} act on the same node at overlapping times"
                 )

@@ -68,8 +68,9 @@ def plan_faults(
     """The scenario's fault schedule against a topology (targets resolved, seeded); InputError
     lines name the source."""
     return spec.planned(
-        topology.cluster.nodes, 1 if topology.balancer.kind == "haproxy" else 0, source, primary=primary
-    )
+        topology.cluster.nodes, 1 if topology.balancer.kind == "haproxy" else 0, source, primary=primary,
+        web_nodes=topology.web.nodes, fronts=len(topology.web.front_indexes()),
+    )  # fmt: skip
 
 
 def precheck(spec: ScenarioSpec, topo_path: Path | None) -> None:

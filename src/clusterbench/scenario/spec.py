@@ -183,10 +183,17 @@ class ScenarioSpec(_Strict):
         return any(f.target == "primary" for f in self.fault)
 
     def planned(
-        self, nodes: int, balancers: int, source: str, primary: int | None = None
+        self,
+        nodes: int,
+        balancers: int,
+        source: str,
+        primary: int | None = None,
+        *,
+        web_nodes: int = 0,
+        fronts: int = 0,
     ) -> list[PlannedFault]:
         """The fault schedule with targets resolved; `primary` is the node taking the writes
-        (target primary), None where every node does."""
+        (target primary), None where every node does; `web_nodes` and `fronts`: the web tier's."""
         try:
             return plan(
                 self.fault_specs(nodes),
@@ -195,6 +202,8 @@ class ScenarioSpec(_Strict):
                 float(self.load.duration),
                 seed=self.seed,
                 primary=primary,
+                web_nodes=web_nodes,
+                fronts=fronts,
             )
         except ValueError as exc:
             raise InputError("\n".join(f"{source}: {line}" for line in str(exc).splitlines())) from None

@@ -74,6 +74,7 @@ class Verification:
         self.prober: AvailabilityProber | None = None
         self.monitor: SplitBrainMonitor | None = None
         self.vip: VipMonitor | None = None
+        self.front_vip: VipMonitor | None = None  # the web tier's front pair
         self.stop_notes: list[str] = []
         self.tables: dict[str, str] = {}
         self.stopped_t: float | None = None
@@ -125,6 +126,10 @@ class Verification:
                 # the balancers' split brain: who holds the VIP, every 0.5 s; changes as events
                 self.vip = VipMonitor(self.cluster.vip_holders, self.tb, on_change=self._vip_event(record))
                 self.vip.start()
+            if self.cluster.topology.front_vip_address() is not None:
+                on_change = self._vip_event(record, "front_vip_holders")
+                self.front_vip = VipMonitor(self.cluster.front_vip_holders, self.tb, on_change=on_change)
+                self.front_vip.start()
         for w in (self.ledger, self.bank, self.prober):
             if w is not None:
                 w.start()
@@ -136,15 +141,16 @@ class Verification:
                 self.stop_notes += w.stop()
         if self.monitor is not None:
             self.monitor.stop()
-        if self.vip is not None:
-            self.vip.stop()
+        for mon in (self.vip, self.front_vip):
+            if mon is not None:
+                mon.stop()
         if self.history is not None:
             self.history.stop()
 
     @staticmethod
-    def _vip_event(record: Any) -> Any:
+    def _vip_event(record: Any, kind: str = "vip_holders") -> Any:
         def note(s: VipSample) -> None:  # from the monitor's thread: the record writes through its own
-            record.event("vip_holders", {"holders": list(s.holders)}, t=round(s.t, 3))
+            record.event(kind, {"holders": list(s.holders)}, t=round(s.t, 3))
 
         return note
 
@@ -183,6 +189,11 @@ class Verification:
         if self.vip is not None:
             vip = self.vip
             verdicts.append(_guard("vip", lambda: check_vip(vip.samples(), vip.stopped_t)))
+        if self.front_vip is not None:
+            front = self.front_vip
+            verdicts.append(
+                _guard("front-vip", lambda: check_vip(front.samples(), front.stopped_t, "front-vip"))
+            )
         if self.monitor is not None:
             mon = self.monitor
             verdicts.append(_guard("split-brain", lambda: check_split_brain(mon.samples(), size)))
