@@ -28,6 +28,7 @@ from clusterbench.runner.provenance import ServerSnapshot
 from clusterbench.telemetry.recorder import TrialTelemetry
 from clusterbench.telemetry.sampler import TelemetrySource
 from clusterbench.telemetry.verdict import Bottleneck
+from clusterbench.trial import web
 from clusterbench.trial.checks import (
     consistency_verdict,
     fault_effects,
@@ -69,6 +70,7 @@ class TrialOutcome:
     phases: dict[str, float] = field(default_factory=dict)
     # the load ended with every node of the cluster down: what happened, in one line
     cluster_down: str | None = None
+    load_wall: float | None = None  # the wall clock (s) at the trial's time 0 (the faults' axis)
 
 
 def preflight(sysbench: SysbenchRunner, data: DataSets, trial: Trial) -> None:
@@ -234,6 +236,7 @@ class Pipeline:
                 self.lis.telemetry(out.seq, line)
 
         t0 = time.monotonic()  # the faults' and verifiers' time axis (their threads read the real clock)
+        out.load_wall = time.time()
         t_load = self.monotonic()
         ctx = _Context(self.cluster, record, t0, nemesis, out)
         started: list[Any] = []
@@ -286,6 +289,12 @@ class Pipeline:
             out.windows = nemesis.windows()
             for effect in fault_effects(out.samples, out.windows):
                 record.event("fault_effect", effect)
+            http = web.outages(out.result, out.windows, out.load_wall)
+            for o in http:
+                record.event("http_outage", {**o.to_json(), "summary": o.line()})
+                out.notes.append(o.line())
+            if http:
+                out.findings["http_outages"] = [o.to_json() for o in http]
             for err in nemesis.errors():
                 record.event("fault_error", {"error": err})
                 out.notes.append(err)
@@ -310,6 +319,9 @@ class Pipeline:
         verdicts: list[Verdict] = []
         if trial.test == TPCC:
             verdicts.append(self._tpcc(trial, record, result, out))
+        acked = web.acknowledged_verdict(self.cluster, result, trial.nodes)
+        if acked is not None:
+            verdicts.append(acked)
         for v in trial.verifiers:
             verdicts += v.check(ctx, out.findings)
             v.drop()
