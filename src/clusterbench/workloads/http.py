@@ -102,10 +102,14 @@ def split_rate(rate: int, clients: int) -> list[int]:
 
 
 def target_line(url: str, opts: SysbenchOptions) -> str:
-    """The one request every hit of a client sends (vegeta's http target format)."""
+    """The one request every hit of a client sends (vegeta's http target format). Pages that
+    write are POSTed: a request that is not idempotent is never retried by a balancer on another
+    web node (HAProxy retries an idempotent GET whose kept-alive connection broke, which would
+    insert its row twice: the second answer a 409)."""
     page = http_page(opts.test)
     query = "" if page == "write" else f"?rows={opts.table_size}"
-    return f"GET {url.rstrip('/')}/{page}{query}"
+    method = "GET" if page == "read" else "POST"
+    return f"{method} {url.rstrip('/')}/{page}{query}"
 
 
 def attack_name(token: str, client: int) -> str:

@@ -112,9 +112,9 @@ def test_split_rate() -> None:
 
 def test_targets_and_attack_options() -> None:
     url = "http://198.18.0.6:80/"
-    assert target_line(url, opts()) == "GET http://198.18.0.6:80/write"
+    assert target_line(url, opts()) == "POST http://198.18.0.6:80/write"
     assert target_line(url, opts(test="http_read", table_size=500)) == "GET http://198.18.0.6:80/read?rows=500"
-    assert target_line(url, opts(test="http_mixed")) == "GET http://198.18.0.6:80/mixed?rows=10000"
+    assert target_line(url, opts(test="http_mixed")) == "POST http://198.18.0.6:80/mixed?rows=10000"
     assert attack_name("abc123", 1) == "cbabc123c1"
     assert attack_args(opts(warmup=2), 10, "cbx") == [
         "-name=cbx", "-rate=10/1s", "-duration=5s", "-timeout=10s", "-max-body=1024", "-keepalive=true",
@@ -126,7 +126,7 @@ def test_targets_and_attack_options() -> None:
     ]  # fmt: skip
     argv = client_argv("/v/vegeta", url, opts(), 10, "cbx")
     assert argv[:5] == ["sh", "-c", PIPELINE, "sh", "/v/vegeta"]
-    assert argv[5] == "GET http://198.18.0.6:80/write"
+    assert argv[5] == "POST http://198.18.0.6:80/write"
 
 
 def test_pipeline_passes_the_target_and_reports_the_attack_exit(fake_vegeta: str, tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_pipeline_passes_the_target_and_reports_the_attack_exit(fake_vegeta: str
     assert p.returncode == 0  # encode's
     assert p.stderr.strip() == "CBVEGETA attack-exit 4"
     assert len(p.stdout.splitlines()) == 30
-    assert (tmp_path / "targets").read_text() == "GET http://h/write\n"
+    assert (tmp_path / "targets").read_text() == "POST http://h/write\n"
 
 
 def test_find_vegeta(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
 <?php
-// GET /mixed[?rows=R][&id=ID]: the settings' mixed_reads point selects, then one write (as
+// POST (or GET) /mixed[?rows=R][&id=ID]: the settings' mixed_reads point selects, then one write (as
 // /write: 200 only after its COMMIT).
 declare(strict_types=1);
 require __DIR__ . '/common.php';

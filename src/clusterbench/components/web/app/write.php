@@ -1,5 +1,5 @@
 <?php
-// GET /write[?id=ID]: INSERT one row with a unique id and COMMIT; 200 (with the id) only after
+// POST (or GET) /write[?id=ID]: INSERT one row with a unique id and COMMIT; 200 (with the id) only after
 // the COMMIT returned, so every 200 is an acknowledged write.
 declare(strict_types=1);
 require __DIR__ . '/common.php';
