@@ -107,6 +107,12 @@ class FakeHost(LocalHost):
     def alive(self, proc: ProcessRef) -> bool:
         return proc.pid in self.live
 
+    def process_listing(self, proc: Path = Path("/proc")) -> str:
+        """What the shell listing answers (`responses` or the responder), as a remote host's."""
+        from clusterbench.hosts.procs import LIST_PROCS
+
+        return self.run(["sh", "-c", LIST_PROCS], check=False).stdout
+
     def signal(self, proc: ProcessRef, sig: int) -> bool:
         self.signals.append(Signalled(proc, int(sig)))
         if proc.pid not in self.live:

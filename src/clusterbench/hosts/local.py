@@ -75,6 +75,24 @@ class LocalHost:
     def alive(self, proc: ProcessRef) -> bool:
         return process.is_alive(proc.pid, proc.start_ticks)
 
+    def process_listing(self, proc: Path = Path("/proc")) -> str:
+        """Every process of this machine as hosts.procs.LIST_PROCS prints them (PID, parent PID,
+        stat line, command line; tab-separated, a line each), read from /proc here. A network
+        namespace shares this machine's process table."""
+        lines = []
+        for d in proc.iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                status = (d / "status").read_text(errors="replace")
+                stat = (d / "stat").read_text(errors="replace").replace("\t", " ").strip()
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:  # gone meanwhile
+                continue
+            ppid = next((ln[5:].strip() for ln in status.splitlines() if ln.startswith("PPid:")), "")
+            lines.append(f"{d.name}\t{ppid}\t{stat}\t{cmd}")
+        return "\n".join(lines) + "\n"
+
     def proc_state(self, pid: int) -> tuple[str, int] | None:
         """(state, start ticks) of a PID, or None when it does not exist."""
         st, ticks = process.state(pid), process.start_ticks(pid)
