@@ -227,3 +227,23 @@ def test_down_stops_keepalived_then_fronts_then_web_nodes(
         "front haproxy fe2 stopped", "web node w1 stopped",
     ]  # fmt: skip
     assert c._down_web()[-1:] != ["web node w1 stopped"]  # nothing left to stop
+
+
+def test_what_up_says_of_the_web_tier() -> None:
+    from clusterbench.webtier import web_banner, web_endpoints
+
+    pair = Topology.model_validate({"web": {"nodes": 2, "front": {"count": 2}}})
+    assert web_banner(pair) == " + 2 web nodes + 2 front HAProxy with keepalived (VIP)"
+    assert web_endpoints(pair, "fe1") == [
+        ("http", "http://198.18.0.6:80", "front keepalived VIP, now on fe1"),
+        ("", "http://198.18.0.5:80", "fe1 itself"),
+        ("", "http://198.18.0.7:80", "fe2 itself"),
+        ("", "http://198.18.0.21:80", "web node w1"),
+        ("", "http://198.18.0.22:80", "web node w2"),
+    ]
+    one = Topology.model_validate({"web": {"nodes": 1, "layout": "colocated"}})
+    assert web_banner(one) == " + 1 web node on the database nodes' hosts + front HAProxy"
+    assert web_endpoints(one, None) == [
+        ("http", "http://198.18.0.5:80", "front HAProxy fe1"), ("", "http://198.18.0.11:80", "web node w1"),
+    ]  # fmt: skip
+    assert web_banner(Topology()) == "" and web_endpoints(Topology(), None) == []
