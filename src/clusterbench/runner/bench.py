@@ -30,7 +30,7 @@ from clusterbench.trial.spec import Load, Trial, endpoint_provenance, stored_par
 from clusterbench.workloads import SysbenchOptions, SysbenchRunner, client_databases, group_tests
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.slap import check_slap
-from clusterbench.workloads.sysbench import SLAP_TEST, canonical_test, check_known_tests
+from clusterbench.workloads.sysbench import HTTP_TESTS, SLAP_TEST, canonical_test, check_known_tests
 
 Kind = Literal["run", "suite", "scenario"]
 
@@ -99,6 +99,12 @@ class BenchPlan:
         check_known_tests(self.tests)
         if self.clients < 1:
             raise InputError(f"--clients must be at least 1, got {self.clients}")
+        http = [t for t in self.tests if t in HTTP_TESTS]
+        if http and self.options.rate <= 0:  # the first test's options were checked, not the others'
+            raise InputError(
+                f"--rate: {http[0]} sends requests at a fixed rate whatever the latency; give --rate R "
+                "(requests per second, all clients together) above 0"
+            )
         if SLAP_TEST in self.tests:
             check_slap(self.trial_options(SLAP_TEST), self.endpoint, self.clients)
             if len(self.client_endpoints) > 1:

@@ -246,6 +246,11 @@ def fault_scenario(
     per problem, naming the option."""
     if kind not in KINDS:
         raise InputError(f"unknown fault '{kind}'; known: {', '.join(KINDS)}")
+    if canonical_test(str(load.get("workload"))) in HTTP_TESTS and int(load.get("rate") or 0) <= 0:
+        raise InputError(
+            f"--load-rate: -w {load['workload']} sends requests at a fixed rate whatever the latency; give "
+            "--load-rate R (requests per second)"
+        )
     if load.get("workload") != "tpcc" and ({"customers", "items"} & scale.keys()):
         raise InputError("--customers and --items are tpcc's load scale; leave them out, or use -w tpcc")
     fields: dict[str, Any] = {"kind": kind, "target": f"node:{node}" if node else target, "at": at}
