@@ -24,6 +24,7 @@ from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError
 from clusterbench.providers import preflight
 from clusterbench.spec.aliases import option_conflicts
 from clusterbench.spec.topology import Topology, load_topology
+from clusterbench.webtier import WebTierStatus, web_banner, web_endpoints
 
 app = typer_app(
     name="clusterbench",
@@ -98,6 +99,7 @@ def up(
             if topo.balancer.kind == "haproxy"
             else ""
         )
+        + web_banner(topo)
         + (f" on {len(topo.hosts)} machines over ssh" if topo.remote else f" on {topo.network}")
     )
     timings = cluster.up(report=console.step, checked=lambda: console.out.print(banner))
@@ -132,6 +134,9 @@ def _print_endpoints(cluster: Cluster) -> None:
         table.add_row("balancer-read", f"{client}:{port + read[0].port_offset}", via)
     for i in t.node_indexes():
         table.add_row(f"node:{i}", f"{t.node_address(i)}:3306", f"n{i} directly")
+    holder = cluster.front_vip_holder() if t.front_vip_address() else None
+    for row in web_endpoints(t, holder):
+        table.add_row(*row)
     console.out.print(table)
     masked = c.app_password[:2] + "*" * (len(c.app_password) - 2)
     console.out.print(
@@ -211,11 +216,13 @@ def status(name: NameOpt = None, as_json: JsonOpt = False) -> None:
             else:
                 console.warn(f"fault left in place: {lo.describe()}; `clusterbench heal` removes it")
         _print_users(cluster.topology.name)
-    if len(st.vip_holders) > 1:
+    front = st.web.vip_holders if st.web is not None else []
+    if len(st.vip_holders) > 1 or len(front) > 1:
         # A split brain of the balancers: a check that fails, exit 1 for as long as it lasts.
         if not as_json:
+            holders = st.vip_holders if len(st.vip_holders) > 1 else front
             console.warn(
-                f"the VIP is held by {' and '.join(st.vip_holders)} at once: their keepalived instances "
+                f"the VIP is held by {' and '.join(holders)} at once: their keepalived instances "
                 "cannot hear each other (VRRP cut?); clients may reach either"
             )
         raise typer.Exit(1)
@@ -326,6 +333,39 @@ def _print_status(st: ClusterStatus) -> None:
             status = b.status if b.up or expected_down else f"[red]{b.status}[/]"
             cells = [b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status]
             bt.add_row(*(([b.proxy] if routes else []) + cells))
+        console.out.print(bt)
+    if st.web is not None:
+        _print_web(st.web)
+
+
+def _print_web(web: WebTierStatus) -> None:
+    """The web tier: each web node's processes, /health and pool; each front HAProxy's view."""
+    table = Table(title="web nodes", title_justify="left")
+    for col in ("web node", "url", "nginx", "php-fpm", "/health", "busy", "idle", "queue"):
+        table.add_column(col, justify="right" if col in ("busy", "idle", "queue") else "left")
+    for w in web.nodes:
+        up = {True: "alive", False: "[red]down[/]"}
+        health = "-" if w.health is None else (str(w.health) if w.health == 200 else f"[red]{w.health}[/]")
+        pool = [str(w.pool.active), str(w.pool.idle), str(w.pool.listen_queue)] if w.pool else ["-"] * 3
+        name = w.role if w.host == w.role else f"{w.role} (on {w.host})"
+        table.add_row(name, w.url, up[w.nginx_alive], up[w.fpm_alive], health, *pool)
+    console.out.print(table)
+    if web.vip is not None:
+        held = " and ".join(web.vip_holders) or "no front balancer"
+        colour = "" if len(web.vip_holders) == 1 else "[red]"
+        console.out.print(f"{colour}front VIP {web.vip} held by {held}" + ("[/]" if colour else ""))
+    for f in web.fronts:
+        parts = ["alive" if f.alive else "[red]DOWN[/]"]
+        if f.keepalived_alive is not None:
+            parts.append("keepalived " + ("alive" if f.keepalived_alive else "[red]DOWN[/]"))
+            parts.append("[bold]holds the front VIP[/]" if f.holds_vip else "backup")
+        console.out.print(f"front haproxy {f.role} {f.address} ({', '.join(parts)})", soft_wrap=True)
+        bt = Table()
+        for col in ("web node", "status", "sessions", "total", "check"):
+            bt.add_column(col)
+        for b in f.backends:
+            status = b.status if b.up else f"[red]{b.status}[/]"
+            bt.add_row(b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status)
         console.out.print(bt)
 
 
