@@ -82,7 +82,7 @@ from clusterbench.store import Store
 from clusterbench.trial.data import check_tpcc
 from clusterbench.workloads import KNOWN_TESTS, tpcc
 from clusterbench.workloads.placement import ClientHost
-from clusterbench.workloads.sysbench import SYSBENCH_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
+from clusterbench.workloads.sysbench import HTTP_TESTS, SYSBENCH_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
@@ -97,7 +97,19 @@ TargetOpt = Annotated[
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
 TableSizeOpt = Annotated[int, typer.Option(min=1, help="Rows per table.")]
 WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --duration, not in the results.")]
-RateOpt = Annotated[int, typer.Option(min=0, help="Target transactions per second (0 = unlimited).")]
+RateOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Target transactions per second (0 = unlimited); the HTTP tests' requests per second, all "
+        "clients together (required there).",
+    ),
+]
+HttpTimeoutOpt = Annotated[float, typer.Option(help="HTTP tests: seconds before a request is an error.")]
+HttpWorkersOpt = Annotated[
+    int, typer.Option(min=0, help="HTTP tests: cap on vegeta's workers per client (0 = none: open loop).")
+]
+HttpKeepaliveOpt = Annotated[bool, typer.Option(help="HTTP tests: reuse connections (off: one per request).")]
 RandTypeOpt = Annotated[str, typer.Option(help="uniform, gaussian, special or pareto.")]
 IntervalOpt = Annotated[int, typer.Option(min=1, help="Seconds per sample.")]
 ClientsOpt = Annotated[
@@ -348,9 +360,12 @@ def _execute(
     bench = BenchRunner(sysbench_runner(target.cluster), target.probe, telemetry=target.servers,
                         telemetry_on=telemetry)  # fmt: skip
     bench.check(plan)  # fail fast: unreachable, wrong password, no schema
+    http = plan.web_urls and all(t in HTTP_TESTS for t in plan.tests)
     console.out.print(
         f"{plan.kind} {', '.join(plan.tests) if len(plan.tests) <= 3 else f'{len(plan.tests)} tests'} on "
-        f"{target.label}: {plan.options.threads} threads x {plan.clients} client(s), {plan.options.time} s"
+        + (f"{plan.web_urls[0]} (the web front): {plan.options.rate} requests/s" if http else
+           f"{target.label}: {plan.options.threads} threads")  # fmt: skip
+        + f" x {plan.clients} client(s), {plan.options.time} s"
         + (f" + {plan.options.warmup} s warm-up" if plan.options.warmup else "")
         + (f", clients on {', '.join(h.name for h in plan.client_hosts)}" if plan.client_hosts else "")
         + f"; results in {store_path_of(store)}"
@@ -382,7 +397,8 @@ def run(
             "--workload", "-w", "--tests",
             help="A sysbench test (e.g. oltp_read_write), tpcc (TPC-C-like, scale: --warehouses), an "
             "access-method test (access_pk, access_pk_batch, access_uk, access_uk_batch, access_eq, "
-            "access_range, access_scan, access_noop) or mysqlslap (alias: --tests).",
+            "access_range, access_scan, access_noop), mysqlslap, or an HTTP test on the web tier (http_read, "
+            "http_write, http_mixed; http = http_mixed; needs --rate) (alias: --tests).",
         ),  # fmt: skip
     ],
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
@@ -424,9 +440,12 @@ def run(
     slap_queries: SlapQueriesOpt = 100,
     slap_query: SlapQueryOpt = None,
     slap_engine: SlapEngineOpt = "InnoDB",
+    http_timeout: HttpTimeoutOpt = 10.0,
+    http_max_workers: HttpWorkersOpt = 0,
+    http_keepalive: HttpKeepaliveOpt = True,
 ) -> None:
-    """Run one workload (a sysbench test, an access_* method or mysqlslap) against the cluster (or
-    --host) and store every sample."""
+    """Run one workload (a sysbench test, an access_* method, mysqlslap, or an HTTP test through the
+    web tier) against the cluster (or --host) and store every sample."""
     tags = check_tags(tag)
     weights = parse_mix_option(mix, (workload,))
     opts = make_options(
@@ -434,7 +453,8 @@ def run(
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
         warehouses=warehouses, customers=customers, items=items, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
-        slap_query=slap_query, slap_engine=slap_engine,
+        slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
+        http_max_workers=http_max_workers, http_keepalive=http_keepalive,
     )  # fmt: skip
     with store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
@@ -498,6 +518,9 @@ def suite(
     slap_queries: SlapQueriesOpt = 100,
     slap_query: SlapQueryOpt = None,
     slap_engine: SlapEngineOpt = "InnoDB",
+    http_timeout: HttpTimeoutOpt = 10.0,
+    http_max_workers: HttpWorkersOpt = 0,
+    http_keepalive: HttpKeepaliveOpt = True,
 ) -> None:
     """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
     chosen = parse_tests(workload, SYSBENCH_TESTS) if workload is None else parse_tests(workload, KNOWN_TESTS)
@@ -508,7 +531,8 @@ def suite(
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
         warehouses=warehouses, customers=customers, items=items, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
-        slap_query=slap_query, slap_engine=slap_engine,
+        slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
+        http_max_workers=http_max_workers, http_keepalive=http_keepalive,
     )  # fmt: skip
     with store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,

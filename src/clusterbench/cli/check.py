@@ -71,7 +71,10 @@ def check_file(path: Path) -> list[str]:
         balancers = 1 if topo.balancer.kind == "haproxy" else 0
         # target primary: member 1 is the primary after `up` (checked against the real one at run time)
         primary = 1 if topo_path is None or topo.engine.has_primary else None
-        faults = spec.planned(topo.cluster.nodes, balancers, str(path), primary=primary)
+        # web targets: against the file's web tier, or any (the cluster that is up is checked at run time)
+        web = (topo.web.nodes, len(topo.web.front_indexes())) if topo_path is not None else (9, 2)
+        faults = spec.planned(topo.cluster.nodes, balancers, str(path), primary=primary, web_nodes=web[0],
+                              fronts=web[1])  # fmt: skip
         where = f"on {topo_path} ({_topology_line(topo)})" if topo_path else "on the cluster that is up"
         sched = "; ".join(
             f"{f.label()} at {f.at:g} s" + (f" for {f.until - f.at:g} s" if f.until else "") for f in faults

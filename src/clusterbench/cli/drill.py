@@ -387,7 +387,8 @@ def fault(
         str,
         typer.Option(
             help="node:N, random, one, majority, minority, all, primary (Group Replication's "
-            "single primary), balancer, lb:N."
+            "single primary), balancer, lb:N; on the web tier web:N (kill-, stop-, pause-node), front or "
+            "fe:N (kill-balancer)."
         ),
     ] = "random",
     at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
@@ -421,6 +422,11 @@ def fault(
     customers: CustomersOpt = TPCC_CUSTOMERS,
     items: ItemsOpt = TPCC_ITEMS,
     mix: MixOpt = None,
+    load_rate: Annotated[
+        int,
+        typer.Option(min=0, help="The load's rate: requests per second of an HTTP test (required there), "
+                     "else a tps cap (0 = none)."),  # fmt: skip
+    ] = 0,
     load_target: Annotated[
         str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
     ] = "balancer",
@@ -451,7 +457,7 @@ def fault(
         options={"rate": rate, "cpu_quota": cpu_quota, "delay": delay, "jitter": jitter, "loss": loss,
                  "window": window},
         load={"workload": workload, "threads": threads, "duration": duration, "target": load_target,
-              "prepare": prepare},
+              "prepare": prepare, "rate": load_rate},
         scale=scale, ledger_clients=ledger_clients, bank=bank,
     )  # fmt: skip
     raise typer.Exit(_execute(spec, None, name, results, False, tags, notes, telemetry))
