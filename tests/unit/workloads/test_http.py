@@ -361,3 +361,11 @@ def test_the_trial_sends_http_tests_to_its_clusters_web_front(tmp_path: Path) ->
     other = EP.model_copy(update={"database": "shop"})
     with pytest.raises(InputError, match="^--database shop: the web application's tables are in sbtest; "):
         SysbenchRunner(http=HttpRunner(["http://h"], vegeta="/v")).check_load(opts(), 1, (), other.database)
+
+
+def test_a_suite_with_an_http_test_needs_a_rate_for_it() -> None:
+    with pytest.raises(InputError, match="^--rate: http_read sends requests at a fixed rate"):
+        oltp = make_options(test="oltp_read_only")
+        BenchPlan(kind="suite", tests=("oltp_read_only", "http_read"), options=oltp, endpoint=EP)
+    plan = BenchPlan(kind="suite", tests=("http",), options=opts(test="http"), endpoint=EP)
+    assert plan.tests == ("http_mixed",)
