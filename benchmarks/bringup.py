@@ -6,7 +6,12 @@ the time of `down`, over several rounds (median, min, max) with the ratio to the
 Group Replication only where its MySQL rootfs exists); then brings up 9 Galera nodes with the
 default settings and prints their total RSS against 3 GiB.
 
+The web-tier layout of the study is measured beside them: 3 database nodes + HAProxy + 3 web nodes
+(nginx + php-fpm) + the front HAProxy pair with its keepalived VIP, from `up` to every front seeing
+every web node UP and one holding the VIP, against 25 s.
+
 Usage (root): python benchmarks/bringup.py [--rounds 3] [--engine both|galera|group_replication] [--skip-nine]
+              [--only all|database|web] [--web-name web3] [--web-subnet 198.18.233.0/24]
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from clusterbench.engines.group_replication import rootfs
 from clusterbench.spec.topology import Topology
 
 UP_TARGET_S = 15.0
+WEB_UP_TARGET_S = 25.0
 DOWN_TARGET_S = 5.0
 RSS_TARGET_GIB = 3.0
 
@@ -41,11 +47,48 @@ def topo(name: str, nodes: int, subnet: str, engine: str = "galera") -> Topology
     )
 
 
+def web_topology(name: str, subnet: str, engine: str) -> Topology:
+    """3 database nodes + HAProxy + 3 web nodes + the front HAProxy pair (the study's layout)."""
+    return Topology.model_validate({
+        "cluster": {"name": name, "nodes": 3, "subnet": subnet}, "engine": {"kind": engine},
+        "web": {"nodes": 3, "front": {"count": 2}},
+    })  # fmt: skip
+
+
+def web_layout(home: Path, engines: list[str], rounds: int, name: str, subnet: str) -> None:
+    """Up and down of the web-tier layout per engine, with where `up`'s time went."""
+    for engine in engines:
+        ups, downs, webs = [], [], []
+        for r in range(rounds):
+            c = Cluster(web_topology(name, subnet, engine), home=home)
+            t0 = time.monotonic()
+            timings = c.up()
+            ups.append(time.monotonic() - t0)
+            webs.append(timings["total"] - timings["balancers"])
+            time.sleep(2)
+            t0 = time.monotonic()
+            c.down()
+            downs.append(time.monotonic() - t0)
+            steps = (f"nodes ready {timings['nodes_synced']:.1f} s, balancer {timings['balancers']:.1f} s, "
+                     f"web tier {webs[-1]:.1f} s more")  # fmt: skip
+            line = f"round {r + 1} {engine} web tier: up {ups[-1]:.2f} s ({steps}), down {downs[-1]:.2f} s"
+            print(line, flush=True)
+        med, web, down = statistics.median(ups), statistics.median(webs), statistics.median(downs)
+        print(
+            f"{engine}: 3 nodes + HAProxy + 3 web nodes + front pair with VIP, up: median {med:.2f} s (min "
+            f"{min(ups):.2f}, max {max(ups):.2f}; the web tier {web:.1f} s of it); ratio to the "
+            f"{WEB_UP_TARGET_S:g} s target: {med / WEB_UP_TARGET_S:.2f}; down: median {down:.2f} s"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--engine", choices=["both", "galera", "group_replication"], default="both")
     ap.add_argument("--skip-nine", action="store_true")
+    ap.add_argument("--only", choices=["all", "database", "web"], default="all")
+    ap.add_argument("--web-name", default="web3")
+    ap.add_argument("--web-subnet", default="198.18.233.0/24")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("error: needs root (network namespaces); run as root", file=sys.stderr)
@@ -60,7 +103,9 @@ def main() -> int:
     ups: dict[str, list[float]] = {e: [] for e in engines}
     downs: dict[str, list[float]] = {e: [] for e in engines}
     try:
-        for r in range(args.rounds):
+        if args.only in ("all", "web"):
+            web_layout(home, engines, args.rounds, args.web_name, args.web_subnet)
+        for r in range(args.rounds if args.only != "web" else 0):
             for engine in engines:  # alternating, so both see the same machine
                 c = Cluster(topo("bench", 3, "198.18.230.0/24", engine), home=home)
                 t0 = time.monotonic()
@@ -74,7 +119,7 @@ def main() -> int:
                     f"round {r + 1} {engine}: up {ups[engine][-1]:.2f} s, down {downs[engine][-1]:.2f} s",
                     flush=True,
                 )
-        for engine in engines:
+        for engine in engines if args.only != "web" else []:
             up_med, down_med = statistics.median(ups[engine]), statistics.median(downs[engine])
             print(
                 f"{engine}: 3 nodes + HAProxy, up to ready + UP: median {up_med:.2f} s "
@@ -86,10 +131,10 @@ def main() -> int:
                 f"max {max(downs[engine]):.2f}); ratio to the {DOWN_TARGET_S:g} s target: "
                 f"{down_med / DOWN_TARGET_S:.2f}"
             )
-        if len(engines) == 2:
+        if len(engines) == 2 and args.only != "web":
             ratio = statistics.median(ups["group_replication"]) / statistics.median(ups["galera"])
             print(f"up, Group Replication / Galera: {ratio:.2f}")
-        if not args.skip_nine:
+        if not args.skip_nine and args.only != "web":
             c = Cluster(topo("nine", 9, "198.18.231.0/24"), home=home)
             t0 = time.monotonic()
             c.up()
@@ -108,7 +153,7 @@ def main() -> int:
                 f"{gib / RSS_TARGET_GIB:.2f}"
             )
     finally:
-        for name in ("bench", "nine"):
+        for name in ("bench", "nine", args.web_name):
             try:
                 Cluster.load(name, home=home).down()
             except Exception:  # noqa: BLE001 - best effort cleanup; nothing may be left
