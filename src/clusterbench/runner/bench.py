@@ -16,6 +16,7 @@ from typing import Any, Literal
 import pymysql  # type: ignore[import-untyped, unused-ignore]
 from pydantic import ValidationError
 
+from clusterbench.cluster import Cluster
 from clusterbench.errors import ClusterbenchError, InputError
 from clusterbench.runner.provenance import ServerProbe, host_facts
 from clusterbench.spec.endpoint import Endpoint
@@ -176,6 +177,9 @@ class BenchRunner:
         self.probe = probe
         # the cluster whose servers are sampled every second beside the load (None: an endpoint)
         self.telemetry = telemetry
+        # the cluster the load runs on, when it is one clusterbench runs: the pipeline checks its
+        # nodes after the load (the web tier's acknowledged writes) and ends a load it outlived
+        self.cluster = telemetry if isinstance(telemetry, Cluster) else None
         self.telemetry_on = telemetry_on
         self.facts = facts
         self.connect = connect
@@ -189,7 +193,7 @@ class BenchRunner:
         probe = self.probe
         return Pipeline(
             self.sysbench, rec, data, snapshot=(lambda _: probe.snapshot()) if probe is not None else None,
-            telemetry=self.telemetry, listener=lis, monotonic=self.monotonic,
+            telemetry=self.telemetry, listener=lis, monotonic=self.monotonic, cluster=self.cluster,
         )  # fmt: skip
 
     def check(self, plan: BenchPlan) -> None:
