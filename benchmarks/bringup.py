@@ -11,7 +11,7 @@ The web-tier layout of the study is measured beside them: 3 database nodes + HAP
 every web node UP and one holding the VIP, against 25 s.
 
 Usage (root): python benchmarks/bringup.py [--rounds 3] [--engine both|galera|group_replication] [--skip-nine]
-              [--only all|database|web] [--web-name web3] [--web-subnet 198.18.233.0/24]
+              [--only all|database|web] [--web-name web3] [--web-subnet 198.18.234.0/24]
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def main() -> int:
     ap.add_argument("--skip-nine", action="store_true")
     ap.add_argument("--only", choices=["all", "database", "web"], default="all")
     ap.add_argument("--web-name", default="web3")
-    ap.add_argument("--web-subnet", default="198.18.233.0/24")
+    ap.add_argument("--web-subnet", default="198.18.234.0/24")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("error: needs root (network namespaces); run as root", file=sys.stderr)
