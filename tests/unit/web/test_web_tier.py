@@ -230,7 +230,7 @@ def test_down_stops_keepalived_then_fronts_then_web_nodes(
 
 
 def test_what_up_says_of_the_web_tier() -> None:
-    from clusterbench.webtier import web_banner, web_endpoints
+    from clusterbench.spec.describe import web_banner, web_endpoints
 
     pair = Topology.model_validate({"web": {"nodes": 2, "front": {"count": 2}}})
     assert web_banner(pair) == " + 2 web nodes + 2 front HAProxy with keepalived (VIP)"
