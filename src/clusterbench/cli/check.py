@@ -10,6 +10,7 @@ import typer
 
 from clusterbench.cli import console
 from clusterbench.errors import InputError
+from clusterbench.spec.describe import web_banner
 from clusterbench.spec.topology import Topology, load_topology, parse_toml
 
 SCENARIO_KEYS = {"load", "fault", "verify", "on_error", "seed", "anomalies", "random_faults"}
@@ -44,6 +45,8 @@ def _topology_line(t: Topology) -> str:
     parts = [f"cluster {t.name}", f"{t.cluster.nodes} node(s)"]
     if t.balancer.kind == "haproxy":
         parts.append("2 HAProxy + keepalived VIP" if t.balancer.count == 2 else "HAProxy")
+    if t.web.nodes:
+        parts.append(web_banner(t).removeprefix(" + ").replace(" + ", ", "))
     parts.append(f"{len(t.hosts)} machine(s) over ssh" if t.remote else f"subnet {t.network}")
     return ", ".join(parts)
 

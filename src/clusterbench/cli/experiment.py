@@ -106,7 +106,9 @@ def plan_cmd(
         r = t.topology.resources
         # GR for a Group Replication cluster (Galera's stays as it was: "3n")
         gr = " GR" if t.topology.engine.kind == "group_replication" else ""
-        cl = f"{t.topology.cluster.nodes}n{gr}" + "".join(
+        w = t.topology.web
+        web = f" {w.nodes}w" + (" colocated" if w.layout == "colocated" else "") if w.nodes else ""
+        cl = f"{t.topology.cluster.nodes}n{gr}{web}" + "".join(
             f" {k}={v}" for k, v in (("cpu", r.cpu_quota), ("cpuset", r.cpuset), ("bw", r.bandwidth)) if v
         )
         mark = " (done)" if t.key in done else ""

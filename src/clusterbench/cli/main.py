@@ -23,8 +23,9 @@ from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir,
 from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
 from clusterbench.providers import preflight
 from clusterbench.spec.aliases import option_conflicts
+from clusterbench.spec.describe import web_banner, web_endpoints
 from clusterbench.spec.topology import Topology, load_topology
-from clusterbench.webtier import WebTierStatus, web_banner, web_endpoints
+from clusterbench.webtier import WebTierStatus
 
 app = typer_app(
     name="clusterbench",
