@@ -116,8 +116,9 @@ class WebOps:
         st = self.state.get("web", {}).get(role, {})
         refs = {k: ProcessRef.from_json(st[k]) if st.get(k) else None for k in ("nginx", "fpm")}
         host_role = t.web_host_role(index)
-        return WebNode(cfg, self.host(host_role), nginx=refs["nginx"], fpm=refs["fpm"], clock=self.clock,
-                       launcher=self.provider.launcher(host_role))  # fmt: skip
+        # the node's limits: its own, or (colocated) its database node's host's
+        host = self.provider.limited_host(host_role)
+        return WebNode(cfg, host, nginx=refs["nginx"], fpm=refs["fpm"], clock=self.clock)
 
     def web_nodes(self) -> list[WebNode]:
         return [self.web_node(i) for i in self.topology.web.indexes()]

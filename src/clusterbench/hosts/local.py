@@ -8,6 +8,7 @@ import pwd
 import shlex
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from clusterbench.errors import ComponentError
@@ -160,9 +161,13 @@ class LocalHost:
 class NetnsHost(LocalHost):
     """Runs commands inside a network namespace. Files live on the shared filesystem."""
 
-    def __init__(self, netns: str) -> None:
+    def __init__(self, netns: str, outer: Sequence[str] = ()) -> None:
         super().__init__(name=netns)
         self.netns = netns
+        # what runs before entering the namespace: a cgroup entry (providers.cgroups.enter_cgroup_argv),
+        # which must happen out here, since `ip netns exec` mounts a /sys of its own without the
+        # cgroup hierarchies. The command then starts under those limits and so do its children.
+        self.outer = list(outer)
 
     def wrap(self, argv: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.netns, *argv]
+        return [*self.outer, "ip", "netns", "exec", self.netns, *argv]

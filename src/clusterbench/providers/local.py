@@ -114,10 +114,11 @@ class LocalProvider:
         roles += [f"w{i}" for i in t.web.indexes() if t.web_host_role(i) == f"w{i}"]
         return [r for r in roles if self.resources(r).cpus() is not None]
 
-    def launcher(self, role: str) -> list[str]:
-        """What goes before the argv of a server that must be born under the limits of the host of
-        `role` (its cgroups), so that the workers it forks are too; [] without limits."""
-        return enter_cgroup_argv(self.cgroups.procs_files(self.names.cgroup(role)))
+    def limited_host(self, role: str) -> Machine:
+        """The host of `role`, whose commands start under its limits (its cgroups, entered before
+        the namespace), so that a server's workers are born there too: the web nodes'."""
+        entry = enter_cgroup_argv(self.cgroups.procs_files(self.names.cgroup(role)))
+        return NetnsHost(self.names.netns(role), outer=entry)
 
     def create(self, report: Report) -> dict[str, Any]:
         """Bridge, namespaces, veths, shaping, cgroups. Returns what to persist in state.json."""

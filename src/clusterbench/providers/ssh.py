@@ -140,9 +140,9 @@ class SshProvider:
     def attach(self, role: str, pid: int) -> None:
         """No resource limits over ssh (limit the machines themselves)."""
 
-    def launcher(self, role: str) -> list[str]:
-        """Nothing to enter over ssh: no limits of ours there."""
-        return []
+    def limited_host(self, role: str) -> SshHost:
+        """The host of `role` (no limits of ours over ssh)."""
+        return self.host(role)
 
     def copy_dir(
         self,

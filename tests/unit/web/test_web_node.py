@@ -124,13 +124,6 @@ def test_start_runs_php_fpm_then_nginx_and_waits_for_each(tmp_path: Path) -> Non
     assert len(h.spawned) == 2
 
 
-def test_start_with_a_launcher_puts_it_before_each_server(tmp_path: Path) -> None:
-    n, h = node(tmp_path)
-    n.launcher = ["sh", "-c", "enter", "sh", "/cg/cgroup.procs", "--"]
-    n.start()
-    assert [s.argv[:6] for s in h.spawned] == [n.launcher, n.launcher]
-
-
 def test_start_fails_with_the_servers_words(tmp_path: Path) -> None:
     h = WebHost(ready=False)
     n, _ = node(tmp_path, h)

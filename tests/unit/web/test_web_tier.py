@@ -1,5 +1,5 @@
-"""webtier.py and the local provider's part of it: host plans, limits and launchers of the web
-roles, the web nodes' and front balancers' configurations, bring-up order, persisted processes,
+"""webtier.py and the local provider's part of it: host plans, limits and limited hosts of the
+web roles, the web nodes' and front balancers' configurations, bring-up order, persisted processes,
 the fault operations and teardown, over fake hosts (nothing real starts)."""
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.engines.base import Credentials
 from clusterbench.errors import ClusterStateError
 from clusterbench.hosts.base import Machine, ProcessRef
+from clusterbench.hosts.local import NetnsHost
 from clusterbench.providers.cgroups import CgroupV1
+from clusterbench.providers.local import LocalProvider
 from clusterbench.providers.network import HostPlan
 from clusterbench.spec.topology import Topology
 from tests.unit.fakes import FakeClock, FakeHost, local_provider
@@ -41,10 +43,17 @@ def with_hosts(c: Cluster, hosts: dict[str, FakeHost]) -> dict[str, FakeHost]:
         return hosts[role]
 
     c.host = host  # type: ignore[method-assign]
+    c.provider.limited_host = host
     return hosts
 
 
 # ---------------------------------------------------------------- the provider
+
+
+def limited(p: LocalProvider, role: str) -> NetnsHost:
+    h = p.limited_host(role)
+    assert isinstance(h, NetnsHost)
+    return h
 
 
 def test_host_plans_give_web_nodes_and_fronts_namespaces(tmp_path: Path) -> None:
@@ -67,19 +76,22 @@ def test_colocated_web_nodes_get_no_namespace_of_their_own(tmp_path: Path) -> No
     assert roles == ["n1", "n2", "lb1", "fe1"]
 
 
-def test_limits_and_launchers_of_web_roles(tmp_path: Path) -> None:
+def test_limits_and_limited_hosts_of_web_roles(tmp_path: Path) -> None:
     c = cluster(tmp_path, {"resources": {"cpu_quota": 1.0}, "web": {
         "nodes": 2, "resources": {"cpu_quota": 0.5}, "node": [{"index": 2, "cpuset": "1"}]}})  # fmt: skip
     p = local_provider(c)
     p.cgroups = CgroupV1(tmp_path / "cg")
     assert p.limited_roles() == ["n1", "n2", "n3", "w1", "w2"]
     assert p.resources("w2").cpuset == "1" and p.resources("lb1").cpus() is None
-    assert p.launcher("w1") == []  # no group made yet: nothing to enter
+    # no group made yet: nothing to enter
+    assert limited(p, "w1").wrap(["nginx"]) == ["ip", "netns", "exec", "cb-lab-w1", "nginx"]
     group = tmp_path / "cg" / "cpu" / "clusterbench" / "lab-w1"
     group.mkdir(parents=True)
     (group / "cgroup.procs").write_text("")
-    assert p.launcher("w1")[:2] == ["sh", "-c"]
-    assert p.launcher("w1")[-2:] == [str(group / "cgroup.procs"), "--"]
+    # the group is entered before the namespace: `ip netns exec` mounts a /sys without it
+    argv = limited(p, "w1").wrap(["nginx"])
+    assert argv[:2] == ["sh", "-c"] and argv[-7:] == [
+        str(group / "cgroup.procs"), "--", "ip", "netns", "exec", "cb-lab-w1", "nginx"]  # fmt: skip
 
 
 # ---------------------------------------------------------------- configurations

@@ -8,7 +8,6 @@ process below it, read from the host's process list at that moment."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
 from pathlib import Path
 
 from clusterbench.clock import Clock, SystemClock
@@ -38,8 +37,8 @@ def _tail(text: str | None, lines: int = 3) -> str:
 
 class WebNode:
     """Web node w<index>: write_files, validate, start, stop / kill / pause / resume (faults),
-    alive, status. `launcher` goes before each server's argv (e.g. a cgroup entry: see
-    providers.cgroups.enter_cgroup_argv), so the workers they fork start under the node's limits."""
+    alive, status. Its host starts the servers under the node's limits (the local provider's
+    limited_host enters the node's cgroups first), so the workers they fork start there too."""
 
     def __init__(
         self,
@@ -49,14 +48,12 @@ class WebNode:
         nginx: ProcessRef | None = None,
         fpm: ProcessRef | None = None,
         clock: Clock | None = None,
-        launcher: Sequence[str] = (),
     ) -> None:
         self.cfg = cfg
         self.host = host
         self.nginx = nginx
         self.fpm = fpm
         self.clock = clock or SystemClock()
-        self.launcher = list(launcher)
 
     @property
     def name(self) -> str:
@@ -125,11 +122,11 @@ class WebNode:
             procs.stop_strays(self.host, f"{c.dir}/", [], self.clock)
         if not self.fpm_alive():
             self.host.remove(c.fpm_socket)
-            self.fpm = self.host.spawn([*self.launcher, *self.fpm_argv()], log=c.fpm_stdout)
+            self.fpm = self.host.spawn(self.fpm_argv(), log=c.fpm_stdout)
             self._wait_ready(self.fpm, c.fpm_socket, "php-fpm", c.fpm_log, timeout)
         if not self.nginx_alive():
             self.host.remove(c.nginx_pid)
-            self.nginx = self.host.spawn([*self.launcher, *self.nginx_argv()], log=c.nginx_stdout)
+            self.nginx = self.host.spawn(self.nginx_argv(), log=c.nginx_stdout)
             self._wait_ready(self.nginx, c.nginx_pid, "nginx", c.nginx_log, timeout)
         assert self.nginx is not None and self.fpm is not None
         return self.nginx, self.fpm
