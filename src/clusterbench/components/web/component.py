@@ -123,21 +123,26 @@ class WebNode:
         if not self.fpm_alive():
             self.host.remove(c.fpm_socket)
             self.fpm = self.host.spawn(self.fpm_argv(), log=c.fpm_stdout)
-            self._wait_ready(self.fpm, c.fpm_socket, "php-fpm", c.fpm_log, timeout)
+            self._wait_ready(self.fpm, c.fpm_socket, "php-fpm", (c.fpm_log, c.fpm_stdout), timeout)
         if not self.nginx_alive():
             self.host.remove(c.nginx_pid)
             self.nginx = self.host.spawn(self.nginx_argv(), log=c.nginx_stdout)
-            self._wait_ready(self.nginx, c.nginx_pid, "nginx", c.nginx_log, timeout)
+            self._wait_ready(self.nginx, c.nginx_pid, "nginx", (c.nginx_log, c.nginx_stdout), timeout)
         assert self.nginx is not None and self.fpm is not None
         return self.nginx, self.fpm
 
-    def _wait_ready(self, proc: ProcessRef, ready: Path, what: str, log: Path, timeout: float) -> None:
+    def _wait_ready(
+        self, proc: ProcessRef, ready: Path, what: str, logs: tuple[Path, Path], timeout: float
+    ) -> None:
+        """Until `ready` exists; ComponentError quoting the server's error log and what it printed
+        (what went wrong before it could log, e.g. its launch) when it exits first."""
+        log, out = logs
         deadline = self.clock.now() + timeout
         while self.clock.now() < deadline:
             if not self.host.alive(proc):
-                raise ComponentError(
-                    f"{what} of web node {self.name} exited at start: {_tail(self.host.read_file(log))}"
-                )
+                tails = [_tail(self.host.read_file(f)) for f in (log, out)]
+                said = " | ".join(t for t in tails if t) or "nothing logged"
+                raise ComponentError(f"{what} of web node {self.name} exited at start: {said}")
             if self.host.exists(ready):
                 return
             self.clock.sleep(0.05)
