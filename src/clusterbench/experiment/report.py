@@ -42,8 +42,8 @@ from clusterbench.experiment.results import (
 from clusterbench.experiment.runner import trial_rows
 from clusterbench.experiment.spec import INTERCONNECTS
 from clusterbench.store import Store
-from clusterbench.telemetry.report import busiest_per_second, point_bottleneck
-from clusterbench.workloads.sysbench import ACCESS_TESTS, SLAP_TEST, TPCC, access_rows
+from clusterbench.telemetry.report import busiest_per_second, point_bottleneck, point_tier
+from clusterbench.workloads.sysbench import ACCESS_TESTS, HTTP_TESTS, SLAP_TEST, TPCC, access_rows
 
 CI_NOTE = (
     "tps: the median over a point's repetitions with its order-statistic confidence interval (95 %; "
@@ -204,13 +204,17 @@ def _points_table(
     covers = {f"{p.tps_ci.coverage:.0%}" for p in pts if p.tps_ci is not None and p.n > 1}
     one_cover = covers.pop() if len(covers) == 1 else None
     ci_head = f"tps CI ({one_cover} coverage)" if one_cover else "tps CI (coverage)"
-    head = [*keys, "n", "tps median", ci_head, "tps CV", "p95 ms (pooled)", "p95 ms range", "errors/s"]
+    # the HTTP tests: the tail users see (p99), and which tier limited each point
+    http = any(t in HTTP_TESTS for p in pts for t in p.tests)
+    head = [*keys, "n", "tps median", ci_head, "tps CV", "p95 ms (pooled)", "p95 ms range"]
+    head += (["p99 ms (pooled)"] if http else []) + ["errors/s"]
     head += (["--rate per client"] if rates else []) + (["tps vs baseline"] if changed else [])
     # each point's bottleneck: the most common verdict of its repetitions (telemetry)
     necks = [point_bottleneck(store, p.trial_ids) for p in pts] if store is not None else []
     if not any(n != "—" for n in necks):
         necks = []
-    head += ["bottleneck"] if necks else []
+    tiers = [point_tier(store, p.trial_ids) for p in pts] if store is not None and http and necks else []
+    head += (["bottleneck"] if necks else []) + (["tier"] if tiers else [])
     auto = any(p.convergence is not None for p in pts)
     head += ["converged"] if auto else []
     rows: list[list[str]] = []
@@ -228,17 +232,20 @@ def _points_table(
             ci = f"{t.low:,.1f} – {t.high:,.1f}" + ("" if one_cover else f" ({t.coverage:.0%})")
         spread = f"{q.low:.2f} – {q.high:.2f}" if q and len(p.p95s) > 1 else "—"
         cells = [*first, str(p.n), _f(t.median if t else None), ci, cv, _f(p.p95_pooled, ".2f"), spread]
+        cells += [_f(p.p99_pooled, ".2f")] if http else []
         rows.append(
             [*cells, f"{err:.2f}"]
             + ([rate_text(p.rate)] if rates else [])
             + (["—" if ch is None else f"{ch:+.1f}%"] if changed else [])
             + ([necks[i]] if necks else [])
+            + ([tiers[i]] if tiers else [])
             + ([converged_text(p)] if auto else [])
         )
     # levels that are numbers are right-aligned like every other number
     numeric = [by_factor and all(_is_number(p.point.get(k)) for p in pts) for k in keys]
-    align = ["r" if x else "l" for x in numeric] + ["r"] * (len(head) - len(keys) - (1 if necks else 0))
-    align += ["l"] if necks else []
+    words = (1 if necks else 0) + (1 if tiers else 0)
+    align = ["r" if x else "l" for x in numeric] + ["r"] * (len(head) - len(keys) - words)
+    align += ["l"] * words
     align += ["l"] if auto else []
     return Table(head, rows, align, marks, caption=f"Points (CV flagged (!) above {cv_warn:.0%})")
 

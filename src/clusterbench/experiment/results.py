@@ -24,6 +24,8 @@ class PointStats:
     p95s: list[float] = field(default_factory=list)
     errors_per_s: list[float] = field(default_factory=list)
     p95_pooled: float | None = None
+    p99_pooled: float | None = None
+    tests: set[str] = field(default_factory=set)  # the tests its trials ran
     tps_ci: Interval | None = None
     p95_ci: Interval | None = None
     cv: float | None = None
@@ -65,6 +67,7 @@ def point_stats(store: Store, run_id: int, cv_warn: float | None = None) -> list
         pk = r["point_key"]
         p = points.setdefault(pk, PointStats(r["part"], pk, r["point_label"], dict(r["point"])))
         p.trial_ids.append(r["trial_id"])
+        p.tests.add(str(r.get("test") or ""))
         p.reps.append(int(r["rep"]))
         p.tps.append(float(s["tps"]))
         if s.get("p95") is not None:
@@ -86,6 +89,7 @@ def point_stats(store: Store, run_id: int, cv_warn: float | None = None) -> list
         p.p95_ci = median_ci(p.p95s) if p.p95s else None
         merged = merge_all(hists[pk])
         p.p95_pooled = merged.percentile(95) if merged is not None else None
+        p.p99_pooled = merged.percentile(99) if merged is not None else None
         p.cv = cv(p.tps)
         p.cv_high = p.cv is not None and p.cv > threshold
     # Parts in the order they ran; inside a part, points in the order of the levels as the file

@@ -13,6 +13,7 @@ from clusterbench.analysis.sections import Figure, Section, Table
 from clusterbench.engines.base import METRICS
 from clusterbench.store import Store
 from clusterbench.telemetry.recorder import series_of
+from clusterbench.telemetry.verdict import tier_of
 
 Series = dict[tuple[str, str], list[tuple[float, float]]]
 
@@ -54,6 +55,20 @@ def point_bottleneck(store: Store, trial_ids: Sequence[int]) -> str:
     if resource not in ("none", "unknown"):
         what += f" {statistics.fmean(utils):.0%}"
     return f"{what} ({len(utils)}/{len(found)})"
+
+
+def point_tier(store: Store, trial_ids: Sequence[int]) -> str:
+    """The tier of what limited an experiment point (its repetitions' most common verdict): 'web
+    node', 'front balancer', 'database node', 'machine'...; '—' when none was near its limit."""
+    found = [b for b in (store.bottleneck(t) for t in trial_ids) if b is not None]
+    counts: dict[tuple[str, str], int] = {}
+    for b in found:
+        k = (str(b["resource"]), str(b.get("source") or ""))
+        counts[k] = counts.get(k, 0) + 1
+    if not counts:
+        return "—"
+    resource, source = max(counts, key=lambda k: counts[k])
+    return "—" if resource in ("none", "unknown") else (tier_of(source) or resource)
 
 
 def _mean(xs: Sequence[float]) -> float | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from clusterbench.analysis.document import build_report, render_html, render_markdown
 from clusterbench.store import Store
 from clusterbench.telemetry.export import telemetry_csv
-from clusterbench.telemetry.report import point_bottleneck
+from clusterbench.telemetry.report import point_bottleneck, point_tier
 from clusterbench.telemetry.verdict import candidates, decide
 from clusterbench.workloads.parse import parse_output
 
@@ -67,3 +67,8 @@ def test_telemetry_export_and_an_experiment_point(tmp_path: Path) -> None:
     assert "1,1,oltp_point_select,0.0,1000.0,n1,net_util,fraction,0.97" in lines
     assert point_bottleneck(st, [t, t]) == "link n1 97% (2/2)"
     assert point_bottleneck(st, []) == "—"
+    assert point_tier(st, [t, t]) == "database node" and point_tier(st, []) == "—"
+    st.set_bottleneck(t, {"resource": "cpu", "source": "w2", "utilization": 0.97, "summary": "x"})
+    assert point_tier(st, [t]) == "web node"
+    st.set_bottleneck(t, {"resource": "none", "source": "", "utilization": None, "summary": "x"})
+    assert point_tier(st, [t]) == "—"
