@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from clusterbench.checkers.http import check_acknowledged
 from clusterbench.checkers.verdict import Result, combine
 from clusterbench.cluster import Cluster
 from clusterbench.errors import ComponentError
@@ -27,6 +28,7 @@ from clusterbench.runner import BenchPlan, BenchRunner, ClusterProbe, make_optio
 from clusterbench.scenario.drill import Drill
 from clusterbench.scenario.spec import LoadSpec, ScenarioSpec, VerifySpec
 from clusterbench.store import Store
+from clusterbench.verify.http_writes import read_acknowledged
 from clusterbench.workloads.http import VEGETA_BIN, HttpRunner
 from clusterbench.workloads.runner import SysbenchRunner
 
@@ -147,6 +149,32 @@ def test_http_write_totals_equal_vegetas_own_report(web_cluster: Cluster, tmp_pa
         assert ours["latencies"][key] == report["latencies"][key], key
     assert verdicts["acknowledged-writes"]["result"] == "PASS", verdicts["acknowledged-writes"]
     assert http["acknowledged"] == report["status_codes"].get("200", 0)
+    negative_control_a_lost_write_fails(c)
+
+
+def negative_control_a_lost_write_fails(c: Cluster) -> None:
+    """An acknowledged write removed from one node alone (unreplicated): the checker FAILs naming
+    that node and that id; the row is put back as it was, so the cluster stays converged."""
+    with c.node(1).connect(database="sbtest") as conn, conn.cursor() as cur:
+        cur.execute("SELECT id, node, payload, created FROM cbweb_writes ORDER BY id LIMIT 2")
+        rows = cur.fetchall()
+    ids = [r[0] for r in rows]
+    n2 = c.node(2)
+    with n2.connect(database="sbtest") as conn, conn.cursor() as cur:
+        for stmt in n2.session.unreplicated:
+            cur.execute(stmt)
+        cur.execute("DELETE FROM cbweb_writes WHERE id = %s", (ids[0],))
+    try:
+        v = check_acknowledged(ids, read_acknowledged(c.nodes(), ids))
+        assert v.result is Result.FAIL and v.evidence["missing"] == {"n2": [ids[0]]}, v
+        print(f"negative control: {v.summary}")
+    finally:
+        with n2.connect(database="sbtest") as conn, conn.cursor() as cur:
+            for stmt in n2.session.unreplicated:
+                cur.execute(stmt)
+            back = "INSERT INTO cbweb_writes (id, node, payload, created) VALUES (%s, %s, %s, %s)"
+            cur.execute(back, rows[0])
+    assert check_acknowledged(ids, read_acknowledged(c.nodes(), ids)).result is Result.PASS
 
 
 def drill(c: Cluster, tmp_path: Path, fault: dict[str, Any], page: str = "http_write") -> tuple[Any, Path]:
