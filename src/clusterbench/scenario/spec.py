@@ -86,6 +86,13 @@ class LoadSpec(_Strict):
             raise ValueError(f"unknown workload '{v}'; known: {', '.join(KNOWN_TESTS)}")
         return v
 
+    def how(self) -> str:
+        """The load in a few words: 'oltp_read_write x4 threads for 60 s via balancer', or for an
+        HTTP test 'http_mixed at 100 requests/s for 75 s through the web front'."""
+        if self.workload in HTTP_TESTS:
+            return f"{self.workload} at {self.rate} requests/s for {self.duration} s through the web front"
+        return f"{self.workload} x{self.threads} threads for {self.duration} s via {self.target}"
+
     @property
     def access(self) -> bool:
         """An access_* test (batch and row_size apply)."""

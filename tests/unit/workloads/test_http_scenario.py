@@ -35,6 +35,7 @@ def test_http_settings_reach_the_drills_load_and_its_front(tmp_path: Path) -> No
     assert (o.test, o.rate, o.http_timeout, o.http_max_workers, o.http_keepalive) == (
         "http_mixed", 200, 3.0, 50, True)  # fmt: skip
     assert load.web_urls == ("http://198.18.0.6:80",)
+    assert spec.load.how() == "http_mixed at 200 requests/s for 30 s through the web front"
 
 
 @pytest.mark.parametrize(
