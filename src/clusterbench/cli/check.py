@@ -86,8 +86,8 @@ def check_file(path: Path) -> list[str]:
         access = f" (batch {load.batch}, rows of about {load.row_size} bytes)" if load.access else ""
         lines = [
             f"{path}: a valid scenario '{spec.name}' {where}",
-            f"  load: {load.workload}{access} x{load.threads} threads for {load.duration} s via "
-            f"{load.target}" + ("" if load.prepare else " on the tables already there (prepare = false)")
+            f"  load: {load.how().replace(load.workload, load.workload + access, 1)}"
+            + ("" if load.prepare else " on the tables already there (prepare = false)")
             + f"; faults: {sched or 'none'}",
         ]
         if spec.random_faults is not None:

@@ -207,7 +207,7 @@ def _run_one(
     load = spec.load
     console.out.print(
         f"{prefix}scenario [bold]{spec.name}[/] on cluster {cluster.topology.name}: "
-        f"{load.workload} x{load.threads} for {load.duration} s via {load.target}"
+        f"{load.how()}"
         + ("" if load.prepare else " on the tables already there (--no-prepare)")
         + "; " + (fault_labels(faults) or "no faults")
         + (f" (seed {spec.seed})" if spec.random_faults is not None else "")
