@@ -115,6 +115,7 @@ def test_a_tpcc_consistency_fail_is_a_verdict_row_and_fails_the_drill(
     spec = spec.model_copy(update={"fault": [], "load": spec.load.model_copy(update={"prepare": False})})
     assert drill._execute(spec, None, "lab", tmp_path / "r.db", False) == 1
     out = capsys.readouterr().out
-    assert "tpcc x4 threads for 40 s via balancer on the tables already there (--no-prepare); no faults" in out
+    said = "tpcc x4 threads for 40 s via balancer on the tables already there (--no-prepare); no faults"
+    assert said in out
     assert "tpcc-consistency" in out and "condition 9 (D_YTD = sum(H_AMOUNT) for each district): FAIL" in out
     assert "overall: FAIL   run 7" in out
