@@ -322,6 +322,9 @@ class Pipeline:
         acked = web.acknowledged_verdict(self.cluster, result, trial.nodes)
         if acked is not None:
             verdicts.append(acked)
+            # as a tpcc consistency FAIL: a lost write fails a run's trial; a drill's is its verdict
+            if acked.result is Result.FAIL and trial.consistency == "fail-trial" and out.failure is None:
+                out.failure = acked.summary
         for v in trial.verifiers:
             verdicts += v.check(ctx, out.findings)
             v.drop()

@@ -369,3 +369,53 @@ def test_a_suite_with_an_http_test_needs_a_rate_for_it() -> None:
         BenchPlan(kind="suite", tests=("oltp_read_only", "http_read"), options=oltp, endpoint=EP)
     plan = BenchPlan(kind="suite", tests=("http",), options=opts(test="http"), endpoint=EP)
     assert plan.tests == ("http_mixed",)
+
+
+class FakeNode:
+    def __init__(self, i: int) -> None:
+        self.name = f"n{i}"
+
+    def alive(self) -> bool:
+        return True
+
+
+class FakeCluster:
+    def nodes(self) -> list[FakeNode]:
+        return [FakeNode(1), FakeNode(2)]
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_lost_acknowledged_write_fails_the_runs_trial(
+    fake_vegeta: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lost: bool
+) -> None:
+    """On a cluster, the pipeline reads every acknowledged write back from each node: all there is
+    a PASS verdict; one missing on n2 is a FAIL verdict that fails the run's trial, naming it."""
+    acked = expected_acks(0) + expected_acks(1)
+
+    def read(nodes: list[Any], ids: list[str]) -> dict[str, set[str] | None]:
+        assert [n.name for n in nodes] == ["n1", "n2"] and sorted(ids) == sorted(acked)
+        return {"n1": set(ids), "n2": set(ids[1:]) if lost else set(ids)}
+
+    monkeypatch.setattr("clusterbench.trial.web.read_acknowledged", read)
+
+    class Conn:
+        def cursor(self) -> Any:
+            return Cursor(Server())
+
+        def close(self) -> None:
+            pass
+
+    http = HttpRunner(["http://198.18.0.6:80"], vegeta=fake_vegeta, token=lambda: "abc123")
+    runner = BenchRunner(NoDatabase(http=http), facts=dict, connect=lambda **kw: Conn(), telemetry_on=False)
+    runner.cluster = FakeCluster()  # type: ignore[assignment]
+    plan = BenchPlan(kind="run", tests=("http_write",), options=opts(), endpoint=EP, clients=2)
+    store = Store.open(tmp_path / "r.db")
+    out = runner.execute(plan, store)
+    [v] = store.verdicts(out.run_id)
+    assert v["checker"] == "acknowledged-writes"
+    if lost:
+        assert (out.status, v["result"]) == ("failed", "FAIL")
+        lost_line = f"of {len(acked)} answered 200, n2 lacks 1 (e.g. {acked[0]} on n2)"
+        assert out.failures == [f"http_write: acknowledged writes lost: {lost_line}"]
+    else:
+        assert (out.status, v["result"]) == ("completed", "PASS")
