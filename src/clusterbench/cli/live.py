@@ -10,6 +10,7 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from clusterbench.analysis.report import SATURATION_WARNING
+from clusterbench.checkers.verdict import Verdict
 from clusterbench.cli import console
 from clusterbench.runner import BenchListener
 from clusterbench.telemetry.verdict import Bottleneck
@@ -127,6 +128,10 @@ class LiveView(BenchListener):
 
     def bottleneck(self, seq: int, verdict: Bottleneck) -> None:
         self.neck = verdict
+
+    def verdict(self, v: Verdict) -> None:
+        """A run's verdicts (the web tier's acknowledged writes, ...) under its trial's line."""
+        self.note(f"verdict {v.checker}: {v.result} {v.summary}")
 
     def note(self, line: str) -> None:
         msg = f"    {console.escape(line)}"
