@@ -378,19 +378,26 @@ def heal(
     for line in leftovers.heal(cluster, left):
         console.step(line)
 
+FaultTargetOpt = Annotated[
+    str,
+    typer.Option(
+        help="node:N, random, one, majority, minority, all, primary (Group Replication's single primary), "
+        "balancer, lb:N; on the web tier web:N (kill-, stop-, pause-node), front or fe:N (kill-balancer)."
+    ),
+]
+LoadRateOpt = Annotated[
+    int,
+    typer.Option(min=0, help="The load's rate: requests per second of an HTTP test (required there), else a "
+                 "tps cap (0 = none)."),  # fmt: skip
+]
+
+
 def fault(
     kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
     node: Annotated[
         int | None, typer.Option(help="Target node (same as --target node:N).", min=1, max=9)
     ] = None,
-    target: Annotated[
-        str,
-        typer.Option(
-            help="node:N, random, one, majority, minority, all, primary (Group Replication's "
-            "single primary), balancer, lb:N; on the web tier web:N (kill-, stop-, pause-node), front or "
-            "fe:N (kill-balancer)."
-        ),
-    ] = "random",
+    target: FaultTargetOpt = "random",
     at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
     fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
     rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
@@ -422,11 +429,7 @@ def fault(
     customers: CustomersOpt = TPCC_CUSTOMERS,
     items: ItemsOpt = TPCC_ITEMS,
     mix: MixOpt = None,
-    load_rate: Annotated[
-        int,
-        typer.Option(min=0, help="The load's rate: requests per second of an HTTP test (required there), "
-                     "else a tps cap (0 = none)."),  # fmt: skip
-    ] = 0,
+    load_rate: LoadRateOpt = 0,
     load_target: Annotated[
         str, typer.Option(help="Where the load goes: balancer, node:N, all-nodes.")
     ] = "balancer",
