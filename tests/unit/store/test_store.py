@@ -56,7 +56,7 @@ def test_run_trial_samples_summary_roundtrip(store: Store, tmp_path: Path) -> No
         store.add_sample(trial, s)
     # a second connection sees the samples before the run finishes (committed as they arrive)
     other = Store.open(tmp_path / "runs.sqlite")
-    assert [r["t"] for r in other.samples(trial)] == [2.0, 3.0]
+    assert [r["t"] for r in other.samples(trial)] == [2.0, 3.0, 3.005]
     other.close()
     assert p.summary is not None
     store.add_summary(trial, p.summary, exit_code=0)
