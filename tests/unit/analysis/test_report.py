@@ -112,7 +112,9 @@ def test_series_marks_intervals_not_every_client_reported(store: tuple[Store, in
             per[c].setdefault(round(s["t"]), []).append(s)
 
     def rate(own: list[dict]) -> float:  # a client's rate over its samples of one second (a tail)
-        return own[0]["tps"] if len(own) == 1 else sum(s["events"] for s in own) / sum(s["interval"] for s in own)
+        if len(own) == 1:
+            return float(own[0]["tps"])
+        return sum(s["events"] for s in own) / sum(s["interval"] for s in own)
 
     pts = {round(p.t): p for p in trial_series(st, trial2)}
     for t, p in pts.items():

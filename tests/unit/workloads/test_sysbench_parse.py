@@ -145,7 +145,8 @@ def _line(kind: str, t: float, interval: float, events: int, *, hist: int | None
     """A report line as cb_report.lua prints it: reads 10, writes 4 and other 2 per event, `hist`
     events (default: all) in histogram bucket 400."""
     n = events if hist == -1 else hist
-    h = f',"hist_scheme":{{"size":1024,"deduct":-6.9,"mult":55.5}},"hist":[[400,{n}]]' if n is not None else ""
+    scheme = '{"size":1024,"deduct":-6.9,"mult":55.5}'
+    h = f',"hist_scheme":{scheme},"hist":[[400,{n}]]' if n is not None else ""
     return (
         f'CBJSON {{"type":"{kind}","time_total":{t},"time_interval":{interval},"threads":8,'
         f'"events":{events},"reads":{10 * events},"writes":{4 * events},"other":{2 * events},'
