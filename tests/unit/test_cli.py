@@ -119,7 +119,8 @@ def test_up_with_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     rc, _, err = run(capsys, "up", "-f", str(tmp_path / "nope.toml"))
     assert rc == 2
     assert (
-        err == f"error: {tmp_path / 'nope.toml'}: no such topology file; see examples/ for ready-made ones\n"
+        err == f"error: {tmp_path / 'nope.toml'}: no such topology file; see examples/topologies/ for "
+        "ready-made ones\n"
     )
 
 

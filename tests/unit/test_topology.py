@@ -202,13 +202,13 @@ def test_no_warning_for_odd_counts(n: int) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     p = tmp_path / "nope.toml"
-    assert error_of(p) == f"{p}: no such topology file; see examples/ for ready-made ones"
+    assert error_of(p) == f"{p}: no such topology file; see examples/topologies/ for ready-made ones"
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
     p = tmp_path / "adir.toml"
     p.mkdir()
-    assert error_of(p) == f"{p}: cannot read topology file (Is a directory)"
+    assert error_of(p) == f"{p}: is a directory, not a topology file; give the file"
 
 
 def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from clusterbench.errors import InputError
 from clusterbench.faults.spec import KINDS, FaultSpec, PlannedFault, RandomFaults, expand_random, plan
 from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.aliases import canonical_keys
+from clusterbench.spec.files import read_toml_text, require_kind
 from clusterbench.spec.topology import parse_toml, validation_messages
 from clusterbench.workloads import KNOWN_TESTS
 from clusterbench.workloads.sysbench import ACCESS_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
@@ -174,11 +175,9 @@ class ScenarioSpec(_Strict):
 
 def load_scenario(path: Path) -> tuple[ScenarioSpec, Path | None]:
     """The scenario and the absolute path of its topology file, if it names one."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such scenario file; see examples/scenarios/") from None
+    text = read_toml_text(path, "scenario", "see examples/scenarios/")
     data = parse_toml(text, str(path))
+    require_kind(data, "scenario", path)
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:

@@ -639,10 +639,9 @@ def load_topology(path: Path | None) -> Topology:
     """Load a topology file, or the built-in default (3 nodes + HAProxy) when `path` is None."""
     if path is None:
         return Topology()
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such topology file; see examples/ for ready-made ones") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read topology file ({exc.strerror})") from None
-    return topology_from_data(parse_toml(text, str(path)), str(path))
+    from clusterbench.spec.files import read_toml_text, require_kind
+
+    text = read_toml_text(path, "topology", "see examples/topologies/ for ready-made ones")
+    data = parse_toml(text, str(path))
+    require_kind(data, "topology", path)
+    return topology_from_data(data, str(path))
