@@ -114,7 +114,8 @@ def test_results_show_json_has_the_summary_numbers(stored: Path, capsys: pytest.
     assert first["test"] == "oltp_point_select" and first["tps"] == pytest.approx(52256 / 2.003936678)
     assert first["lat_p95_ms"] == pytest.approx(0.10413466108439286) and first["lat_p99_ms"] is not None
     assert set(data) == {
-        "run", "summary", "clients", "server_variables", "bottlenecks", "provenance", "events"
+        "format", "format_version", "run", "verdicts", "summary", "clients", "server_variables",
+        "bottlenecks", "provenance", "events",
     }  # fmt: skip
 
 

@@ -71,3 +71,13 @@ def summary_csv(store: Store, run_ids: list[int]) -> str:
         for rec in summary_records(store, run_id):
             w.writerow([_cell(rec[c]) for c in SUMMARY_COLUMNS])
     return buf.getvalue()
+
+
+def run_json(store: Store, run_id: int) -> dict[str, Any]:
+    """`results export --format json`: the whole run with its format version, what it ran on and
+    how it came out (the verdicts with their evidence) first."""
+    from clusterbench.analysis.outcome import FORMAT_VERSION, overview
+
+    ov = overview(store, run_id)
+    return {"format": "clusterbench-run", "format_version": FORMAT_VERSION, **ov.to_json(),
+            "verdicts": ov.verdicts.to_json(), **store.export_json(run_id)}  # fmt: skip

@@ -638,11 +638,16 @@ def show_record(store: Store, run_id: int) -> dict[str, Any]:
     """`results show --json`: the run, its summary rows, per-client rows, server variables and their
     findings, provenance and events."""
     from clusterbench.analysis.export import summary_records
+    from clusterbench.analysis.outcome import FORMAT_VERSION, overview
     from clusterbench.analysis.variables import variable_report
 
     rep = variable_report(store, run_id)
+    ov = overview(store, run_id)
     return {
-        "run": run_record(store, store.get_run(run_id)),
+        "format": "clusterbench-show",
+        "format_version": FORMAT_VERSION,
+        "run": {**run_record(store, store.get_run(run_id)), **ov.to_json()},
+        "verdicts": ov.verdicts.to_json(),
         "summary": summary_records(store, run_id),
         "clients": {
             str(t.seq): [dict(zip(CLIENT_HEADER, row, strict=True)) for row in client_rows(store, t.id)]
@@ -710,6 +715,7 @@ def results_show(
             console.out.print(f"  tags: {', '.join(tags) or '—'}; notes: {r.notes or '—'}", markup=False)
         if r.command_line:
             console.out.print(f"  command: {shown_command(r.command_line)}", markup=False)
+        print_outcome(store, run_id)
         console.out.print(summary_table(store, run_id, "summary"))
         for line in tpcc_lines(store, run_id):
             console.out.print(line, markup=False, soft_wrap=True)
@@ -728,6 +734,27 @@ def results_show(
         for e in store.events(run_id):
             console.out.print(f"  {e['at']} {e['kind']} {json.dumps(e['detail'], sort_keys=True)}",
                               markup=False, soft_wrap=True)  # fmt: skip
+
+
+def print_outcome(store: Store, run_id: int) -> None:
+    """What it ran on and how it came out, first; then each verdict with its summary."""
+    from clusterbench.analysis.outcome import ENGINE_LABELS, overview
+
+    ov = overview(store, run_id)
+    engine = ", ".join(ENGINE_LABELS.get(e, e) for e in ov.engine.split(","))
+    console.out.print(f"  {engine}, cluster {ov.cluster or '-'}: {ov.outcome}", markup=False, soft_wrap=True)
+    v = ov.verdicts
+    if v.result is None:
+        return
+    colour = {"PASS": "green", "FAIL": "red"}.get(v.result, "yellow")
+    table = Table(title=f"verdicts: [{colour}]{v.result}[/] ({v.counts()})", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+    for col in ("trial", "checker", "result", "summary"):
+        table.add_column(col, overflow="fold", justify="right" if col == "trial" else "left")
+    for c in v.checks:
+        res = c["result"] + (" (documented limitation)" if c["documented_limitation"] else "")
+        table.add_row(str(c["trial"] or "-"), console.escape(c["checker"]), res, console.escape(c["summary"]))
+    console.out.print(table)
 
 
 def tpcc_lines(store: Store, run_id: int) -> list[str]:
@@ -795,7 +822,9 @@ def results_export(
 
             text = telemetry_csv(store, run_ids[0])
         else:
-            text = json.dumps(store.export_json(run_ids[0]), indent=1) + "\n"
+            from clusterbench.analysis.export import run_json
+
+            text = json.dumps(run_json(store, run_ids[0]), indent=1, default=str) + "\n"
     if out is None:
         sys.stdout.write(text)
         return

@@ -539,6 +539,7 @@ class Store:
                     "provenance": self.provenance(run_id, tr.id),
                     "bottleneck": self.bottleneck(tr.id),
                     "telemetry": self.telemetry(tr.id),
+                    "verdicts": self.verdicts(run_id, tr.id),
                 }
             )
         return {
