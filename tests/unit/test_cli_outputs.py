@@ -82,3 +82,105 @@ def test_show_prints_the_outcome_and_the_verdicts_first(
     assert lines[2].strip().startswith("MySQL Group Replication, cluster lab: ")
     assert "verdicts: FAIL (1/2 PASS, 1 FAIL)" in out
     assert out.index("writes stopped for 23.0 s") < out.index("summary: throughput")
+
+
+def make_bench(s: Store, *, threads: int, tps: float, kind: str = "run", engine: str = "galera") -> int:
+    """A stored run of 10 one-second samples at about `tps` (±1 %), with its load's provenance."""
+    from clusterbench.workloads.parse import Sample, Summary
+
+    run = s.create_run(kind, name="rw", command_line="clusterbench run -w oltp_read_write")
+    s.set_provenance(run, "topology", {"cluster": {"name": "lab", "nodes": 3}, "engine": {"kind": engine}})
+    s.set_provenance(run, "workload", {"kind": kind, "tests": ["oltp_read_write"], "clients": 1,
+                                       "options": {"threads": threads, "time": 10, "tables": 4}})  # fmt: skip
+    t = s.add_trial(run, 1, "oltp_read_write", {"threads": threads})
+    events = [round(tps * (1 + (0.01 if i % 2 else -0.01))) for i in range(10)]
+    for i, e in enumerate(events, 1):
+        s.add_sample(t, Sample(t=float(i), interval=1.0, threads=threads, events=e, reads=0, writes=0,
+                               other=0, errors=0, reconnects=0, percentile=95, lat_pct_ms=None))  # fmt: skip
+    s.add_summary(t, Summary(duration=10.0, threads=threads, events=sum(events), reads=0, writes=0, other=0,
+                             errors=0, reconnects=0, lat_min_ms=1.0, lat_avg_ms=2.0, lat_max_ms=3.0,
+                             percentile=95, lat_pct_ms=2.5))  # fmt: skip
+    s.finish_trial(t, "completed")
+    s.finish_run(run, "completed")
+    return run
+
+
+def test_compare_lists_differences_and_refuses_another_workload_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    with Store.open(db) as s:
+        a = make_bench(s, threads=4, tps=1000)
+        b = make_bench(s, threads=2, tps=540, engine="group_replication")
+    assert main(["compare", str(a), str(b), "--results", str(db)]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        f"run {b} against run {a}: differences",
+        "  engine: galera → group_replication",
+        "  load.threads: 4 → 2 (defines the workload)",
+    ]
+    assert err == (
+        f"error: runs {a} and {b} differ in what defines the workload (load.threads: 4 → 2), so their "
+        "numbers are not comparable; give --force to compare them anyway\n"
+    )
+    data = json.loads(out_of(capsys, "compare", str(a), str(b), "--force", "--json", "--results", str(db)))
+    assert data["differences"] == [
+        {"field": "engine", "a": "galera", "b": "group_replication", "defines_workload": False},
+        {"field": "load.threads", "a": 4, "b": 2, "defines_workload": True},
+    ]
+    [row] = data["tests"]
+    assert row["verdict"] == "slower" and row["tps_change"] == pytest.approx(5400 / 10000 - 1)
+
+
+def test_fail_on_regression_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    with Store.open(db) as s:
+        a = make_bench(s, threads=4, tps=1000)
+        b = make_bench(s, threads=4, tps=900)  # 10 % slower, significantly
+    base = ["compare", str(a), str(b), "--results", str(db)]
+    assert main([*base, "--fail-on-regression", "15"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--fail-on-regression", "5"]) == 1
+    out, err = capsys.readouterr()
+    assert f"run {b} against run {a}: no difference in what they ran" in out
+    assert err == "error: significant regression beyond 5 %: oltp_read_write -10.0%\n"
+    assert main(base) == 0  # without the gate a regression is a finding, not a failure
+
+
+def test_compare_numbers_are_never_cut_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterbench.cli import console
+
+    db = tmp_path / "r.db"
+    with Store.open(db) as s:
+        a = make_bench(s, threads=4, tps=171_803)
+        b = make_bench(s, threads=4, tps=92_774)
+    monkeypatch.setattr(console.out, "_width", 80)
+    assert main(["compare", str(a), str(b), "--results", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and "-46.0%" in out and "171,803.00" in out
+
+
+def test_show_numbers_are_never_cut_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterbench.cli import console
+
+    db = tmp_path / "r.db"
+    with Store.open(db) as s:
+        run = make_bench(s, threads=4, tps=171_803)
+    monkeypatch.setattr(console.out, "_width", 80)
+    out = out_of(capsys, "results", "show", str(run), "--results", str(db))
+    assert "171,803.00" in out and "…" not in out
+
+
+def test_a_group_replication_run_records_mysql_not_the_hosts_mariadb(tmp_path: Path) -> None:
+    from clusterbench.trial.recorder import Recorder
+
+    with Store.open(tmp_path / "r.db") as s:
+        run = s.create_run("run", name="gr")
+        rec = Recorder(s)
+        rec.run_facts(run, {"versions": {"clusterbench": "0.1.0", "mariadb": "mariadbd  Ver 10.11.19-MariaDB"}})
+        rec.merge_versions(run, {"mysql_server": "9.7.4-2"})
+        assert s.provenance(run)["versions"] == {"clusterbench": "0.1.0", "mysql_server": "9.7.4-2"}

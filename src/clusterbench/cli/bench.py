@@ -259,7 +259,11 @@ def summary_table(store: Store, run_id: int, title: str) -> Group:
         table = Table(title=f"{title}: {caption}", title_justify="left", box=box.SIMPLE_HEAD,
                       collapse_padding=True, pad_edge=False)  # fmt: skip
         for i in cols:
-            table.add_column(header[i], justify="left" if align[i] == "l" else "right", no_wrap=True)
+            # never cut a number (`171,80…` in an 80-column terminal): as wide as its widest cell
+            widest = max([len(header[i]), *(len(row[i]) for row in cells)])
+            text = align[i] == "l"
+            table.add_column(header[i], justify="left" if text else "right", no_wrap=not text,
+                             overflow="fold", min_width=None if text else widest)  # fmt: skip
         for row in cells:
             table.add_row(*(row[i] for i in cols))
         tables.append(table)
