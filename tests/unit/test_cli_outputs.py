@@ -181,6 +181,7 @@ def test_a_group_replication_run_records_mysql_not_the_hosts_mariadb(tmp_path: P
     with Store.open(tmp_path / "r.db") as s:
         run = s.create_run("run", name="gr")
         rec = Recorder(s)
-        rec.run_facts(run, {"versions": {"clusterbench": "0.1.0", "mariadb": "mariadbd  Ver 10.11.19-MariaDB"}})
+        host = {"clusterbench": "0.1.0", "mariadb": "mariadbd  Ver 10.11.19-MariaDB"}
+        rec.run_facts(run, {"versions": host})
         rec.merge_versions(run, {"mysql_server": "9.7.4-2"})
         assert s.provenance(run)["versions"] == {"clusterbench": "0.1.0", "mysql_server": "9.7.4-2"}
