@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -185,3 +187,80 @@ def test_a_group_replication_run_records_mysql_not_the_hosts_mariadb(tmp_path: P
         rec.run_facts(run, {"versions": host})
         rec.merge_versions(run, {"mysql_server": "9.7.4-2"})
         assert s.provenance(run)["versions"] == {"clusterbench": "0.1.0", "mysql_server": "9.7.4-2"}
+
+
+def promtool(text: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("promtool")
+    if exe is None:
+        pytest.skip("promtool is missing: `make setup-test` installs Debian's prometheus package")
+    return subprocess.run([exe, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+
+
+def test_openmetrics_export_passes_promtool_and_holds_the_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    run = make_drill(db)
+    with Store.open(db) as s:
+        [tr] = s.trials(run)
+        s.add_telemetry(tr.id, [(1.0, 1e9, "n1", "cpu_cores", 0.5), (2.0, 1e9 + 1, "n1", "cpu_cores", 0.75)])
+        s.set_bottleneck(tr.id, {"resource": "cpu of n1", "utilization": 0.97, "summary": "cpu of n1 97 %"})
+    text = out_of(capsys, "results", "export", str(run), "--format", "openmetrics", "--results", str(db))
+    r = promtool(text)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert text.endswith("# EOF\n")
+    lines = text.splitlines()
+    lb = f'run="{run}",trial="1",workload="oltp_point_select"'
+    assert f"clusterbench_transactions_per_second{{{lb}}} {52256 / 2.0039366780000001!r}" in lines
+    assert f"clusterbench_latency_seconds_count{{{lb}}} 52256.0" in lines
+    assert f'clusterbench_check_result{{{lb},checker="availability",result="FAIL"}} 1.0' in lines
+    assert f'clusterbench_check_result{{{lb},checker="availability",result="PASS"}} 0.0' in lines
+    assert f'clusterbench_run_verdict{{run="{run}",result="FAIL"}} 1.0' in lines
+    assert f'clusterbench_telemetry_value{{{lb},source="n1",metric="cpu_cores",unit="CPUs"}} 0.75' in lines
+    assert f'clusterbench_bottleneck_utilization_ratio{{{lb},resource="cpu of n1"}} 0.97' in lines
+    assert "# UNIT clusterbench_latency_seconds seconds" in lines
+
+
+def test_live_endpoint_serves_this_processes_runs_to_promtool(tmp_path: Path) -> None:
+    """Scraped in-process while 'the run' is written: only runs this process created since the
+    endpoint started, on 127.0.0.1 only."""
+    import urllib.error
+    import urllib.request
+
+    from clusterbench.telemetry.endpoint import HOST, MetricsEndpoint
+
+    db = tmp_path / "r.db"
+    old = make_drill(db)  # before the endpoint: not this command's run
+    with MetricsEndpoint(db, 0) as ep:
+        url = f"http://{HOST}:{ep.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            first = resp.read().decode()
+            assert resp.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+        assert first == "# EOF\n"
+        with Store.open(db) as s:
+            run = make_bench(s, threads=4, tps=1000)
+        assert run != old
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            text = resp.read().decode()
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://{HOST}:{ep.port}/other", timeout=5)
+    assert f'run="{run}"' in text and f'run="{old}"' not in text
+    lb = f'run="{run}",trial="1",workload="oltp_read_write"'
+    assert f"clusterbench_last_second_transactions_per_second{{{lb}}}" in text
+    r = promtool(text)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_metrics_port_in_use_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        rc = main(["scenario", str(Path(__file__).parents[2] / "examples" / "scenarios" / "kill-node.toml"),
+                   "--metrics-port", str(port), "--results", str(tmp_path / "r.db")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith(f"error: --metrics-port {port}: cannot listen on 127.0.0.1:{port} (")
+    assert err.endswith("); choose another port\n")

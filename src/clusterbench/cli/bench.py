@@ -40,6 +40,7 @@ from clusterbench.cli.common import (
     CustomersOpt,
     ItemsOpt,
     JsonOpt,
+    MetricsPortOpt,
     MixOpt,
     NameOpt,
     NotesOpt,
@@ -55,6 +56,7 @@ from clusterbench.cli.common import (
     parse_mix_option,
     print_json,
     results_path,
+    serve_metrics,
     store_at,
     store_path_of,
     sysbench_runner,
@@ -416,6 +418,7 @@ def run(
     database: DatabaseOpt = "sbtest",
     galera: GaleraOpt = True,
     results: ResultsOpt = None,
+    metrics_port: MetricsPortOpt = None,
     name: NameOpt = None,
     prepare: PrepareOpt = True,
     cleanup: Annotated[bool, typer.Option(help="Drop the tables at the end.")] = False,
@@ -440,7 +443,7 @@ def run(
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
-    with store_at(results) as store:
+    with serve_metrics(metrics_port, results), store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,
                               client_hosts=client_hosts)  # fmt: skip
@@ -491,6 +494,7 @@ def suite(
     database: DatabaseOpt = "sbtest",
     galera: GaleraOpt = True,
     results: ResultsOpt = None,
+    metrics_port: MetricsPortOpt = None,
     name: NameOpt = None,
     cleanup: Annotated[bool, typer.Option(help="Drop the tables after each prepare group.")] = True,
     tag: TagOpt = None,
@@ -514,7 +518,7 @@ def suite(
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
         slap_query=slap_query, slap_engine=slap_engine,
     )  # fmt: skip
-    with store_at(results) as store:
+    with serve_metrics(metrics_port, results), store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,
                               client_hosts=client_hosts)  # fmt: skip
@@ -782,7 +786,7 @@ def tpcc_lines(store: Store, run_id: int) -> list[str]:
     return out
 
 
-EXPORT_FORMATS = ("csv", "summary", "json", "edn", "telemetry")
+EXPORT_FORMATS = ("csv", "summary", "json", "edn", "telemetry", "openmetrics")
 
 
 def results_export(
@@ -795,7 +799,8 @@ def results_export(
             "--format",
             help="csv: a row per second and client (and per second for all clients); summary: a row per "
             "trial and test, as CSV; json: the whole run; edn: the run's list-append history for Elle; "
-            "telemetry: a row per server figure per second, as CSV (docs/telemetry.md).",
+            "telemetry: a row per server figure per second, as CSV (docs/telemetry.md); openmetrics: "
+            "tps, latency quantiles, verdicts and the servers' latest figures for Prometheus (several runs).",
         ),
     ],
     out: Annotated[
@@ -809,7 +814,7 @@ def results_export(
 
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
-    if len(run_refs) > 1 and fmt != "summary":
+    if len(run_refs) > 1 and fmt not in ("summary", "openmetrics"):
         raise InputError(f"--format {fmt} exports one run; several runs go into --format summary")
     with store_at(results, must_exist=True) as store:
         run_ids = [resolve_run(store, ref) for ref in run_refs]
@@ -821,6 +826,10 @@ def results_export(
             from clusterbench.verify.edn import run_list_append_edn
 
             text = run_list_append_edn(store, run_ids[0])
+        elif fmt == "openmetrics":
+            from clusterbench.analysis.openmetrics import render
+
+            text = render(store, run_ids)
         elif fmt == "telemetry":
             from clusterbench.telemetry.export import telemetry_csv
 

@@ -20,6 +20,7 @@ from typing import Annotated
 import click
 import typer
 
+from clusterbench.cli import console
 from clusterbench.cluster import Cluster, home_dir, known_clusters
 from clusterbench.errors import InputError
 from clusterbench.spec.topology import Topology
@@ -100,6 +101,33 @@ TelemetryOpt = Annotated[
         "beside the load, and name each trial's bottleneck (docs/telemetry.md)."
     ),
 ]
+
+
+MetricsPortOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        min=0,
+        max=65535,
+        help="Serve the run live as OpenMetrics on http://127.0.0.1:PORT/metrics for Prometheus "
+        "(tps, latency quantiles, telemetry, verdicts; docs/results.md).",
+    ),
+]
+
+
+@contextmanager
+def serve_metrics(port: int | None, results: Path | None) -> Iterator[None]:
+    """--metrics-port: the live endpoint for as long as the command runs."""
+    if port is None:
+        yield
+        return
+    from clusterbench.telemetry.endpoint import MetricsEndpoint
+
+    path = results_path(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with MetricsEndpoint(path, port) as ep:
+        console.step(f"metrics: http://127.0.0.1:{ep.port}/metrics (OpenMetrics, while this command runs)")
+        yield
 
 
 def print_json(data: object) -> None:

@@ -16,6 +16,7 @@ from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     CustomersOpt,
     ItemsOpt,
+    MetricsPortOpt,
     MixOpt,
     NotesOpt,
     PrepareOpt,
@@ -28,6 +29,7 @@ from clusterbench.cli.common import (
     open_store,
     parse_mix_option,
     results_path,
+    serve_metrics,
     sysbench_runner,
 )
 from clusterbench.cli.live import LiveView
@@ -319,12 +321,15 @@ def scenario(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
+    metrics_port: MetricsPortOpt = None,
 ) -> None:
     """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
     Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
     tags = check_tags(tag)
     spec, topo = load_scenario(file)
-    raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes, telemetry))
+    with serve_metrics(metrics_port, results):
+        rc = _execute(spec, topo, name, results, keep_up, tags, notes, telemetry)
+    raise typer.Exit(rc)
 
 def soak(
     file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
@@ -344,6 +349,7 @@ def soak(
     keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
+    metrics_port: MetricsPortOpt = None,
 ) -> None:
     """Repeat a scenario (a drill) N times or for a duration, each trial a stored run with its
     histories and seed + i, then a table per anomaly class: trials, trials where seen, example.
@@ -356,7 +362,9 @@ def soak(
         )
     seconds = parse_duration(soak_for) if soak_for is not None else None
     spec, topo = load_scenario(file)
-    raise typer.Exit(_soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes))
+    with serve_metrics(metrics_port, results):
+        rc = _soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes)
+    raise typer.Exit(rc)
 
 def heal(
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster name.")] = None,
@@ -427,6 +435,7 @@ def fault(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
+    metrics_port: MetricsPortOpt = None,
 ) -> None:
     """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`.
     With -w tpcc the twelve TPC-C consistency conditions are a verdict (tpcc-consistency), checked
@@ -447,7 +456,9 @@ def fault(
               "prepare": prepare},
         scale=scale, ledger_clients=ledger_clients, bank=bank,
     )  # fmt: skip
-    raise typer.Exit(_execute(spec, None, name, results, False, tags, notes, telemetry))
+    with serve_metrics(metrics_port, results):
+        rc = _execute(spec, None, name, results, False, tags, notes, telemetry)
+    raise typer.Exit(rc)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from clusterbench.analysis.stats import compare as compare_samples
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     JsonOpt,
+    MetricsPortOpt,
     NotesOpt,
     ResultsOpt,
     TagOpt,
@@ -23,6 +24,7 @@ from clusterbench.cli.common import (
     command_line,
     print_json,
     results_path,
+    serve_metrics,
     store_at,
     sysbench_runner,
     typer_app,
@@ -466,6 +468,7 @@ def run_cmd(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
+    metrics_port: MetricsPortOpt = None,
 ) -> None:
     """Run an experiment (resumable: the same command again skips the finished trials)."""
     tags = check_tags(tag)
@@ -473,7 +476,7 @@ def run_cmd(
     clusters = sorted({plan.experiment.topology.name} | {t.topology.name for t in plan.trials})
     for name in clusters:
         guard.claim(name)
-    with store_at(results) as store:
+    with serve_metrics(metrics_port, results), store_at(results) as store:
         view = ExperimentView()
         one = clusters[0] if len(clusters) == 1 else None
         runner = _runner(plan, store, view, one, tags, notes, telemetry)
