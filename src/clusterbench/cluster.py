@@ -26,6 +26,8 @@ from clusterbench.errors import ClusterbenchError, ClusterStateError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost
 from clusterbench.lifecycle import NodeOps
+from clusterbench.paths import clusters_dir, home_dir
+from clusterbench.paths import known_clusters as known_clusters  # re-exported for the commands
 from clusterbench.providers import make_provider
 from clusterbench.providers.datadirfs import DiskSpace, disk_space
 from clusterbench.providers.naming import Names
@@ -34,24 +36,6 @@ from clusterbench.spec.topology import Topology
 from clusterbench.telemetry.sites import ProbeSite, Watch
 
 log = logging.getLogger(__name__)
-
-DEFAULT_HOME = Path("/var/lib/clusterbench")
-
-
-def home_dir() -> Path:
-    return Path(os.environ.get("CLUSTERBENCH_HOME", str(DEFAULT_HOME)))
-
-
-def clusters_dir(home: Path) -> Path:
-    return home / "clusters"
-
-
-def known_clusters(home: Path) -> list[str]:
-    d = clusters_dir(home)
-    if not d.is_dir():
-        return []
-    return sorted(p.name for p in d.iterdir() if (p / "state.json").exists())
-
 
 def generate_credentials() -> Credentials:
     def pw() -> str:

@@ -232,17 +232,20 @@ def test_several_clusters_need_a_name(isolated: Path, capsys: pytest.CaptureFixt
 
 
 def _groups() -> list[tuple[str, object]]:
+    import click
     import typer
 
     from clusterbench.cli.main import app
 
     root = typer.main.get_command(app)
     out: list[tuple[str, object]] = []
+    ctx = click.Context(root)
 
     def walk(path: str, cmd: object) -> None:
         out.append((path, cmd))
-        for name, sub in getattr(cmd, "commands", {}).items():
-            walk(f"{path} {name}", sub)
+        if isinstance(cmd, click.Group):  # the root loads each command's module on request
+            for name in cmd.list_commands(ctx):
+                walk(f"{path} {name}", cmd.get_command(ctx, name))
 
     walk("clusterbench", root)
     return out

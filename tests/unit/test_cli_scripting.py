@@ -185,7 +185,7 @@ def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_status_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from clusterbench.cli import main as cli_main
+    from clusterbench.cli import operate as cli_main
     from clusterbench.cluster import BalancerView, ClusterStatus, NodeView
     from clusterbench.components.haproxy.status import BackendServer
     from clusterbench.engines.galera.node import health_of

@@ -58,11 +58,11 @@ def check_file(path: Path) -> list[str]:
         if spec.anomalies is not None:
             lines.append(f"  anomaly checkers: {', '.join(spec.anomalies.checkers)}")
         return lines
-    from clusterbench.cluster import home_dir
     from clusterbench.experiment import tls as tlsmod
     from clusterbench.experiment.load import load_experiment
     from clusterbench.experiment.planner import expand
     from clusterbench.experiment.search_run import estimate as search_estimate
+    from clusterbench.paths import home_dir
 
     tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")  # as `plan` does; writes nothing
     profiles = data.get("profiles") if isinstance(data.get("profiles"), dict) else {}

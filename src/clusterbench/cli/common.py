@@ -1,32 +1,34 @@
 """What the command modules share: option types, choosing the cluster, opening the results store,
 the sysbench runner, the command line of this invocation.
 
-The command modules (main, bench, drill, experiment) import from here and from console, never
-from each other, so there is no import cycle among them: main.py imports the others to register
-their commands, and nothing imports main.py but the entry point and tests.
+The command modules (operate, bench, results, check, drill, experiment, rootfs) import from here,
+from console and from tables, never from each other, so there is no import cycle among them:
+main.py loads them by name when their command runs. This module stays light (the heavy ones are
+imported where used): every command imports it at start-up.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
 
 from clusterbench.cli import console
-from clusterbench.cluster import Cluster, home_dir, known_clusters
 from clusterbench.errors import InputError
-from clusterbench.spec.topology import Topology
+from clusterbench.paths import home_dir, known_clusters
 from clusterbench.store import Store
-from clusterbench.workloads import SysbenchRunner, build_shim, tpcc
-from clusterbench.workloads.sysbench import TPCC, TPCC_CUSTOMERS, TPCC_ITEMS
+from clusterbench.workloads.limits import TPCC, TPCC_CUSTOMERS, TPCC_ITEMS
+
+if TYPE_CHECKING:  # imported where used: the command line starts without them
+    from clusterbench.cluster import Cluster
+    from clusterbench.workloads import SysbenchRunner
 
 
 def typer_app(**kw: object) -> typer.Typer:
@@ -86,6 +88,8 @@ def parse_mix_option(mix: str | None, tests: Sequence[str]) -> tuple[int, ...] |
         return None
     if TPCC not in tests:
         raise InputError("--mix is the tpcc transaction mix; leave it out, or run -w tpcc")
+    from clusterbench.workloads import tpcc
+
     try:
         return tpcc.parse_mix(mix)
     except ValueError as exc:
@@ -177,10 +181,14 @@ def resolve_name(name: str | None) -> str:
         return known[0]
     if len(known) > 1:
         raise InputError(f"several clusters are up ({', '.join(known)}); choose one with --name")
+    from clusterbench.spec.topology import Topology
+
     return Topology().name
 
 
 def load_cluster(name: str | None) -> Cluster:
+    from clusterbench.cluster import Cluster
+
     return Cluster.load(resolve_name(name))
 
 
@@ -235,6 +243,7 @@ def sysbench_runner(cluster: str | None = None) -> SysbenchRunner:
     """`cluster`: record the load clients with that cluster, so that a killed run's sysbench is
     found and stopped by the next command (clusterbench.loadclients)."""
     from clusterbench.loadclients import LoadClients
+    from clusterbench.workloads import SysbenchRunner, build_shim
 
     # `make setup` builds the shim into <home>/lib; build_shim only recompiles when it is stale.
     tracker = LoadClients(home_dir(), cluster) if cluster else None
@@ -251,4 +260,6 @@ def secrets_dir() -> Path:
 
 def command_line() -> str:
     """This invocation as a shell command, `clusterbench ...` (never the Python path it ran from)."""
-    return shlex.join(["clusterbench", *sys.argv[1:]])
+    from clusterbench.cli.invocation import command_line as invoked
+
+    return invoked()

@@ -33,10 +33,11 @@ from clusterbench.cli.common import (
     sysbench_runner,
 )
 from clusterbench.cli.live import LiveView
-from clusterbench.cluster import Cluster, home_dir, known_clusters
+from clusterbench.cluster import Cluster
 from clusterbench.errors import InputError
 from clusterbench.faults import leftovers
 from clusterbench.faults.spec import KINDS
+from clusterbench.paths import home_dir, known_clusters
 from clusterbench.runner.bench import BenchInterrupted
 from clusterbench.scenario.anomalies import AnomalyRow, anomaly_rows
 from clusterbench.scenario.drill import (
@@ -366,6 +367,7 @@ def soak(
         rc = _soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes)
     raise typer.Exit(rc)
 
+
 def heal(
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster name.")] = None,
 ) -> None:
@@ -459,9 +461,3 @@ def fault(
     with serve_metrics(metrics_port, results):
         rc = _execute(spec, None, name, results, False, tags, notes, telemetry)
     raise typer.Exit(rc)
-
-
-def register(app: typer.Typer) -> None:
-    """Add scenario, soak, heal and fault to the main app."""
-    for command in (scenario, soak, heal, fault):
-        app.command()(command)

@@ -1,17 +1,41 @@
 """Verification workloads: clients that keep a history of every operation with a three-valued
 outcome (ledger, bank, availability prober), the split-brain monitor, and the collection of
-cluster state for the convergence checker. The checkers themselves are pure (clusterbench.checkers)."""
+cluster state for the convergence checker. The checkers themselves are pure (clusterbench.checkers).
 
-from clusterbench.verify.bank import BankWorkload
-from clusterbench.verify.convergence import collect_convergence
-from clusterbench.verify.history import BatchWriter, History, Op, Outcome, Phase, Timebase, classify
-from clusterbench.verify.ledger import LedgerWorkload
-from clusterbench.verify.monitor import SplitBrainMonitor
-from clusterbench.verify.persist import (
-    load_monitor_samples,
-    load_ops,
-)
-from clusterbench.verify.probe import AvailabilityProber
+Its names are imported when first used (PEP 562), so that a module of the package (say
+the histogram) does not bring in the whole package: the command line starts faster.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterbench.verify.bank import BankWorkload
+    from clusterbench.verify.convergence import collect_convergence
+    from clusterbench.verify.history import BatchWriter, History, Op, Outcome, Phase, Timebase, classify
+    from clusterbench.verify.ledger import LedgerWorkload
+    from clusterbench.verify.monitor import SplitBrainMonitor
+    from clusterbench.verify.persist import load_monitor_samples, load_ops
+    from clusterbench.verify.probe import AvailabilityProber
+
+_WHERE = {
+    "AvailabilityProber": "clusterbench.verify.probe",
+    "BankWorkload": "clusterbench.verify.bank",
+    "BatchWriter": "clusterbench.verify.history",
+    "History": "clusterbench.verify.history",
+    "LedgerWorkload": "clusterbench.verify.ledger",
+    "Op": "clusterbench.verify.history",
+    "Outcome": "clusterbench.verify.history",
+    "Phase": "clusterbench.verify.history",
+    "SplitBrainMonitor": "clusterbench.verify.monitor",
+    "Timebase": "clusterbench.verify.history",
+    "classify": "clusterbench.verify.history",
+    "collect_convergence": "clusterbench.verify.convergence",
+    "load_monitor_samples": "clusterbench.verify.persist",
+    "load_ops": "clusterbench.verify.persist",
+}
 
 __all__ = [
     "AvailabilityProber",
@@ -29,3 +53,11 @@ __all__ = [
     "load_monitor_samples",
     "load_ops",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

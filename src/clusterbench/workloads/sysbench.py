@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from clusterbench.errors import InputError
 from clusterbench.spec.endpoint import Endpoint
+from clusterbench.workloads.limits import TPCC, TPCC_CUSTOMERS, TPCC_ITEMS
 
 SYSBENCH_TESTS: tuple[str, ...] = (
     "bulk_insert",
@@ -66,11 +67,8 @@ def check_slap_query(sql: str | None) -> str | None:
     return sql
 
 
-TPCC_CUSTOMERS = 3000  # per district, TPC-C's scale
-TPCC_ITEMS = 100_000  # rows in ITEM, and in STOCK per warehouse
 
 # clusterbench's own TPC-C-like test (lua/cb_tpcc.lua): nine tables of its own, scaled in warehouses
-TPCC = "tpcc"
 TPCC_MODULE = "cb_tpcc"
 TPCC_TABLES: tuple[str, ...] = (
     "warehouse", "district", "customer", "history", "new_order", "orders", "order_line", "item", "stock",

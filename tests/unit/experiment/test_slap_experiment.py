@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.cli.experiment import plan_record, settings_lines
+from clusterbench.cli.plan import plan_record, settings_lines
 from clusterbench.errors import InputError
 from clusterbench.experiment.load import experiment_from_data
 from clusterbench.experiment.planner import expand
