@@ -264,3 +264,43 @@ def test_metrics_port_in_use_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert rc == 2
     assert err.startswith(f"error: --metrics-port {port}: cannot listen on 127.0.0.1:{port} (")
     assert err.endswith("); choose another port\n")
+
+
+def test_junit_has_a_case_per_verdict_fail_is_failure_unknown_is_error(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from clusterbench.cli.common import junit_report
+
+    db = tmp_path / "r.db"
+    make_drill(db)  # before: not this command's
+    out = tmp_path / "junit.xml"
+    with junit_report(out, db):
+        run = make_drill(db)
+        with Store.open(db) as s:
+            [tr] = s.trials(run)
+            s.add_verdict(run, {"checker": "trial", "result": "UNKNOWN", "summary": "the load died",
+                                "evidence": {"load": "failed"}}, trial_id=tr.id)  # fmt: skip
+    root = ET.fromstring(out.read_text())
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "1")
+    [suite] = root.findall("testsuite")
+    assert suite.get("name") == f"run {run}: fault kill-node"
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert list(cases) == ["ledger", "availability", "trial"]
+    assert cases["ledger"].find("failure") is None and cases["ledger"].find("error") is None
+    fail = cases["availability"].find("failure")
+    assert fail is not None and fail.get("message") == AVAILABILITY["summary"]
+    err = cases["trial"].find("error")
+    assert err is not None and err.get("type") == "UNKNOWN"
+    assert json.loads(err.text or "") == {"load": "failed"}
+    assert cases["trial"].get("classname") == "fault.kill-node.trial 1 (oltp_point_select)"
+
+
+def test_junit_into_a_missing_directory_is_refused_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scen = Path(__file__).parents[2] / "examples" / "scenarios" / "kill-node.toml"
+    bad = tmp_path / "no" / "j.xml"
+    rc = main(["scenario", str(scen), "--junit", str(bad), "--results", str(tmp_path / "r.db")])
+    assert (rc, capsys.readouterr().err) == (
+        2, f"error: --junit {bad}: no directory {bad.parent}; give a file in one that exists\n"
+    )

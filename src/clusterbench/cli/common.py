@@ -134,6 +134,43 @@ def serve_metrics(port: int | None, results: Path | None) -> Iterator[None]:
         yield
 
 
+JunitOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--junit", metavar="FILE", help="Also write the verdicts as JUnit XML to FILE, for CI systems."
+    ),
+]
+
+
+@contextmanager
+def junit_report(path: Path | None, results: Path | None) -> Iterator[None]:
+    """--junit FILE: the verdicts of the runs this command made, written however it ends."""
+    if path is None:
+        yield
+        return
+    if not path.parent.is_dir():
+        raise InputError(f"--junit {path}: no directory {path.parent}; give a file in one that exists")
+    store_file = results_path(results)
+    with store_at(results) as st:
+        row = st.conn.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+        after = int(row[0])
+    try:
+        yield
+    finally:
+        import os
+
+        from clusterbench.analysis.junit import junit_xml
+        from clusterbench.telemetry.endpoint import own_runs
+
+        with Store.open(store_file) as st:
+            text = junit_xml(st, own_runs(st, after, os.getpid()))
+        try:
+            path.write_text(text)
+        except OSError as exc:
+            raise InputError(f"--junit {path}: cannot write it ({exc.strerror}); give another file") from None
+        console.step(f"JUnit XML: {path}")
+
+
 def print_json(data: object) -> None:
     """JSON on stdout and nothing else, for `| jq` and scripts (messages go to stderr)."""
     sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")

@@ -1,5 +1,6 @@
 """`clusterbench fault` and `clusterbench scenario`: fail the cluster on purpose under load, measure
-the outage, check that nothing acknowledged was lost. Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN/error."""
+the outage, check that nothing acknowledged was lost. Exit 0 all PASS, 1 some FAIL, 3 UNKNOWN, 2 bad
+input or an error, 130 interrupted (docs/faults.md#exit-codes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     CustomersOpt,
     ItemsOpt,
+    JunitOpt,
     MetricsPortOpt,
     MixOpt,
     NotesOpt,
@@ -26,6 +28,7 @@ from clusterbench.cli.common import (
     check_tags,
     command_line,
     global_name,
+    junit_report,
     open_store,
     parse_mix_option,
     results_path,
@@ -306,7 +309,8 @@ def _soak(
         for t in per_trial
         for v in t
     ]
-    return exit_code(combine(results_all)) if results_all else 2
+    # no trial got as far as a verdict: it could not decide
+    return exit_code(combine(results_all)) if results_all else exit_code(Result.UNKNOWN)
 
 
 def scenario(
@@ -323,12 +327,13 @@ def scenario(
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
     metrics_port: MetricsPortOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
-    Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
+    Exit 0 all PASS, 1 some FAIL, 3 UNKNOWN, 2 bad input or an error, 130 interrupted."""
     tags = check_tags(tag)
     spec, topo = load_scenario(file)
-    with serve_metrics(metrics_port, results):
+    with serve_metrics(metrics_port, results), junit_report(junit, results):
         rc = _execute(spec, topo, name, results, keep_up, tags, notes, telemetry)
     raise typer.Exit(rc)
 
@@ -351,11 +356,13 @@ def soak(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     metrics_port: MetricsPortOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """Repeat a scenario (a drill) N times or for a duration, each trial a stored run with its
     histories and seed + i, then a table per anomaly class: trials, trials where seen, example.
     Ctrl-C stops the current trial (faults healed, load stopped), keeps what was stored and
-    prints the table so far. Exit 0 all PASS, 1 a promise broken, 2 UNKNOWN, 130 interrupted."""
+    prints the table so far. Exit 0 all PASS, 1 a promise broken, 3 UNKNOWN, 2 bad input or an
+    error, 130 interrupted."""
     tags = check_tags(tag)
     if (trials is None) == (soak_for is None):
         raise InputError(
@@ -363,7 +370,7 @@ def soak(
         )
     seconds = parse_duration(soak_for) if soak_for is not None else None
     spec, topo = load_scenario(file)
-    with serve_metrics(metrics_port, results):
+    with serve_metrics(metrics_port, results), junit_report(junit, results):
         rc = _soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes)
     raise typer.Exit(rc)
 
@@ -438,6 +445,7 @@ def fault(
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
     metrics_port: MetricsPortOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`.
     With -w tpcc the twelve TPC-C consistency conditions are a verdict (tpcc-consistency), checked
@@ -458,6 +466,6 @@ def fault(
               "prepare": prepare},
         scale=scale, ledger_clients=ledger_clients, bank=bank,
     )  # fmt: skip
-    with serve_metrics(metrics_port, results):
+    with serve_metrics(metrics_port, results), junit_report(junit, results):
         rc = _execute(spec, None, name, results, False, tags, notes, telemetry)
     raise typer.Exit(rc)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
+    JunitOpt,
     MetricsPortOpt,
     NotesOpt,
     ResultsOpt,
@@ -21,6 +22,7 @@ from clusterbench.cli.common import (
     TelemetryOpt,
     check_tags,
     command_line,
+    junit_report,
     serve_metrics,
     store_at,
     sysbench_runner,
@@ -190,6 +192,7 @@ def run_cmd(
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
     metrics_port: MetricsPortOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """Run an experiment (resumable: the same command again skips the finished trials)."""
     tags = check_tags(tag)
@@ -197,7 +200,7 @@ def run_cmd(
     clusters = sorted({plan.experiment.topology.name} | {t.topology.name for t in plan.trials})
     for name in clusters:
         guard.claim(name)
-    with serve_metrics(metrics_port, results), store_at(results) as store:
+    with serve_metrics(metrics_port, results), junit_report(junit, results), store_at(results) as store:
         view = ExperimentView()
         one = clusters[0] if len(clusters) == 1 else None
         runner = _runner(plan, store, view, one, tags, notes, telemetry)
