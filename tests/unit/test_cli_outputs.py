@@ -304,3 +304,27 @@ def test_junit_into_a_missing_directory_is_refused_first(
     assert (rc, capsys.readouterr().err) == (
         2, f"error: --junit {bad}: no directory {bad.parent}; give a file in one that exists\n"
     )
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["results", "export", "1", "-o", "a.csv", "--output", "b.csv"], "-o and --output are the same option"),
+    (["results", "export", "1", "--format", "csv", "--format=summary"], "--format is given twice"),
+    (["plan", "x.toml", "-p", "quick", "-p", "full"], "-p is given twice"),
+    (["status", "-n", "a", "-n", "b"], "-n is given twice"),
+    (["compare", "1", "2", "--test", "welch", "--test", "mwu"], "--test is given twice"),
+])  # fmt: skip
+def test_an_option_given_twice_is_refused(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"error: {said}; give it once\n"
+
+
+def test_options_that_collect_may_repeat_and_the_name_may_go_before_the_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from clusterbench.cli.main import repeated_option
+
+    assert repeated_option(["results", "list", "--tag", "a=1", "--tag", "b=2"]) is None
+    assert repeated_option(["-n", "a", "status", "-n", "b"]) is None  # the command's own wins
+    assert repeated_option(["results", "export", "1", "--", "-o", "-o"]) is None

@@ -159,6 +159,46 @@ def _setup_logging() -> None:
     root.addHandler(handler)
 
 
+def repeated_option(argv: list[str]) -> str | None:
+    """The first option the command line gives twice (`-o a.csv --output b.csv`, `-p quick -p
+    full`), as one line: which value was meant cannot be told, so it is refused rather than the
+    last one winning silently. Options that collect values (`--tag`) may repeat. None when none."""
+    root = typer.main.get_command(app)
+    ctx = click.Context(root)
+    cmd: click.Command = root
+    seen: dict[str, str] = {}  # param name -> the option string that gave it first
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if tok == "--":
+            break
+        if not tok.startswith("-") or tok == "-":
+            if isinstance(cmd, click.Group):
+                sub = cmd.get_command(ctx, tok)
+                if sub is None:
+                    return None  # click says what is wrong with it
+                cmd, seen = sub, {}
+            continue
+        flag = tok.split("=", 1)[0]
+        options = [p for p in cmd.params if isinstance(p, click.Option)]
+        param = next((p for p in options if flag in (*p.opts, *p.secondary_opts)), None)
+        if param is None:
+            continue
+        takes_value = not param.is_flag and not param.count
+        if takes_value and "=" not in tok:
+            i += 1
+        if param.multiple or param.count:
+            continue
+        name = str(param.name)
+        if name in seen:
+            first = seen[name]
+            return f"{first} is given twice; give it once" if first == flag else (
+                f"{first} and {flag} are the same option; give it once")
+        seen[name] = flag
+    return None
+
+
 def _sigterm(signum: int, frame: object) -> NoReturn:
     raise KeyboardInterrupt
 
@@ -179,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
 
     invocation.COMMAND = list(argv) if argv is not None else None
     conflict = option_conflicts(argv if argv is not None else sys.argv[1:])
-    if conflict is not None:  # one setting under two names: which value was meant cannot be told
+    if conflict is None:
+        conflict = repeated_option(list(argv if argv is not None else sys.argv[1:]))
+    if conflict is not None:  # one setting twice: which value was meant cannot be told
         console.fail(conflict)
         return 2
     try:
