@@ -328,3 +328,51 @@ def test_options_that_collect_may_repeat_and_the_name_may_go_before_the_command(
     assert repeated_option(["results", "list", "--tag", "a=1", "--tag", "b=2"]) is None
     assert repeated_option(["-n", "a", "status", "-n", "b"]) is None  # the command's own wins
     assert repeated_option(["results", "export", "1", "--", "-o", "-o"]) is None
+
+
+def test_a_failed_trial_line_shows_no_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a terminal (a CI log, a pipe): the line of a trial whose load failed is plain text."""
+    from clusterbench.cli.live import LiveView
+    from clusterbench.workloads.results import RunResult
+
+    view = LiveView(clients=1, per_sample_lines=False)
+    res = RunResult(test="oltp_read_write", clients=[], samples=[], summary=None, exit_code=1,
+                    stderr_tail=["FATAL: [mysql] error 1146 [x]"], killed=False)  # fmt: skip
+    with view:
+        view.trial_finished(1, "oltp_read_write", res, "failed")
+    out = capsys.readouterr().out
+    assert "[red]" not in out and "[/]" not in out
+    assert out.startswith("   1 oltp_read_write        failed: ")
+
+
+def test_show_completion_prints_the_shell_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--show-completion", "zsh"]) == 0
+    assert capsys.readouterr().out.startswith("#compdef clusterbench\n")
+    assert main(["--show-completion", "fish"]) == 0
+    assert "complete --command clusterbench" in capsys.readouterr().out
+    assert main(["--show-completion", "tcsh"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --show-completion tcsh: no such shell; use one of bash, zsh, fish, powershell, pwsh\n"
+    )
+
+
+def test_up_takes_a_name_as_every_command_does(capsys: pytest.CaptureFixture[str]) -> None:
+    from clusterbench.cli.operate import named
+    from clusterbench.spec.topology import load_topology
+
+    vip = Path(__file__).parents[2] / "examples" / "topologies" / "3-nodes-vip.toml"
+    topo = named(load_topology(vip), "lab7")
+    assert (topo.name, topo.cluster.nodes, topo.balancer.count) == ("lab7", 3, 2)
+    assert main(["up", "-n", "Bad_Name"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --name: cluster.name: 'Bad_Name' must be 1-8 characters")
+    assert err.count("\n") == 1
+
+
+def test_suite_help_says_which_workloads_it_takes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["suite", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "sysbench tests, tpcc, access_* or mysqlslap" in out

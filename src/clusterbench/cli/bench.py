@@ -365,7 +365,8 @@ def suite(
         str | None,
         typer.Option(
             "--workload", "-w", "--tests",
-            help="Comma-separated sysbench tests (default: all eleven; alias: --tests).",
+            help="Comma-separated workloads, each as `run -w` takes them: sysbench tests, tpcc, access_* "
+            "or mysqlslap (default: the eleven sysbench tests; alias: --tests).",
         ),  # fmt: skip
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
@@ -409,7 +410,8 @@ def suite(
     slap_query: SlapQueryOpt = None,
     slap_engine: SlapEngineOpt = "InnoDB",
 ) -> None:
-    """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
+    """Run workloads one after another as the trials of one run (default: the eleven sysbench tests);
+    print the summary table."""
     chosen = parse_tests(workload, SYSBENCH_TESTS) if workload is None else parse_tests(workload, KNOWN_TESTS)
     tags = check_tags(tag)
     weights = parse_mix_option(mix, chosen)

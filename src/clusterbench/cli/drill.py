@@ -97,7 +97,7 @@ def _print_outcome(out: DrillOutcome) -> None:
         for d in out.heal_details:
             w = windows.get(d["fault"])
             what = "; ".join(f"{k}: {v}" for part in (d["apply"], d["heal"]) for k, v in part.items()) + (
-                f" [red]{d['error']}[/]" if d.get("error") else ""
+                f" [red]{console.escape(str(d['error']))}[/]" if d.get("error") else ""
             )
             t.add_row(d["fault"], f"{w[1]:.1f}" if w else "-", f"{w[2]:.1f}" if w else "-", what)
         console.out.print(t)

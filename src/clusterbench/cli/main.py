@@ -199,6 +199,22 @@ def repeated_option(argv: list[str]) -> str | None:
     return None
 
 
+def _show_completion(argv: list[str]) -> int | None:
+    """`--show-completion SHELL`: that shell's script. typer, with shellingham installed, takes the
+    option as a flag and prints the script of the shell it detects, whatever SHELL says."""
+    if argv[:1] != ["--show-completion"] or len(argv) < 2:
+        return None
+    from typer._completion_shared import Shells, get_completion_script
+
+    shells = [s.value for s in Shells]
+    if argv[1] not in shells:
+        console.fail(f"--show-completion {argv[1]}: no such shell; use one of {', '.join(shells)}")
+        return 2
+    sys.stdout.write(get_completion_script(prog_name="clusterbench", complete_var="_CLUSTERBENCH_COMPLETE",
+                                           shell=argv[1]) + "\n")  # fmt: skip
+    return 0
+
+
 def _sigterm(signum: int, frame: object) -> NoReturn:
     raise KeyboardInterrupt
 
@@ -218,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     from clusterbench.cli import invocation
 
     invocation.COMMAND = list(argv) if argv is not None else None
+    shown = _show_completion(list(argv if argv is not None else sys.argv[1:]))
+    if shown is not None:
+        return shown
     conflict = option_conflicts(argv if argv is not None else sys.argv[1:])
     if conflict is None:
         conflict = repeated_option(list(argv if argv is not None else sys.argv[1:]))

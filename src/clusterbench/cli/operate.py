@@ -14,7 +14,15 @@ from rich.table import Table
 
 from clusterbench import lock
 from clusterbench.cli import console, guard
-from clusterbench.cli.common import JsonOpt, NameOpt, load_cluster, print_json, resolve_name, typer_app
+from clusterbench.cli.common import (
+    JsonOpt,
+    NameOpt,
+    global_name,
+    load_cluster,
+    print_json,
+    resolve_name,
+    typer_app,
+)
 from clusterbench.cluster import BalancerView, Cluster, ClusterStatus
 from clusterbench.errors import ClusterStateError, InputError, PreflightError
 from clusterbench.paths import home_dir, known_clusters
@@ -28,11 +36,15 @@ def up(
     file: Annotated[
         Path | None, typer.Option("--file", "-f", help="Topology TOML file (default: 3 nodes + HAProxy).")
     ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", "-n", help="The cluster's name, instead of the file's [cluster] name."),
+    ] = None,
 ) -> None:
     """Bring up a MariaDB Galera cluster (or MySQL Group Replication with [engine] kind =
     "group_replication") behind HAProxy, in local namespaces or on the [[hosts]] machines with
     provider.kind = "ssh"; returns when every node is a ready member and HAProxy sees it."""
-    topo = load_topology(file)
+    topo = named(load_topology(file), name or global_name())
     for w in topo.warnings():
         console.warn(w)
     if not topo.remote:
@@ -53,6 +65,17 @@ def up(
     console.out.print(
         f"[green]up[/] in {timings['total']:.1f} s (nodes ready at {timings['nodes_synced']:.1f} s)"
     )
+
+
+def named(topo: Topology, name: str | None) -> Topology:
+    """The topology under another cluster name (-n), checked as the file's would be."""
+    if name is None or name == topo.name:
+        return topo
+    from clusterbench.spec.topology import topology_from_data
+
+    data = topo.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data.setdefault("cluster", {})["name"] = name
+    return topology_from_data(data, "--name")
 
 
 def _print_endpoints(cluster: Cluster) -> None:
