@@ -436,6 +436,12 @@ def fault(
     ] = "balancer",
     ledger_clients: Annotated[int, typer.Option(help="Ledger clients (0: off).", min=0)] = 2,
     bank: Annotated[bool, typer.Option(help="Also run the bank workload.")] = False,
+    max_outage: Annotated[
+        float | None,
+        typer.Option("--max-outage", metavar="SECONDS", min=0.001,
+                     help="Outage budget: availability FAILs when writes through the balancer stop "
+                     "longer than this, naming the window (default: no budget)."),
+    ] = None,  # fmt: skip
     prepare: PrepareOpt = True,
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
     results: Annotated[
@@ -464,7 +470,7 @@ def fault(
                  "window": window},
         load={"workload": workload, "threads": threads, "duration": duration, "target": load_target,
               "prepare": prepare},
-        scale=scale, ledger_clients=ledger_clients, bank=bank,
+        scale=scale, ledger_clients=ledger_clients, bank=bank, max_outage=max_outage,
     )  # fmt: skip
     with serve_metrics(metrics_port, results), junit_report(junit, results):
         rc = _execute(spec, None, name, results, False, tags, notes, telemetry)

@@ -192,7 +192,8 @@ class Verification:
             tps = [(s.t, s.tps) for s in combine_samples(samples)] if samples else None
             figures = availability(self.prober.ops(), windows, tps)
             findings["availability"] = [f.to_json() for f in figures]
-            verdicts.append(_guard("availability", lambda: availability_verdict(figures)))
+            budget = self.spec.verify.max_outage_s
+            verdicts.append(_guard("availability", lambda: availability_verdict(figures, budget)))
         if self.monitor is not None:
             try:
                 findings["failover"] = self._failover(ctx)
