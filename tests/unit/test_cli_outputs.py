@@ -117,7 +117,8 @@ def test_compare_lists_differences_and_refuses_another_workload_without_force(
     assert main(["compare", str(a), str(b), "--results", str(db)]) == 2
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        f"run {b} against run {a}: differences",
+        f"run {b} (run, group_replication, cluster lab) against run {a} (run, galera, cluster lab): "
+        "differences",
         "  engine: galera → group_replication",
         "  load.threads: 4 → 2 (defines the workload)",
     ]
@@ -144,7 +145,7 @@ def test_fail_on_regression_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixtu
     capsys.readouterr()
     assert main([*base, "--fail-on-regression", "5"]) == 1
     out, err = capsys.readouterr()
-    assert f"run {b} against run {a}: no difference in what they ran" in out
+    assert f"run {b} (run, galera, cluster lab) against run {a} (run, galera, cluster lab): no diff" in out
     assert err == "error: significant regression beyond 5 %: oltp_read_write -10.0%\n"
     assert main(base) == 0  # without the gate a regression is a finding, not a failure
 
@@ -376,3 +377,48 @@ def test_suite_help_says_which_workloads_it_takes(
     assert main(["suite", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "sysbench tests, tpcc, access_* or mysqlslap" in out
+
+
+def test_runs_are_first_class_list_filters_baseline_and_delete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    drill = make_drill(db, engine="group_replication")
+    with Store.open(db) as s:
+        bench = make_bench(s, threads=4, tps=900)
+        s.add_tags(bench, ["env=lab", "nightly"])
+        s.conn.execute("UPDATE runs SET started_at = '2020-01-01T00:00:00.000+00:00' WHERE id = ?", (drill,))
+    r = ["--results", str(db)]
+
+    def ids(*argv: str) -> list[int]:
+        return [x["id"] for x in json.loads(out_of(capsys, "results", "list", "--json", *argv, *r))]
+
+    assert ids() == [drill, bench]
+    assert ids("--engine", "group_replication") == [drill] and ids("--engine", "galera") == [bench]
+    assert ids("--kind", "fault") == [drill]
+    assert ids("--tag", "env=lab") == [bench] and ids("--tag", "env") == [bench]
+    assert ids("--tag", "env=prod") == [] and ids("--tag", "env", "--tag", "nightly") == [bench]
+    assert ids("--since", "2021-01-01") == [bench] and ids("--since", "3d") == [bench]
+    listed = json.loads(out_of(capsys, "results", "list", "--json", *r))
+    tps = sum(round(900 * (1 + (0.01 if i % 2 else -0.01))) for i in range(10)) / 10
+    assert listed[1]["outcome"] == f"{tps:.1f} tps, p95 2.5 ms"
+    assert (listed[0]["engine"], listed[0]["cluster"]) == ("group_replication", "lab")
+    assert listed[0]["verdict"] == "FAIL"
+    # the baseline: marked, shown, and a name for compare
+    assert out_of(capsys, "results", "baseline", str(bench), *r) == f"baseline: run {bench}\n"
+    listed = json.loads(out_of(capsys, "results", "list", "--json", *r))
+    assert [x["baseline"] for x in listed] == [False, True]
+    assert f" {bench}* " in out_of(capsys, "results", "list", *r)
+    with Store.open(db) as s:
+        other = make_bench(s, threads=4, tps=900)
+    data = json.loads(out_of(capsys, "compare", "baseline", str(other), "--json", *r))
+    assert (data["run_a"], data["run_b"]) == (bench, other)
+    assert main(["results", "delete", str(other), *r]) == 0
+    capsys.readouterr()
+    assert main(["results", "delete", str(drill), *r]) == 0
+    assert capsys.readouterr().out == f"deleted run {drill} (fault kill-node, 1 trial(s))\n"
+    assert ids() == [bench]
+    with Store.open(db) as s:
+        assert s.conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 0  # went with it
+    assert main(["results", "list", "--since", "yesterday", *r]) == 2
+    assert "error: --since 'yesterday': give a date or time" in capsys.readouterr().err

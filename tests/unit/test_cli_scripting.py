@@ -98,11 +98,12 @@ def test_results_list_json_tags_notes_and_the_command_as_typed(
     assert [x["id"] for x in only] == [1]
     assert main(["results", "list", "--results", r]) == 0
     table = capsys.readouterr().out
-    assert "#baseline #v1 n3 by hand" in table and "clusterbench scenario x.toml" in table
+    assert "#baseline #v1 n3 by hand" in table  # the command line is in --json and `results show`
     assert main(["results", "tag", "1", "--tag", "two words", "--results", r]) == 2
     assert (
         one_error(capsys)
-        == "error: --tag 'two words': a tag is one word without spaces or commas, e.g. --tag baseline"
+        == "error: --tag 'two words': a tag is key=value (or a key alone), without spaces or commas, e.g. "
+        "--tag env=lab --tag nightly"
     )
 
 

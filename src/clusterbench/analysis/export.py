@@ -13,7 +13,8 @@ from clusterbench.store import Store
 
 # The columns in order; docs/workloads.md says what each one is.
 SUMMARY_COLUMNS: tuple[str, ...] = (
-    "run_id", "run_kind", "run_name", "run_tags", "trial", "test", "status", "from_samples",
+    "run_id", "run_kind", "run_name", "run_tags", "engine", "cluster", "run_verdict", "trial", "test",
+    "status", "from_samples",
     "threads", "clients", "duration_s", "warmup_s", "rate_tps_per_client", "tables", "table_size",
     "rand_type", "target", "part", "point", "rep",
     "tps", "reads_per_s", "writes_per_s", "other_per_s", "queries_per_s",
@@ -24,8 +25,13 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 def summary_records(store: Store, run_id: int) -> list[dict[str, Any]]:
     """One dict per trial with the SUMMARY_COLUMNS keys (None where unknown)."""
+    from clusterbench.analysis.outcome import cluster_of, engine_of, run_verdicts
+
     run = store.get_run(run_id)
     tags = ",".join(store.tags(run_id))
+    prov = store.provenance(run_id)
+    engine, cluster = engine_of(store, run_id, prov), cluster_of(prov)
+    verdict = run_verdicts(store, run_id).result
     params = {t.seq: t.params for t in store.trials(run_id)}
     out = []
     for r in summary_rows(store, run_id):
@@ -37,7 +43,8 @@ def summary_records(store: Store, run_id: int) -> list[dict[str, Any]]:
         endpoint = p.get("endpoint")
         targets = p.get("client_targets")
         out.append({
-            "run_id": run_id, "run_kind": run.kind, "run_name": run.name, "run_tags": tags,
+            "run_id": run_id, "run_kind": run.kind, "run_name": run.name, "run_tags": tags, "engine": engine,
+            "cluster": cluster, "run_verdict": verdict,
             "trial": r.trial, "test": r.workload, "status": r.status, "from_samples": r.from_samples,
             "threads": r.threads, "clients": p.get("clients"), "duration_s": p.get("time", p.get("duration")),
             "warmup_s": p.get("warmup"), "rate_tps_per_client": p.get("rate"), "tables": p.get("tables"),

@@ -178,11 +178,17 @@ def print_json(data: object) -> None:
 
 def check_tags(tags: list[str] | None) -> list[str]:
     """--tag values, checked before anything starts."""
+    import re
+
     out = []
     for t in tags or []:
         t = t.strip()
-        if not t or any(c.isspace() or c == "," for c in t):
-            raise InputError(f"--tag {t!r}: a tag is one word without spaces or commas, e.g. --tag baseline")
+        key, eq, value = t.partition("=")
+        if not re.fullmatch(r"[\w.:-]+", key) or (eq and not re.fullmatch(r"[^\s,]+", value)):
+            raise InputError(
+                f"--tag {t!r}: a tag is key=value (or a key alone), without spaces or commas, "
+                "e.g. --tag env=lab --tag nightly"
+            )
         out.append(t)
     return out
 

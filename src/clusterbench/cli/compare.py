@@ -67,7 +67,7 @@ def compare_cmd(
     with store_at(results, must_exist=True) as store:
         a, b = _resolve_pair(store, run_a, run_b)
         diffs = differences(store, a, b)
-        _refuse_incomparable(a, b, diffs, force=force, quiet=as_json)
+        _refuse_incomparable(store, a, b, diffs, force=force, quiet=as_json)
         if store.get_run(a).kind != KIND:
             changes = _compare_runs(store, a, b, test, alpha, as_json, diffs)
         else:
@@ -75,11 +75,23 @@ def compare_cmd(
     _gate(changes, fail_on_regression)
 
 
-def _refuse_incomparable(a: int, b: int, diffs: list[Any], *, force: bool, quiet: bool) -> None:
+def _what(store: Any, run_id: int) -> str:
+    """'fault, galera, cluster lab': what a run was, for the comparison's first line."""
+    from clusterbench.analysis.outcome import cluster_of, engine_of
+
+    prov = store.provenance(run_id)
+    cluster = cluster_of(prov)
+    kind = store.get_run(run_id).kind
+    return f"{kind}, {engine_of(store, run_id, prov)}" + (f", cluster {cluster}" if cluster else "")
+
+
+def _refuse_incomparable(
+    store: Any, a: int, b: int, diffs: list[Any], *, force: bool, quiet: bool
+) -> None:
     """Say every difference first; refuse what changes the workload unless --force."""
     if not quiet:
         said = "differences" if diffs else "no difference in what they ran"
-        head = f"run {b} against run {a}: {said}"
+        head = f"run {b} ({_what(store, b)}) against run {a} ({_what(store, a)}): {said}"
         console.out.print(head, markup=False)
         for d in diffs:
             console.out.print(f"  {d.line()}", markup=False, soft_wrap=True)

@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "suite": ("bench", "suite", "Several workloads in a row (default: the eleven sysbench tests)."),
     "report": ("bench", "report", "Markdown + one offline HTML report of a run."),
     "tpcc-check": ("bench", "tpcc_check", "The twelve TPC-C consistency conditions on the loaded tables."),
-    "results": ("results", "results_app", "List, show, label and export stored runs."),
+    "results": ("results", "results_app", "List, show, label, delete, export runs; mark a baseline."),
     "check": ("check", "check", "Validate a topology, scenario or experiment file; starts nothing."),
     "scenario": ("drill", "scenario", "A drill: load + verifiers + scheduled faults, then verdicts."),
     "soak": ("drill", "soak", "Repeat a drill N times or for a duration; anomalies per class."),

@@ -32,7 +32,7 @@ from clusterbench.errors import InputError
 from clusterbench.store import Store
 from clusterbench.store.refs import resolve_run
 
-results_app = typer_app(help="List, show, label and export stored runs.")
+results_app = typer_app(help="List, show, label, delete and export stored runs; mark a baseline.")
 
 
 def shown_command(command_line: str) -> str:
@@ -61,36 +61,111 @@ def run_record(store: Store, r: Any) -> dict[str, Any]:
 
 def results_list(
     tag: Annotated[
-        list[str] | None, typer.Option("--tag", help="Only runs with this tag (repeat: with all of them).")
+        list[str] | None,
+        typer.Option("--tag", help="Only runs with this label: key=value, or a key at any value (repeat: "
+                     "all of them)."),
+    ] = None,
+    engine: Annotated[
+        str | None, typer.Option(help="Only runs on this engine: galera, group_replication or external.")
+    ] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="Only runs of this kind: run, suite, fault, scenario, experiment ...")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only runs started since: a date or time (2026-11-28) or an age (2h, 3d)."),
     ] = None,
     as_json: JsonOpt = False,
     results: ResultsOpt = None,
 ) -> None:
-    """Every stored run: id, kind, name, status, start, trials, tags and notes, command line."""
-    want = set(tag or [])
+    """Every stored run: id, kind, engine, cluster, status, start, its outcome in one line
+    ("178.6 tps, p95 31 ms, 5/5 PASS"), tags and notes; the baseline is marked."""
+    from clusterbench.analysis.outcome import overview
+    from clusterbench.store.labels import baseline, since_cutoff, tag_matches
+
+    cutoff = since_cutoff(since) if since is not None else None
     with store_at(results, must_exist=True) as store:
-        runs = [run_record(store, r) for r in store.list_runs()]
-    runs = [r for r in runs if want <= set(r["tags"])]
+        base = baseline(store)
+        runs = []
+        for r in store.list_runs():
+            if (kind and r.kind != kind) or (cutoff and r.started_at < cutoff):
+                continue
+            rec = run_record(store, r)
+            if not all(tag_matches(rec["tags"], t) for t in tag or []):
+                continue
+            ov = overview(store, r.id)
+            if engine and engine not in ov.engine.split(","):
+                continue
+            runs.append({**rec, **ov.to_json(), "baseline": r.id == base})
     if as_json:
         print_json(runs)
         return
     if not runs:
-        console.out.print(
-            f"no runs with tag(s) {', '.join(sorted(want))} in {results_path(results)}"
-            if want
-            else "no runs yet; start one with `clusterbench run` or `clusterbench suite`"
-        )
+        filtered = tag or engine or kind or since
+        none = "no runs yet; start one with `clusterbench run` or `clusterbench suite`"
+        console.out.print(f"no run matches in {results_path(results)}" if filtered else none)
         return
-    table = Table(title=f"runs in {results_path(results)}", title_justify="left")
-    for col in ("id", "kind", "name", "status", "started", "trials", "tags / notes", "command"):
-        table.add_column(col, justify="right" if col in ("id", "trials") else "left")
+    _print_runs(runs, f"runs in {results_path(results)}")
+
+
+def _print_runs(runs: list[dict[str, Any]], title: str) -> None:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("id", "kind", "name", "engine", "cluster", "status", "started", "outcome", "tags / notes"):
+        table.add_column(col, justify="right" if col == "id" else "left", overflow="fold",
+                         no_wrap=col in ("id", "status", "started"))  # fmt: skip
     for r in runs:
         colour = {"completed": "green", "running": "yellow"}.get(r["status"], "red")
         label = " ".join(f"#{t}" for t in r["tags"]) + (f" {r['notes']}" if r["notes"] else "")
-        status = f"[{colour}]{r['status']}[/]"
-        table.add_row(str(r["id"]), r["kind"], r["name"], status, r["started_at"][:19], str(r["trials"]),
-                      console.escape(label.strip()), console.escape(r["command_line"]))  # fmt: skip
+        run_id = f"{r['id']}*" if r["baseline"] else str(r["id"])
+        engine = r["engine"].replace("group_replication", "gr")
+        table.add_row(run_id, r["kind"], console.escape(r["name"]), engine, console.escape(r["cluster"]),
+                      f"[{colour}]{r['status']}[/]",
+                      r["started_at"][:16].replace("T", " "), console.escape(r["outcome"]),
+                      console.escape(label.strip()))  # fmt: skip
     console.out.print(table)
+    if any(r["baseline"] for r in runs):
+        console.out.print("* the baseline (`compare baseline RUN`)", markup=False)
+
+
+def results_delete(
+    run_refs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run id(s), 'last' or 'baseline'.")],
+    results: ResultsOpt = None,
+) -> None:
+    """Delete runs and everything stored with them (trials, samples, verdicts, histories)."""
+    from clusterbench.store.labels import delete_run
+
+    with store_at(results, must_exist=True) as store:
+        run_ids = list(dict.fromkeys(resolve_run(store, ref) for ref in run_refs))
+        for run_id in run_ids:
+            r = store.get_run(run_id)
+            n = len(store.trials(run_id))
+            delete_run(store, run_id)
+            console.out.print(f"deleted run {run_id} ({r.kind} {r.name}, {n} trial(s))", markup=False)
+
+
+def results_baseline(
+    run_ref: Annotated[
+        str | None, typer.Argument(metavar="RUN", help="Run id or 'last' (none: show the baseline).")
+    ] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="Unmark the baseline.")] = False,
+    results: ResultsOpt = None,
+) -> None:
+    """Mark a run as the baseline: `compare baseline RUN` and `report RUN --baseline baseline`
+    then mean it. Without RUN, say which run it is."""
+    from clusterbench.store.labels import baseline, set_baseline
+
+    if clear and run_ref is not None:
+        raise InputError("give RUN or --clear, not both")
+    with store_at(results, must_exist=True) as store:
+        if clear:
+            set_baseline(store, None)
+            console.out.print("no baseline now", markup=False)
+            return
+        if run_ref is not None:
+            set_baseline(store, resolve_run(store, run_ref))
+        marked = baseline(store)
+    console.out.print(f"baseline: run {marked}" if marked is not None else "no run is marked as the baseline",
+                      markup=False)  # fmt: skip
 
 
 def results_tag(
@@ -324,3 +399,5 @@ results_app.command("list")(results_list)
 results_app.command("show")(results_show)
 results_app.command("tag")(results_tag)
 results_app.command("export")(results_export)
+results_app.command("delete")(results_delete)
+results_app.command("baseline")(results_baseline)

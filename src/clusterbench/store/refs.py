@@ -7,7 +7,16 @@ from clusterbench.store.store import Store
 
 
 def resolve_run(store: Store, ref: str) -> int:
-    """A run id, or 'last' for the newest run."""
+    """A run id, 'last' for the newest run, or 'baseline' for the run marked as the baseline."""
+    if ref == "baseline":
+        from clusterbench.store.labels import baseline
+
+        marked = baseline(store)
+        if marked is None:
+            raise InputError(
+                "no run is marked as the baseline; mark one with `clusterbench results baseline RUN`"
+            )
+        return marked
     if ref == "last":
         runs = store.list_runs()
         if not runs:
@@ -15,7 +24,8 @@ def resolve_run(store: Store, ref: str) -> int:
         return runs[-1].id
     if not ref.isdigit():
         raise InputError(
-            f"run must be a number or 'last', got {ref!r}; `clusterbench results list` lists the runs"
+            f"run must be a number, 'last' or 'baseline', got {ref!r}; `clusterbench results list` lists "
+            "the runs"
         )
     run_id = int(ref)
     store.get_run(run_id)

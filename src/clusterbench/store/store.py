@@ -168,19 +168,23 @@ class Store:
         self.conn.execute("UPDATE runs SET notes = ? WHERE id = ?", (notes, run_id))
 
     def tags(self, run_id: int) -> list[str]:
-        """The run's tags (`--tag`), kept as its provenance `tags`."""
-        row = self.conn.execute(
-            "SELECT value FROM provenance WHERE run_id = ? AND trial_id IS NULL AND key = 'tags'", (run_id,)
-        ).fetchone()
-        return list(json.loads(row[0])) if row is not None else []
+        """The run's tags (`--tag`) as given: 'key=value', or 'key' for a bare word."""
+        rows = self.conn.execute(
+            "SELECT key, value FROM run_tags WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+        return [f"{r[0]}={r[1]}" if r[1] else r[0] for r in rows]
 
     def add_tags(self, run_id: int, tags: list[str]) -> list[str]:
-        """Add tags to a run (once each, in the order given); return all of them."""
-        now = self.tags(run_id)
-        merged = now + [t for t in dict.fromkeys(tags) if t not in now]
-        if merged != now:
-            self.set_provenance(run_id, "tags", merged)
-        return merged
+        """Add key=value tags to a run (a key given again takes the new value); return all."""
+        for tag in tags:
+            key, _, value = tag.partition("=")
+            self.conn.execute(
+                "INSERT INTO run_tags (run_id, key, value, seq) VALUES (?, ?, ?, "
+                "(SELECT COALESCE(MAX(seq), -1) + 1 FROM run_tags WHERE run_id = ?)) "
+                "ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value",
+                (run_id, key, value, run_id),
+            )
+        return self.tags(run_id)
 
     def finish_run(self, run_id: int, status: Status) -> None:
         self.conn.execute(

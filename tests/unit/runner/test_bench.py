@@ -230,7 +230,7 @@ def test_resolve_run(store: Store) -> None:
     b = store.create_run("suite")
     assert resolve_run(store, "last") == b
     assert resolve_run(store, str(a)) == a
-    with pytest.raises(InputError, match="number or 'last', got 'x'"):
+    with pytest.raises(InputError, match="number, 'last' or 'baseline', got 'x'"):
         resolve_run(store, "x")
     with pytest.raises(InputError, match="no run 99"):
         resolve_run(store, "99")

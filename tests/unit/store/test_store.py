@@ -34,10 +34,33 @@ def parsed(name: str, warmup: float = 0) -> object:
 
 
 def test_schema_version_and_wal(store: Store) -> None:
-    assert store.version == SCHEMA_VERSION == 4
+    assert store.version == SCHEMA_VERSION == 5
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.migrate()  # idempotent
-    assert store.version == 4
+    assert store.version == 5
+
+
+def test_a_version_4_store_opens_with_its_tags_as_labels(tmp_path: Path) -> None:
+    """Old stores must still open: tags kept in the run's provenance become key=value labels."""
+    import json
+    import sqlite3
+
+    from clusterbench.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    for i, m in enumerate(MIGRATIONS[:4], 1):
+        conn.executescript(m + f";PRAGMA user_version={i};")
+    conn.execute("INSERT INTO runs (kind, status, started_at) VALUES ('suite', 'completed', '2026-01-02')")
+    conn.execute("INSERT INTO provenance (run_id, key, value) VALUES (1, 'tags', ?)",
+                 (json.dumps(["baseline", "env=prod"]),))  # fmt: skip
+    conn.commit()
+    conn.close()
+    with Store.open(path) as s:
+        assert s.version == 5
+        assert s.tags(1) == ["baseline", "env=prod"]
+        assert "tags" not in s.provenance(1)
+        assert s.add_tags(1, ["env=test", "owner=qa"]) == ["baseline", "env=test", "owner=qa"]
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
