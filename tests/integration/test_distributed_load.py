@@ -215,7 +215,7 @@ def test_a_cpu_bound_client_is_flagged_and_an_idle_one_is_not(cb_home: Path) -> 
     from clusterbench.spec.endpoint import Address, Endpoint
 
     ep = Endpoint(name="none", addresses=(Address(host="127.0.0.1", port=9),), user="u", password="p",
-                  tls_dir=None, galera=False)  # fmt: skip
+                  tls_dir=None, auto_inc_off=False)  # fmt: skip
     runner = SysbenchRunner(cpu_interval=0.5)
     opts = make_options(test="oltp_point_select", threads=4, time=4)
     res = runner.run(opts, ep, clients=2, hosts=[BurnerHost("burner"), IdleHost("idle")], preflight=False)

@@ -67,7 +67,7 @@ def test_clients_over_ssh_start_together_and_are_sampled(lab: SshLab, tmp_path: 
         SshTarget("h1", lab.address(1), key=lab.key), known_hosts=KnownHosts(tmp_path / "kh")
     )
     ep = Endpoint(name="none", addresses=(Address(host="127.0.0.1", port=9),), user="u", password="p",
-                  tls_dir=None, galera=False)  # fmt: skip
+                  tls_dir=None, auto_inc_off=False)  # fmt: skip
     try:
         # A shim path that exists only here: the client machine must build its own and preload that.
         res = SysbenchRunner(cpu_interval=0.5, shim=Path("/nonexistent/here/sbfix.so")).run(

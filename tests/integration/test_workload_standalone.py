@@ -102,7 +102,7 @@ def endpoint(server: Path) -> Endpoint:
         user="sbtest",
         password="sbpass",
         tls_dir=None,
-        galera=False,
+        auto_inc_off=False,
     )
 
 

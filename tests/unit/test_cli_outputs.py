@@ -422,3 +422,39 @@ def test_runs_are_first_class_list_filters_baseline_and_delete(
         assert s.conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 0  # went with it
     assert main(["results", "list", "--since", "yesterday", *r]) == 2
     assert "error: --since 'yesterday': give a date or time" in capsys.readouterr().err
+
+
+def _gr_snapshot(node: int, primary: bool) -> dict[str, str]:
+    return {"version": "9.7.4-2", "group_replication_local_address": f"198.18.0.{10 + node}:33061",
+            "read_only": "OFF" if primary else "ON", "super_read_only": "OFF" if primary else "ON",
+            "init_file": f"/var/lib/cb/n{node}/init.sql", "innodb_flush_log_at_trx_commit": "2"}  # fmt: skip
+
+
+def test_group_replication_members_differing_by_design_are_no_finding(tmp_path: Path) -> None:
+    """Issue 24: every GR report said the servers 'did not all run as the topology says', flagging
+    variables that differ by design; the engine names them, a real difference still shows."""
+    from clusterbench.analysis.variables import variable_report
+
+    with Store.open(tmp_path / "r.db") as s:
+        run = s.create_run("run", name="gr")
+        s.set_provenance(run, "topology", {"engine": {"kind": "group_replication"},
+                                           "mysql": {"innodb_flush_log_at_trx_commit": 2}})  # fmt: skip
+        t = s.add_trial(run, 1, "oltp_read_write", {})
+        snap = {f"n{i}": _gr_snapshot(i, i == 1) for i in (1, 2, 3)}
+        s.set_provenance(run, "server_variables@start", snap, trial_id=t)
+        assert [r.name for r in variable_report(s, run).findings] == []
+        snap["n3"]["innodb_flush_log_at_trx_commit"] = "1"  # changed by hand: a finding
+        s.set_provenance(run, "server_variables@end", snap, trial_id=t)
+        assert [r.name for r in variable_report(s, run).findings] == ["innodb_flush_log_at_trx_commit"]
+
+
+def test_the_endpoint_flag_says_what_it_does_and_old_state_still_loads() -> None:
+    from clusterbench.spec.endpoint import Endpoint
+    from clusterbench.trial.spec import endpoint_provenance
+
+    old = {"name": "x", "addresses": [{"host": "h", "port": 3306}], "user": "u", "password": "p",
+           "galera": False}  # as stored by earlier versions
+    e = Endpoint.model_validate(old)
+    assert e.auto_inc_off is False
+    prov = endpoint_provenance(e)
+    assert prov["auto_inc_off"] is False and "galera" not in prov

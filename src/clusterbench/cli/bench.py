@@ -166,7 +166,7 @@ def _resolve_target(
             password=password,
             database=database,
             tls_dir=None,
-            galera=galera,
+            auto_inc_off=galera,
         )
         return Target(ep, EndpointProbe(ep), None, f"{user}@{host}:{port}")
     cluster = load_cluster(name)

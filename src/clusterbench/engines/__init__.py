@@ -22,6 +22,12 @@ ENGINES: dict[str, Callable[[Topology], Engine]] = {
 SESSIONS: tuple[SessionSql, ...] = (GALERA_SESSION, GR_SESSION)
 
 
+def per_node_variables(kind: str) -> frozenset[str]:
+    """The server variables that differ between the nodes of an engine by design."""
+    engine = ENGINES.get(kind)
+    return frozenset(getattr(engine, "per_node_variables", frozenset()))
+
+
 def make_engine(topology: Topology) -> Engine:
     """The engine the topology names in `[engine] kind`."""
     return ENGINES[topology.engine.kind](topology)

@@ -321,6 +321,9 @@ class Engine(Protocol):
     kind: str
     label: str  # for people: "MariaDB Galera", "MySQL Group Replication"
     topology: Topology
+    # server variables that differ between this engine's nodes by design (a member's own address,
+    # a secondary's read_only): never a finding of the "server variables as run" report
+    per_node_variables: frozenset[str]
 
     def make_node(
         self,

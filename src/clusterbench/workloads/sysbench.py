@@ -431,7 +431,7 @@ def _common_args(opts: SysbenchOptions, endpoint: Endpoint, database: str | None
         f"--threads={opts.threads}",
         f"--db-ps-mode={opts.db_ps_mode}",
     ]
-    if endpoint.galera:
+    if endpoint.auto_inc_off:
         # Galera's auto_increment_increment leaves sparse ids with auto_inc=on: point selects
         # miss and delete/insert grows the tables (RECIPES S1).
         args.append("--auto_inc=off")

@@ -272,7 +272,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     }
     assert prov["endpoint"] == {
         "name": "balancer", "addresses": ["198.18.9.2:3306"], "user": "bench", "database": "sbtest",
-        "tls": False, "galera": True,
+        "tls": False, "auto_inc_off": True,
     }  # fmt: skip
     assert prov["workload"]["tests"] == ["oltp_point_select"] and prov["workload"]["options"]["tables"] == 2
     assert "password" not in str(prov)

@@ -37,7 +37,7 @@ EP = Endpoint(
     user="bench",
     password="pw",
     tls_dir=None,
-    galera=False,
+    auto_inc_off=False,
 )
 
 

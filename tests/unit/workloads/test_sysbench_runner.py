@@ -22,7 +22,7 @@ EP = Endpoint(
     user="sb",
     password="pw",
     tls_dir=None,
-    galera=True,
+    auto_inc_off=True,
 )
 
 # A stand-in for sysbench: prints a recorded output file, reports LD_PRELOAD on stderr, exits with a code.

@@ -24,7 +24,7 @@ from clusterbench.workloads.sysbench import (
 )
 
 EP = Endpoint(name="balancer", addresses=(Address(host="198.18.9.2", port=3306),), user="bench",
-              password="pw", database="sbtest", galera=True)  # fmt: skip
+              password="pw", database="sbtest", auto_inc_off=True)  # fmt: skip
 
 
 def counts(no: int, pay: int, os_: int = 0, dl: int = 0, sl: int = 0, rb: int = 0, rt: int = 0) -> dict:

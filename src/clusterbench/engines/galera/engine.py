@@ -34,6 +34,10 @@ def _galera(n: DbNode) -> GaleraNode:
 class GaleraEngine:
     kind = "galera"
     label = "MariaDB Galera"
+    # wsrep_node_name, wsrep_node_address ... (the general per-node names are analysis/variables.py's)
+    per_node_variables: frozenset[str] = frozenset(
+        {"wsrep_node_name", "wsrep_node_address", "wsrep_node_incoming_address", "wsrep_sst_receive_address"}
+    )
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology

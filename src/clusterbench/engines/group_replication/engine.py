@@ -63,6 +63,12 @@ def accounts(c: Credentials) -> list[str]:
 class GroupReplicationEngine:
     kind = "group_replication"
     label = "MySQL Group Replication"
+    # each member's own address, and single-primary's read-only secondaries (set by the plugin);
+    # init_file is the member's own bootstrap file
+    per_node_variables: frozenset[str] = frozenset(
+        {"group_replication_local_address", "read_only", "super_read_only", "init_file", "report_host",
+         "admin_address", "mysqlx_bind_address", "mysqlx_socket"}
+    )  # fmt: skip
 
     def __init__(self, topology: Topology, root: Path | None = None) -> None:
         self.topology = topology
