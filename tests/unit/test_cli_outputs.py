@@ -458,3 +458,35 @@ def test_the_endpoint_flag_says_what_it_does_and_old_state_still_loads() -> None
     assert e.auto_inc_off is False
     prov = endpoint_provenance(e)
     assert prov["auto_inc_off"] is False and "galera" not in prov
+
+
+def test_the_report_opens_with_the_outcome_and_the_environment(tmp_path: Path) -> None:
+    from clusterbench.analysis.document import build_report
+
+    db = tmp_path / "r.db"
+    run = make_drill(db)
+    with Store.open(db) as s:
+        [tr] = s.trials(run)
+        s.set_bottleneck(tr.id, {"resource": "host_cpu", "source": "host", "utilization": 0.97,
+                                 "summary": "this machine's CPUs (shared by the nodes, balancer and clients) "
+                                 "were nearest their limit: 97 %"})  # fmt: skip
+        s.set_provenance(run, "cpu", "Intel Xeon x 2")
+        rep = build_report(s, run)
+    facts = dict(rep.facts)
+    assert list(facts)[:4] == ["run", "engine", "outcome", "environment"]
+    assert facts["engine"] == "MariaDB Galera, cluster lab"
+    assert facts["outcome"].endswith("1/2 PASS, 1 FAIL: FAIL")
+    assert facts["environment"] == (
+        "one machine (network namespaces), Intel Xeon x 2; every trial was limited by this machine's shared "
+        "CPUs, not by the cluster"
+    )
+    titles = rep.section_titles
+    assert titles[:2] == ["Verdicts", "Summary"] and titles.index("Verdicts") < titles.index("Bottlenecks")
+
+
+def test_fault_and_stall_labels_never_share_a_row() -> None:
+    from clusterbench.analysis.plots import Window, label_rows
+
+    ws = [Window("kill-node n2", 10, 25), Window("stall", 11, 12), Window("stall", 13, 14),
+          Window("x", 40, 41)]
+    assert label_rows(ws, 5.0) == [0, 1, 2, 0]

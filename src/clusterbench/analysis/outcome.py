@@ -126,3 +126,25 @@ def overview(store: Store, run_id: int) -> Overview:
     prov = store.provenance(run_id)
     return Overview(run_id, run.kind, engine_of(store, run_id, prov), cluster_of(prov),
                     run_verdicts(store, run_id), load_line(summary_rows(store, run_id)))  # fmt: skip
+
+
+def environment_line(store: Store, run_id: int) -> str:
+    """Where the run ran and whether the machine itself was the limit: on the local provider every
+    node, balancer and client shares this machine's CPUs, and a trial whose bottleneck was them
+    measured the machine, not the cluster."""
+    prov = store.provenance(run_id)
+    topo: dict[str, Any] = prov["topology"] if isinstance(prov.get("topology"), dict) else {}
+    remote = (topo.get("provider") or {}).get("kind") == "ssh"
+    where = (f"{len(topo.get('hosts') or [])} machines over ssh" if remote
+             else "one machine (network namespaces)" if topo else "a server given by --host")  # fmt: skip
+    cpu = prov.get("cpu")
+    where += f", {cpu}" if cpu else ""
+    trials = store.trials(run_id)
+    necks = [store.bottleneck(t.id) for t in trials]
+    shared = sum(1 for n in necks if n and n.get("resource") == "host_cpu" and "this machine" in n["summary"])
+    if shared:
+        limited = "every trial was" if shared == len(trials) else f"{shared} of {len(trials)} trials were"
+        return f"{where}; {limited} limited by this machine's shared CPUs, not by the cluster"
+    if any(necks):
+        return f"{where}; no trial was limited by the machine itself"
+    return where

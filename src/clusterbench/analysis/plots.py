@@ -136,13 +136,31 @@ def _figure(height_in: float) -> Figure:
     return fig
 
 
-def _shade(ax: object, windows: Sequence[Window], label: bool) -> None:
+def label_rows(windows: Sequence[Window], min_gap: float) -> list[int]:
+    """The row (0 = lowest) of each window's label above the plot: a label that starts less than
+    `min_gap` after one in its row moves up a row, so fault and stall labels never overlap."""
+    ends: list[float] = []  # per row, where its last label started
+    rows = []
     for w in windows:
+        row = next((i for i, last in enumerate(ends) if w.start - last >= min_gap), len(ends))
+        if row == len(ends):
+            ends.append(w.start)
+        ends[row] = w.start
+        rows.append(row)
+    return rows
+
+
+def _shade(ax: object, windows: Sequence[Window], label: bool) -> None:
+    order = sorted(windows, key=lambda w: w.start)
+    span = max((w.end for w in order), default=1.0) - min((w.start for w in order), default=0.0)
+    # about one label's width: 8 characters of 8-pt text on a 9-inch axis
+    rows = label_rows(order, max(1.0, span * 0.12)) if label else [0] * len(order)
+    for w, row in zip(order, rows, strict=True):
         ax.axvspan(w.start, max(w.end, w.start + 0.2), color="#d62728", alpha=0.12, lw=0)  # type: ignore[attr-defined]
         if label:
             ax.annotate(  # type: ignore[attr-defined]
                 w.label, xy=(w.start, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
-                color="#a00", va="bottom",
+                color="#a00", va="bottom", xytext=(0, 9 * row), textcoords="offset points",
             )  # fmt: skip
 
 

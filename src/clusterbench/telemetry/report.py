@@ -243,6 +243,14 @@ def telemetry_svgs(
     if any(v > 0 for _, _, vs in fc for v in vs):  # all zero: the table says so
         out.append(("flow control", _panel("replication paused by flow control, % of the time", fc, t_axis,
                                            windows, unit_max=5)))  # fmt: skip
+    lag = _lines(series, "recv_queue", end)
+    if any(v > 0 for _, _, vs in lag for v in vs):
+        out.append(("replication lag", _panel("replication lag: transactions received, waiting to be applied",
+                                              lag, t_axis, windows)))  # fmt: skip
+    conflicts = _lines(series, "cert_failures_s", end)
+    if any(v > 0 for _, _, vs in conflicts for v in vs):
+        title = "certification conflicts: local transactions rolled back per second"
+        out.append(("certification conflicts", _panel(title, conflicts, t_axis, windows)))
     disks = [
         (src, [t for t, _ in pts if 0 <= t <= end + 0.5], [100 * v for t, v in pts if 0 <= t <= end + 0.5])
         for (src, m), pts in sorted(series.items())

@@ -75,7 +75,8 @@ def test_markdown_exact_head_and_table(store: tuple[Store, int]) -> None:
     st, run = store
     md = render_markdown(st, run)
     assert md.startswith(
-        "# Run 1: demo\n\n- run: 1 (bench, demo)\n- status: completed\n"
+        "# Run 1: demo\n\n- run: 1 (bench, demo)\n- engine: external\n- outcome: 2 trials, 1,301-26,077 tps\n"
+        "- environment: a server given by --host\n- status: completed\n"
         "- started: 2025-01-02T03:04:05.000+00:00\n- ended: 2025-01-02T03:04:05.000+00:00\n"
         "- command: `clusterbench bench demo.toml`\n\n## Overview\n"
     )
@@ -97,7 +98,8 @@ def test_html_is_self_contained(store: tuple[Store, int], tmp_path: Path) -> Non
     assert "<script" not in page and "<link " not in page and " src=" not in page
     assert "plotly" not in page
     # one overview, and per trial a tps panel and the latency panel on a linear and a log scale
-    assert page.count("<svg") == 1 + 2 * 3
+    # and per trial its latency histogram
+    assert page.count("<svg") == 1 + 2 * 3 + 2
     assert len(page) < 300_000
     md, html_path = write_report(st, run, tmp_path / "out")
     assert md.name == "report-1.md" and html_path.read_text() == page

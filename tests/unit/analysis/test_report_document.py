@@ -90,8 +90,8 @@ def test_markdown_and_html_have_the_same_sections_and_values(st: Store) -> None:
     rep = build_report(st, run)
     md, page = render_markdown_report(rep), render_html_report(rep)
     assert _md_sections(md) == _html_sections(page) == rep.section_titles
-    assert rep.section_titles == ["Overview", "Summary", "Per-second series", "Server variables as run",
-                                  "Provenance", "Events"]  # fmt: skip
+    assert rep.section_titles == ["Overview", "Summary", "Per-second series", "Latency histograms",
+                                  "Server variables as run", "Provenance", "Events"]  # fmt: skip
     text = html.unescape(page)
     for label, value in rep.facts:  # command line, end time, ...
         assert f"- {label}: " in md and value in md and value in text
