@@ -144,7 +144,7 @@ def test_results_list_show_export(stored: Path, tmp_path: Path, capsys: pytest.C
 
     assert main(["results", "export", "1", "--format", "csv", "--results", str(stored)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("run_id,trial_seq,workload,client,t,")
+    assert lines[0].startswith("run_id,trial_seq,workload,client,t_s,")
     assert len(lines) == 3 and lines[1].startswith("1,1,oltp_point_select,0,1.")
 
     target = tmp_path / "run.json"

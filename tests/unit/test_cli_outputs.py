@@ -490,3 +490,25 @@ def test_fault_and_stall_labels_never_share_a_row() -> None:
     ws = [Window("kill-node n2", 10, 25), Window("stall", 11, 12), Window("stall", 13, 14),
           Window("x", 40, 41)]
     assert label_rows(ws, 5.0) == [0, 1, 2, 0]
+
+
+def test_the_json_export_follows_its_shipped_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from importlib.resources import files
+
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(files("clusterbench").joinpath("schemas/run.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    db = tmp_path / "r.db"
+    run = make_drill(db)
+    with Store.open(db) as s:
+        bench = make_bench(s, threads=4, tps=900)
+    validator = jsonschema.Draft202012Validator(schema)
+    for r in (run, bench):
+        argv = ["results", "export", str(r), "--format", "json", "--results", str(db)]
+        data = json.loads(out_of(capsys, *argv))
+        errors = sorted(validator.iter_errors(data), key=str)
+        assert errors == [], [e.message for e in errors[:3]]
+    data["trials"][0]["samples"][0].pop("t_s")  # and it does check: a sample without its time fails
+    assert not validator.is_valid(data)

@@ -1,6 +1,6 @@
 """The summary export: one row per trial (and so per test), the numbers people copy from the summary
 table, with the trial's parameters beside them and the unit in every column name. The per-second
-export (Store.export_csv) is its companion; docs/workloads.md lists the columns of both."""
+export (store/export.py samples_csv) is its companion; docs/workloads.md lists the columns of both."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from clusterbench.analysis.report import summary_rows
 from clusterbench.store import Store
+from clusterbench.store.export import FORMAT_VERSION
 
 # The columns in order; docs/workloads.md says what each one is.
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -19,7 +20,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "rand_type", "target", "part", "point", "rep",
     "tps", "reads_per_s", "writes_per_s", "other_per_s", "queries_per_s",
     "lat_min_ms", "lat_avg_ms", "lat_p95_ms", "lat_p99_ms", "lat_max_ms",
-    "errors", "errors_per_s", "reconnects", "measured_s",
+    "errors", "errors_per_s", "reconnects", "measured_s", "format_version",
 )  # fmt: skip
 
 
@@ -55,7 +56,7 @@ def summary_records(store: Store, run_id: int) -> list[dict[str, Any]]:
             "queries_per_s": r.qps_total, "lat_min_ms": r.lat_min, "lat_avg_ms": r.lat_avg,
             "lat_p95_ms": r.p95, "lat_p99_ms": r.p99, "lat_max_ms": r.lat_max, "errors": r.errors,
             "errors_per_s": r.errors_per_s, "reconnects": r.reconnects,
-            "measured_s": r.duration,
+            "measured_s": r.duration, "format_version": FORMAT_VERSION,
         })  # fmt: skip
     return out
 
@@ -84,7 +85,8 @@ def run_json(store: Store, run_id: int) -> dict[str, Any]:
     """`results export --format json`: the whole run with its format version, what it ran on and
     how it came out (the verdicts with their evidence) first."""
     from clusterbench.analysis.outcome import FORMAT_VERSION, overview
+    from clusterbench.store.export import run_data
 
     ov = overview(store, run_id)
     return {"format": "clusterbench-run", "format_version": FORMAT_VERSION, **ov.to_json(),
-            "verdicts": ov.verdicts.to_json(), **store.export_json(run_id)}  # fmt: skip
+            "verdicts": ov.verdicts.to_json(), **run_data(store, run_id)}  # fmt: skip

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.store import Store
+from clusterbench.store.export import FORMAT_VERSION as FORMAT_VERSION  # every export's
 
-# Bumped when a field of an export is renamed or changes meaning (docs/results.md, schemas/).
-FORMAT_VERSION = 2
 ENGINE_LABELS = {"galera": "MariaDB Galera", "group_replication": "MySQL Group Replication"}
 
 

@@ -366,7 +366,9 @@ def results_export(
     with store_at(results, must_exist=True) as store:
         run_ids = [resolve_run(store, ref) for ref in run_refs]
         if fmt == "csv":
-            text = store.export_csv(run_ids[0])
+            from clusterbench.store.export import samples_csv
+
+            text = samples_csv(store, run_ids[0])
         elif fmt == "summary":
             text = summary_csv(store, run_ids)
         elif fmt == "edn":

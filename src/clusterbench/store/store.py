@@ -6,8 +6,6 @@ Everything a report needs comes from here alone.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -525,48 +523,3 @@ class Store:
             )
         return {r["key"]: json.loads(r["value"]) for r in rows.fetchall()}
 
-    # ---- export ---------------------------------------------------------------------------
-
-    def export_json(self, run_id: int) -> dict[str, Any]:
-        run = self.get_run(run_id)
-        trials = []
-        for tr in self.trials(run_id):
-            trials.append(
-                {
-                    **tr.__dict__,
-                    "summaries": self.summaries(tr.id),
-                    "samples": self.samples(tr.id),
-                    "histogram": [
-                        {"value_ms": v, "le_ms": le, "count": c} for v, le, c in self.histogram(tr.id)
-                    ],
-                    "clients": self.trial_clients(tr.id),
-                    "provenance": self.provenance(run_id, tr.id),
-                    "bottleneck": self.bottleneck(tr.id),
-                    "telemetry": self.telemetry(tr.id),
-                    "verdicts": self.verdicts(run_id, tr.id),
-                }
-            )
-        return {
-            "run": run.__dict__,
-            "provenance": self.provenance(run_id),
-            "events": self.events(run_id),
-            "trials": trials,
-        }
-
-    SAMPLE_CSV_COLUMNS: tuple[str, ...] = (
-        "run_id", "trial_seq", "workload", "client", "t", "interval", "threads", "events", "tps",
-        "qps_read", "qps_write", "qps_other", "lat_min", "lat_avg", "lat_max", "percentile", "lat_pct",
-        "p50", "p95", "p99", "p999", "errors", "reconnects",
-    )  # fmt: skip
-
-    def export_csv(self, run_id: int) -> str:
-        """Every sample of the run, one row each, with its trial's seq and workload."""
-        self.get_run(run_id)
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(self.SAMPLE_CSV_COLUMNS)
-        for tr in self.trials(run_id):
-            for s in self.samples(tr.id):
-                row = {**s, "run_id": run_id, "trial_seq": tr.seq, "workload": tr.workload}
-                w.writerow(["" if row[c] is None else row[c] for c in self.SAMPLE_CSV_COLUMNS])
-        return out.getvalue()

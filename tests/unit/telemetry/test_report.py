@@ -66,7 +66,7 @@ def test_the_report_has_the_verdict_tables_and_plots(tmp_path: Path) -> None:
 def test_telemetry_export_and_an_experiment_point(tmp_path: Path) -> None:
     st, run, t = stored(tmp_path)
     lines = telemetry_csv(st, run).splitlines()
-    assert lines[0] == "run_id,trial_seq,workload,t,wall,source,metric,unit,value"
-    assert "1,1,oltp_point_select,0.0,1000.0,n1,net_util,fraction,0.97" in lines
+    assert lines[0] == "run_id,trial_seq,workload,t_s,wall_s,source,metric,unit,value,format_version"
+    assert "1,1,oltp_point_select,0.0,1000.0,n1,net_util,fraction,0.97,2" in lines
     assert point_bottleneck(st, [t, t]) == "link n1 97% (2/2)"
     assert point_bottleneck(st, []) == "—"
