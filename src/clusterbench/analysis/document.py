@@ -347,7 +347,7 @@ def build_report(
 def _facts(store: Store, run: Any) -> list[tuple[str, str]]:
     """The header: what the run was, its outcome in one line, where it ran and whether the machine
     itself was the limit; then when, with what labels, from which command."""
-    from clusterbench.analysis.outcome import ENGINE_LABELS, environment_line, overview
+    from clusterbench.analysis.outcome import ENGINE_LABELS, environment_line, label_facts, overview
 
     ov = overview(store, run.id)
     prov = store.provenance(run.id)
@@ -364,14 +364,7 @@ def _facts(store: Store, run: Any) -> list[tuple[str, str]]:
     ep = prov.get("endpoint")
     if isinstance(ep, dict):
         facts.append(("endpoint", f"{ep.get('name')} ({', '.join(ep.get('addresses') or [])})"))
-    tags = store.tags(run.id)
-    if tags:
-        facts.append(("tags", ", ".join(tags)))
-    if run.notes:
-        facts.append(("notes", run.notes))
-    if run.command_line:
-        facts.append(("command", run.command_line))
-    return facts
+    return facts + label_facts(store, run)
 
 
 def _saturation_warnings(store: Store, run_id: int, trials: list[Any]) -> list[str]:

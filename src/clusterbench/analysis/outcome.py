@@ -127,6 +127,19 @@ def overview(store: Store, run_id: int) -> Overview:
                     run_verdicts(store, run_id), load_line(summary_rows(store, run_id)))  # fmt: skip
 
 
+def label_facts(store: Store, run: Any) -> list[tuple[str, str]]:
+    """A report header's labels: tags, notes and the command line, where the run has them."""
+    facts = []
+    tags = store.tags(run.id)
+    if tags:
+        facts.append(("tags", ", ".join(tags)))
+    if run.notes:
+        facts.append(("notes", run.notes))
+    if run.command_line:
+        facts.append(("command", run.command_line))
+    return facts
+
+
 def environment_line(store: Store, run_id: int) -> str:
     """Where the run ran and whether the machine itself was the limit: on the local provider every
     node, balancer and client shares this machine's CPUs, and a trial whose bottleneck was them

@@ -31,6 +31,15 @@ ProfileOpt = Annotated[
 ]
 
 
+def done_keys(plan: Plan, results: Path | None) -> set[str]:
+    """The trials of this plan a stored run has finished already (a resumed run skips them)."""
+    if not results_path(results).exists():
+        return set()
+    with store_at(results, must_exist=True) as store:
+        rid = find_run(store, plan)
+        return set(done_trials(store, rid)) if rid is not None else set()
+
+
 def make_plan(path: Path, profile: str | None) -> Plan:
     exp = load_experiment(path, profile)
     return expand(exp, tlsmod.server_settings(home_dir() / "experiments" / "tls"))
@@ -56,13 +65,7 @@ def plan_cmd(
             return
         _plan_search(plan, results)
         return
-    done: set[str] = set()
-    path = results_path(results)
-    if path.exists():
-        with store_at(results, must_exist=True) as store:
-            rid = find_run(store, plan)
-            if rid is not None:
-                done = set(done_trials(store, rid))
+    done = done_keys(plan, results)
     if as_json:
         print_json(plan_record(plan, done))
         return
@@ -238,13 +241,7 @@ def _plan_search(plan: Plan, results: Path | None) -> None:
     exp = plan.experiment
     s = search_setup(exp)
     spec = s.spec
-    done = 0
-    path = results_path(results)
-    if path.exists():
-        with store_at(results, must_exist=True) as store:
-            rid = find_run(store, plan)
-            if rid is not None:
-                done = len(done_trials(store, rid))
+    done = len(done_keys(plan, results))
     table = Table(title=f"{exp.name} ({exp.profile or 'base'}): search", box=box.SIMPLE_HEAD,
                   title_justify="left", pad_edge=False)  # fmt: skip
     table.add_column("knob")

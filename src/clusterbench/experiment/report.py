@@ -762,13 +762,9 @@ def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = Fa
     wall, wall_summary = wall_section(store, run_id)
     if wall_summary:
         facts.append(("wall time", wall_summary + " (last invocation)"))
-    tags = store.provenance(run_id).get("tags")
-    if tags:
-        facts.append(("tags", ", ".join(tags)))
-    if run.notes:
-        facts.append(("notes", run.notes))
-    if run.command_line:
-        facts.append(("command", run.command_line))
+    from clusterbench.analysis.outcome import label_facts
+
+    facts += label_facts(store, run)  # tags are labels of their own since store schema 5
     warnings: list[str] = []
     failed = [t for t in trials if t.status != "completed"]
     if failed:

@@ -2,14 +2,14 @@
 outcome (ledger, bank, availability prober), the split-brain monitor, and the collection of
 cluster state for the convergence checker. The checkers themselves are pure (clusterbench.checkers).
 
-Its names are imported when first used (PEP 562), so that a module of the package (say
-the histogram) does not bring in the whole package: the command line starts faster.
+Its names are imported when first used (clusterbench.lazy).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clusterbench.lazy import lazy_names
 
 if TYPE_CHECKING:
     from clusterbench.verify.bank import BankWorkload
@@ -55,9 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE, globals())
