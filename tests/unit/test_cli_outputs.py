@@ -512,3 +512,21 @@ def test_the_json_export_follows_its_shipped_schema(
         assert errors == [], [e.message for e in errors[:3]]
     data["trials"][0]["samples"][0].pop("t_s")  # and it does check: a sample without its time fails
     assert not validator.is_valid(data)
+
+
+def test_a_suite_gets_one_histogram_figure_a_drill_one_per_trial(tmp_path: Path) -> None:
+    from clusterbench.analysis.histograms import EACH_UP_TO, histogram_section, stored_histogram
+
+    db = tmp_path / "r.db"
+    run = make_drill(db)
+    with Store.open(db) as s:
+        [tr] = s.trials(run)
+        h = stored_histogram(s, tr.id)
+        summary = parse_output((DATA / "oltp_point_select.out").read_text().splitlines()).summary
+        assert summary is not None and summary.hist is not None
+        assert h == summary.hist  # read back bucket for bucket from the stored rows
+        sec = histogram_section(s, [tr])
+        assert sec is not None
+        assert [f.title for f in sec.figures] == ["trial 1 (oltp_point_select): 52,256 transactions"]
+        sec = histogram_section(s, [tr] * (EACH_UP_TO + 1))
+        assert sec is not None and len(sec.figures) == 1 and sec.figures[0].title.startswith("7 trials")

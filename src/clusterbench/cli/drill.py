@@ -388,34 +388,44 @@ def heal(
     for line in leftovers.heal(cluster, left):
         console.step(line)
 
+TargetOpt = Annotated[
+    str,
+    typer.Option(
+        help="node:N, random, one, majority, minority, all, primary (Group Replication's single primary), "
+        "balancer, lb:N."
+    ),
+]
+DelayOpt = Annotated[str | None, typer.Option(help="delay-link (netem, where the kernel has it): e.g. 50ms.")]
+LossOpt = Annotated[
+    float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
+]
+WindowOpt = Annotated[
+    float | None,
+    typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
+]
+MaxOutageOpt = Annotated[
+    float | None,
+    typer.Option("--max-outage", metavar="SECONDS", min=0.001,
+                 help="Outage budget: availability FAILs when writes through the balancer stop longer "
+                 "than this, naming the window (default: no budget)."),
+]  # fmt: skip
+
+
 def fault(
     kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
     node: Annotated[
         int | None, typer.Option(help="Target node (same as --target node:N).", min=1, max=9)
     ] = None,
-    target: Annotated[
-        str,
-        typer.Option(
-            help="node:N, random, one, majority, minority, all, primary (Group Replication's "
-            "single primary), balancer, lb:N."
-        ),
-    ] = "random",
+    target: TargetOpt = "random",
     at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
     fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
     rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
     cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
     groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
-    delay: Annotated[
-        str | None, typer.Option(help="delay-link (netem, where the kernel has it): e.g. 50ms.")
-    ] = None,
+    delay: DelayOpt = None,
     jitter: Annotated[str | None, typer.Option(help="delay-link: jitter, e.g. 5ms.")] = None,
-    loss: Annotated[
-        float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
-    ] = None,
-    window: Annotated[
-        float | None,
-        typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
-    ] = None,
+    loss: LossOpt = None,
+    window: WindowOpt = None,
     workload: Annotated[
         str,
         typer.Option(
@@ -436,12 +446,7 @@ def fault(
     ] = "balancer",
     ledger_clients: Annotated[int, typer.Option(help="Ledger clients (0: off).", min=0)] = 2,
     bank: Annotated[bool, typer.Option(help="Also run the bank workload.")] = False,
-    max_outage: Annotated[
-        float | None,
-        typer.Option("--max-outage", metavar="SECONDS", min=0.001,
-                     help="Outage budget: availability FAILs when writes through the balancer stop "
-                     "longer than this, naming the window (default: no budget)."),
-    ] = None,  # fmt: skip
+    max_outage: MaxOutageOpt = None,
     prepare: PrepareOpt = True,
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
     results: Annotated[

@@ -50,6 +50,28 @@ def hms(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def _trials_table(plan: Plan, done: set[str]) -> Table:
+    exp = plan.experiment
+    table = Table(title=f"{exp.name} ({exp.profile or 'base'}): {len(plan.trials)} trials",
+                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)  # fmt: skip
+    for col in ("#", "grp", "cluster", "nodes", "part", "point", "rep", "test", "thr", "cli", "rate", "s"):
+        table.add_column(
+            col, justify="right" if col in ("#", "grp", "nodes", "rep", "thr", "cli", "s") else "left"
+        )
+    for t in plan.trials:
+        r = t.topology.resources
+        # GR for a Group Replication cluster (Galera's stays as it was: "3n")
+        gr = " GR" if t.topology.engine.kind == "group_replication" else ""
+        cl = f"{t.topology.cluster.nodes}n{gr}" + "".join(
+            f" {k}={v}" for k, v in (("cpu", r.cpu_quota), ("cpuset", r.cpuset), ("bw", r.bandwidth)) if v
+        )
+        mark = " (done)" if t.key in done else ""
+        table.add_row(str(t.index), str(t.group), cl, str(t.nodes), t.part, t.point_label + mark,
+                      str(t.rep), t.test, str(t.threads), str(t.clients), t.rate_text(),
+                      f"{t.warmup}+{t.duration}")  # fmt: skip
+    return table
+
+
 def plan_cmd(
     file: FileArg,
     profile: ProfileOpt = None,
@@ -69,39 +91,7 @@ def plan_cmd(
     if as_json:
         print_json(plan_record(plan, done))
         return
-    table = Table(
-        title=f"{exp.name} ({exp.profile or 'base'}): {len(plan.trials)} trials",
-        box=box.SIMPLE_HEAD,
-        title_justify="left",
-        pad_edge=False,
-    )
-    for col in ("#", "grp", "cluster", "nodes", "part", "point", "rep", "test", "thr", "cli", "rate", "s"):
-        table.add_column(
-            col, justify="right" if col in ("#", "grp", "nodes", "rep", "thr", "cli", "s") else "left"
-        )
-    for t in plan.trials:
-        r = t.topology.resources
-        # GR for a Group Replication cluster (Galera's stays as it was: "3n")
-        gr = " GR" if t.topology.engine.kind == "group_replication" else ""
-        cl = f"{t.topology.cluster.nodes}n{gr}" + "".join(
-            f" {k}={v}" for k, v in (("cpu", r.cpu_quota), ("cpuset", r.cpuset), ("bw", r.bandwidth)) if v
-        )
-        mark = " (done)" if t.key in done else ""
-        table.add_row(
-            str(t.index),
-            str(t.group),
-            cl,
-            str(t.nodes),
-            t.part,
-            t.point_label + mark,
-            str(t.rep),
-            t.test,
-            str(t.threads),
-            str(t.clients),
-            t.rate_text(),
-            f"{t.warmup}+{t.duration}",
-        )
-    console.out.print(table)
+    console.out.print(_trials_table(plan, done))
     shown: set[str] = set()
     for t in plan.trials:
         if t.faults and t.part not in shown:
