@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from clusterbench.analysis import plots
+from clusterbench.analysis import design_plots, multiples, plots
 from clusterbench.analysis.document import render_html_report, render_markdown_report
 from clusterbench.analysis.report import fault_windows, trial_series
 from clusterbench.analysis.sections import Figure, Report, Section, Table
@@ -296,7 +296,7 @@ def part_sections(
         if any(c not in (None, 0.0) for c in changes):
             sec.figures.append(
                 Figure(f"{part}: median tps change against the baseline",
-                       plots.change_svg([p.label for p in pts], changes,
+                       design_plots.change_svg([p.label for p in pts], changes,
                                         title="median tps, % change against the baseline point"))
             )  # fmt: skip
         sec.tables.append(_points_table(pts, changes, cv_warn, store))
@@ -461,14 +461,14 @@ def series_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
             p95_panels.append(plots.Multiple(title, p95_traces, windows))
             busy_panels.append(plots.Multiple(title, busy_traces, windows))
         what = f"panels: {' / '.join(names)}" if names else "one panel"
-        tps_svg = plots.multiples_svg(tps_panels, title="tps per second", ylabel="tps")
+        tps_svg = multiples.multiples_svg(tps_panels, title="tps per second", ylabel="tps")
         sec.figures.append(Figure(f"{part}: tps per second ({what})", tps_svg))
-        lin, log = plots.multiples_latency_svgs(
+        lin, log = multiples.multiples_latency_svgs(
             p95_panels, title="p95 latency per second, ms", ylabel="p95 ms"
         )
         sec.figures.append(Figure(f"{part}: p95 latency per second ({what})", lin, log, "latency"))
         if any(m.traces for m in busy_panels):
-            busy = plots.multiples_svg(
+            busy = multiples.multiples_svg(
                 busy_panels, title="servers: the busiest CPU or link per second, % of its limit", ylabel="%"
             )
             sec.figures.append(Figure(f"{part}: the servers' busiest resource per second ({what})", busy))
