@@ -530,3 +530,24 @@ def test_a_suite_gets_one_histogram_figure_a_drill_one_per_trial(tmp_path: Path)
         assert [f.title for f in sec.figures] == ["trial 1 (oltp_point_select): 52,256 transactions"]
         sec = histogram_section(s, [tr] * (EACH_UP_TO + 1))
         assert sec is not None and len(sec.figures) == 1 and sec.figures[0].title.startswith("7 trials")
+
+
+def test_a_resumed_experiment_run_is_this_commands_run(tmp_path: Path) -> None:
+    """`experiment run` again resumes the run of the same plan: the live endpoint and --junit count
+    it as this command's, though it was created before."""
+    import os
+    import time
+
+    from clusterbench.telemetry.endpoint import mark, own_runs
+    from clusterbench.trial.recorder import Recorder
+
+    with Store.open(tmp_path / "r.db") as s:
+        old = s.create_run("experiment", name="grid")
+        other = s.create_run("experiment", name="untouched")
+        s.finish_run(old, "interrupted")
+        time.sleep(0.002)  # the store's clock has milliseconds
+        since = mark(s)
+        assert own_runs(s, since, os.getpid()) == []
+        Recorder(s).reopen_run(old, "clusterbench experiment run grid.toml")
+        new = s.create_run("run", name="new")
+        assert own_runs(s, since, os.getpid()) == [old, new] and other not in own_runs(s, since, os.getpid())

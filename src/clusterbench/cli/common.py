@@ -151,19 +151,19 @@ def junit_report(path: Path | None, results: Path | None) -> Iterator[None]:
     if not path.parent.is_dir():
         raise InputError(f"--junit {path}: no directory {path.parent}; give a file in one that exists")
     store_file = results_path(results)
+    from clusterbench.telemetry.endpoint import mark, own_runs
+
     with store_at(results) as st:
-        row = st.conn.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
-        after = int(row[0])
+        since = mark(st)
     try:
         yield
     finally:
         import os
 
         from clusterbench.analysis.junit import junit_xml
-        from clusterbench.telemetry.endpoint import own_runs
 
         with Store.open(store_file) as st:
-            text = junit_xml(st, own_runs(st, after, os.getpid()))
+            text = junit_xml(st, own_runs(st, since, os.getpid()))
         try:
             path.write_text(text)
         except OSError as exc:

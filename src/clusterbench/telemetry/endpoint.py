@@ -16,15 +16,26 @@ from pathlib import Path
 from types import TracebackType
 
 from clusterbench.errors import InputError
-from clusterbench.store import Store
+from clusterbench.store import Store, process_start_ticks
 
 log = logging.getLogger(__name__)
 HOST = "127.0.0.1"  # never beyond this machine
 
 
-def own_runs(store: Store, after: int, pid: int) -> list[int]:
-    """The runs this process created since the endpoint started."""
-    rows = store.conn.execute("SELECT id FROM runs WHERE id > ? AND owner_pid = ? ORDER BY id", (after, pid))
+def mark(store: Store) -> tuple[int, str]:
+    """Where the store stands now: its newest run, and the time (to tell the runs made or resumed
+    from now on)."""
+    row = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+    return int(row[0]), store._now()
+
+
+def own_runs(store: Store, since: tuple[int, str], pid: int) -> list[int]:
+    """The runs this process created, or resumed (an experiment run again), since `since`."""
+    rows = store.conn.execute(
+        "SELECT id FROM runs WHERE owner_pid = ? AND owner_start IS ? AND (id > ? OR id IN "
+        "(SELECT run_id FROM events WHERE kind = 'resume' AND at >= ?)) ORDER BY id",
+        (pid, process_start_ticks(pid), since[0], since[1]),
+    )
     return [int(r[0]) for r in rows.fetchall()]
 
 
@@ -34,8 +45,7 @@ class MetricsEndpoint:
         self.port = port
         self.pid = pid if pid is not None else os.getpid()
         with Store.open(store_path) as st:
-            row = st.conn.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
-            self.after = int(row[0])
+            self.since = mark(st)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -43,7 +53,7 @@ class MetricsEndpoint:
         from clusterbench.analysis.openmetrics import render
 
         with Store.open(self.store_path) as st:
-            return render(st, own_runs(st, self.after, self.pid))
+            return render(st, own_runs(st, self.since, self.pid))
 
     def start(self) -> MetricsEndpoint:
         endpoint = self
