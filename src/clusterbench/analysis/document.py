@@ -40,7 +40,7 @@ from clusterbench.analysis.report import (
     verdict_rows,
     verification_latency_rows,
 )
-from clusterbench.analysis.sections import Figure, Report, Section, Table
+from clusterbench.analysis.sections import Figure, Report, Section, Table, provenance_section
 from clusterbench.analysis.variables import cell as variable_cell
 from clusterbench.analysis.variables import variable_report
 from clusterbench.analysis.workload_tables import (
@@ -438,17 +438,9 @@ def _record_sections(store: Store, run_id: int, trials: list[Any], warnings: lis
     var = _variables_section(store, run_id, warnings)
     if var is not None:
         out.append(var)
-    prov = store.provenance(run_id)
-    if prov:
-        sec = Section("provenance", "Provenance")
-        sec.intro.append("What the run ran on and with, as stored with it.")
-        for k, v in prov.items():
-            text = json.dumps(v, sort_keys=True)
-            if len(text) > 160:
-                sec.details.append((k, json.dumps(v, sort_keys=True, indent=1)))
-            else:
-                sec.bullets.append(f"{k}: {text}")
-        out.append(sec)
+    prov = provenance_section(store.provenance(run_id), "What the run ran on and with, as stored with it.")
+    if prov is not None:
+        out.append(prov)
     events = store.events(run_id)
     if events:
         seqs = {t.id: t.seq for t in trials}

@@ -3,7 +3,6 @@ provenance (split from experiment/report.py)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -208,17 +207,9 @@ def wall_section(store: Store, run_id: int) -> tuple[Section | None, str | None]
 
 
 def provenance_section(store: Store, run_id: int) -> Section | None:
-    prov = store.provenance(run_id)
-    if not prov:
-        return None
-    sec = Section("provenance", "Provenance")
-    sec.intro.append("What the run ran on and with, as stored with it (per trial: `results show`).")
-    for k, v in prov.items():
-        text = json.dumps(v, sort_keys=True)
-        if len(text) > 160:
-            sec.details.append((k, json.dumps(v, sort_keys=True, indent=1)))
-        else:
-            sec.bullets.append(f"{k}: {text}")
-    return sec
+    from clusterbench.analysis.sections import provenance_section as section
+
+    intro = "What the run ran on and with, as stored with it (per trial: `results show`)."
+    return section(store.provenance(run_id), intro)
 
 
