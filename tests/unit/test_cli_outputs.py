@@ -15,9 +15,13 @@ from clusterbench.workloads.parse import parse_output
 
 DATA = Path(__file__).parent / "workloads" / "data"
 
+PATH = {"process": "balancer", "first_error_after": 0.4, "unavailable": 23.0, "errors": 230, "ops": 600,
+        "errors_by_code": {"2013": 12, "none": 218}, "max_latency": 5.1}  # fmt: skip
 AVAILABILITY = {
     "checker": "availability", "result": "FAIL", "summary": "writes stopped for 23.0 s (budget 10 s)",
-    "evidence": {"faults": [{"fault": {"name": "kill-node 2"}, "paths": []}]}, "documented_limitation": False,
+    "evidence": {"faults": [{"fault": {"name": "kill-node 2"}, "paths": [PATH],
+                             "tps_recovered_after": 24.5}]},
+    "documented_limitation": False,
 }  # fmt: skip
 LEDGER = {"checker": "ledger", "result": "PASS", "summary": "1200 acknowledged inserts, none lost",
           "evidence": {"acknowledged": 1200, "lost": []}}  # fmt: skip
@@ -84,6 +88,10 @@ def test_show_prints_the_outcome_and_the_verdicts_first(
     assert lines[2].strip().startswith("MySQL Group Replication, cluster lab: ")
     assert "verdicts: FAIL (1/2 PASS, 1 FAIL)" in out
     assert out.index("writes stopped for 23.0 s") < out.index("summary: throughput")
+    # and the evidence people ask for first: the outage each entry point saw
+    row = next(ln.split() for ln in lines if ln.strip().startswith("kill-node 2"))
+    assert row[:6] == ["kill-node", "2", "balancer", "0.40", "23.00", "230/600"]
+    assert row[-2:] == ["5.10", "24.50"] and "2013:12," in row
 
 
 def make_bench(s: Store, *, threads: int, tps: float, kind: str = "run", engine: str = "galera") -> int:
@@ -481,7 +489,7 @@ def test_the_report_opens_with_the_outcome_and_the_environment(tmp_path: Path) -
         "CPUs, not by the cluster"
     )
     titles = rep.section_titles
-    assert titles[:2] == ["Verdicts", "Summary"] and titles.index("Verdicts") < titles.index("Bottlenecks")
+    assert titles[:3] == ["Verdicts", "Availability", "Summary"]
 
 
 def test_fault_and_stall_labels_never_share_a_row() -> None:
@@ -551,3 +559,19 @@ def test_a_resumed_experiment_run_is_this_commands_run(tmp_path: Path) -> None:
         Recorder(s).reopen_run(old, "clusterbench experiment run grid.toml")
         new = s.create_run("run", name="new")
         assert own_runs(s, since, os.getpid()) == [old, new] and other not in own_runs(s, since, os.getpid())
+
+
+
+def test_compare_refuses_a_clean_run_against_a_drill(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    drill = make_drill(db)
+    with Store.open(db) as s:
+        s.set_provenance(drill, "fault_schedule", {"faults": [{"kind": "kill-node", "at": 20.0}]})
+        bench = make_bench(s, threads=4, tps=900)
+    assert main(["compare", str(bench), str(drill), "--results", str(db)]) == 2
+    out, err = capsys.readouterr()
+    assert "  faults: none → kill-node at 20.0 s (defines the workload)" in out
+    assert "  run.kind: benchmark → drill (defines the workload)" in out
+    assert err.startswith(f"error: runs {bench} and {drill} differ in what defines the workload (")

@@ -308,6 +308,14 @@ def print_outcome(store: Store, run_id: int) -> None:
         res = c["result"] + (" (documented limitation)" if c["documented_limitation"] else "")
         table.add_row(str(c["trial"] or "-"), console.escape(c["checker"]), res, console.escape(c["summary"]))
     console.out.print(table)
+    from clusterbench.analysis.report import AVAILABILITY_HEADER, availability_rows
+
+    avail = availability_rows(v.checks)  # the evidence people ask for first: the outage per path
+    if avail:
+        rows = [[console.escape(c) for c in r] for r in avail]
+        console.out.print(console.fitted_table("availability (the prober's writes per entry point)",
+                                               AVAILABILITY_HEADER, rows, (0, 1, 5), box=box.SIMPLE_HEAD,
+                                               pad_edge=False))  # fmt: skip
 
 
 def tpcc_lines(store: Store, run_id: int) -> list[str]:
