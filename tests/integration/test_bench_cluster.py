@@ -326,3 +326,32 @@ def test_series_adds_up_to_the_summary_under_cpu_load(cluster: Cluster, tmp_path
         assert abs(events - summary["events"]) <= 0.001 * summary["events"], (tr.workload, events, summary)
         seconds = sum(s["interval"] for s in store.samples(tr.id))
         assert seconds == pytest.approx(summary["duration"], abs=0.05)
+
+
+def test_the_live_metrics_endpoint_serves_the_run_while_it_runs(cluster: Cluster, tmp_path: Path) -> None:
+    """--metrics-port 0: the command says where it serves; scraped during the run, the text has the
+    run's trial with its last second and the servers' telemetry, and promtool accepts it."""
+    import urllib.request
+
+    env = {**os.environ, "COLUMNS": "160"}
+    proc = subprocess.Popen(
+        ["clusterbench", "run", "-w", "oltp_point_select", "--duration", "8", "--threads", "2", *SMALL,
+         "-n", cluster.topology.name, "--results", str(tmp_path / "r.db"), "--metrics-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    url = next(ln.split()[1] for ln in proc.stdout if ln.strip().startswith("metrics: http://127.0.0.1:"))
+    text = ""
+    deadline = time.monotonic() + 60
+    while "clusterbench_last_second_transactions_per_second" not in text and time.monotonic() < deadline:
+        time.sleep(1)
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            text = resp.read().decode()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "clusterbench_last_second_transactions_per_second{" in text
+    assert "clusterbench_telemetry_value{" in text
+    promtool = shutil.which("promtool")
+    if promtool is not None:
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr

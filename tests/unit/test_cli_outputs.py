@@ -86,6 +86,7 @@ def test_show_prints_the_outcome_and_the_verdicts_first(
     out = out_of(capsys, "results", "show", str(run), "--results", str(db))
     lines = out.splitlines()
     assert lines[2].strip().startswith("MySQL Group Replication, cluster lab: ")
+    assert lines[3].strip() == "environment: one machine (network namespaces)"
     assert "verdicts: FAIL (1/2 PASS, 1 FAIL)" in out
     assert out.index("writes stopped for 23.0 s") < out.index("summary: throughput")
     # and the evidence people ask for first: the outage each entry point saw
