@@ -253,7 +253,8 @@ def results_show(
     as_json: JsonOpt = False,
     results: ResultsOpt = None,
 ) -> None:
-    """A run's summary table, per-node server variables as run, provenance and events."""
+    """A run's outcome first (engine, cluster, tps, p95, verdicts and the outage per path), then its
+    summary table, per-node server variables as run, provenance and events."""
     with store_at(results, must_exist=True) as store:
         run_id = resolve_run(store, run_ref)
         if as_json:
@@ -364,8 +365,10 @@ def results_export(
     ] = None,
     results: ResultsOpt = None,
 ) -> None:
-    """Export runs: per-second samples (csv), one row per trial and test (summary), everything (json),
-    or a scenario's list-append history in Elle's EDN (edn). The columns are listed in docs/workloads.md."""
+    """Export runs in open formats, each with its format version: per-second samples (csv), one row
+    per trial (summary), everything with the verdicts (json; its JSON Schema ships in the package),
+    a scenario's list-append history for Elle (edn), the servers' figures (telemetry), or
+    OpenMetrics for Prometheus (openmetrics). See docs/results.md."""
     from clusterbench.analysis.export import summary_csv
 
     if fmt not in EXPORT_FORMATS:
