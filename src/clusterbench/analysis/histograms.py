@@ -102,10 +102,10 @@ def histogram_section(store: Store, trials: Sequence[Any]) -> Section | None:
     if len(hists) > EACH_UP_TO:
         title = f"{len(hists)} trials: each one's latency distribution"
         pairs = [(f"{tr.seq} {tr.workload}", h) for tr, h in hists]
-        return Section("latency-histograms", "Latency histograms", intro=[INTRO],
-                       figures=[Figure(title, overlay_svg(title, pairs))])  # fmt: skip
+        svg = overlay_svg("share of each trial's transactions per latency bucket", pairs)
+        return Section("latency-histograms", "Latency histograms", intro=[INTRO], figures=[Figure(title, svg)])
     figures = []
     for tr, h in hists:
         title = f"trial {tr.seq} ({tr.workload}): {h.total:,} transactions"
-        figures.append(Figure(title, histogram_svg(title, h)))
+        figures.append(Figure(title, histogram_svg("transactions per latency bucket", h)))
     return Section("latency-histograms", "Latency histograms", intro=[INTRO], figures=figures)
