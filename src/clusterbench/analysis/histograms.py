@@ -103,7 +103,8 @@ def histogram_section(store: Store, trials: Sequence[Any]) -> Section | None:
         title = f"{len(hists)} trials: each one's latency distribution"
         pairs = [(f"{tr.seq} {tr.workload}", h) for tr, h in hists]
         svg = overlay_svg("share of each trial's transactions per latency bucket", pairs)
-        return Section("latency-histograms", "Latency histograms", intro=[INTRO], figures=[Figure(title, svg)])
+        figure = Figure(title, svg)
+        return Section("latency-histograms", "Latency histograms", intro=[INTRO], figures=[figure])
     figures = []
     for tr, h in hists:
         title = f"trial {tr.seq} ({tr.workload}): {h.total:,} transactions"
