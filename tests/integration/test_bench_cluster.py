@@ -310,8 +310,9 @@ def test_series_adds_up_to_the_summary_under_cpu_load(cluster: Cluster, tmp_path
     burners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
     try:
         db = tmp_path / "r.db"
-        r = cb("suite", "-n", cluster.topology.name, "-w", "oltp_read_write,oltp_point_select", "--duration",
-               "5", "--warmup", "2", "--threads", "8", *SMALL, "--results", str(db), "--no-telemetry")  # fmt: skip
+        r = cb("suite", "-n", cluster.topology.name, "-w", "oltp_read_write,oltp_point_select",
+               "--duration", "5", "--warmup", "2", "--threads", "8", *SMALL, "--results", str(db),
+               "--no-telemetry")  # fmt: skip
         assert r.returncode == 0, r.stderr
     finally:
         for b in burners:
