@@ -157,7 +157,8 @@ def test_run_survives_a_node_kill_with_reconnects(cluster: Cluster, tmp_path: Pa
         assert run.status == "completed"
         [trial] = store.trials(run.id)
         samples = store.samples(trial.id)
-        assert seconds - 1 <= len(samples) <= seconds
+        # per second one report, the tail after the last one in its second (or the next)
+        assert seconds - 1 <= len({round(s["t"]) for s in samples}) <= seconds + 1
         assert sum(s["reconnects"] for s in samples) > 0
         s = store.summary(trial.id)
         assert s is not None and s["reconnects"] > 0 and s["tps"] > 0

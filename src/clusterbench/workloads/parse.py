@@ -401,6 +401,8 @@ class OutputParser:
         hist = None
         if self._final_hist is not None and all(s.hist is not None for s in self.samples):
             hist = self._final_hist.minus(merge_all(s.hist for s in self.samples))
+            if hist is not None and hist.total == 0:
+                hist = None  # no latency of its own to tell
         pct = float(obj.get("percentile") or 0)
         counts = dict(zip(COUNTERS, rest, strict=True))
         return Sample(
