@@ -20,7 +20,7 @@ from typing import Any
 from clusterbench.balancers import BalancerOps, balancer_role
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.status import BackendServer
-from clusterbench.datadir_layers import layered, start_layers, stop_layers
+from clusterbench.datadir_layers import layer_source, layered, start_layers, stop_layers
 from clusterbench.engines import make_engine
 from clusterbench.engines.base import Credentials, DbNode, NodeHealth
 from clusterbench.errors import ClusterbenchError, ClusterStateError
@@ -172,10 +172,12 @@ class Cluster(BalancerOps, NodeOps):
         """Where telemetry probes run and what they watch (the provider decides): every node's
         server and every HAProxy, by PID, followed through their pid files across restarts."""
         watches = []
+        layers = layered(self)
         for n in self.nodes():
             p = n.proc
+            data = layer_source(n.datadir) if n.index in layers else n.datadir  # the layer's disk
             watches.append(Watch(n.name, p.pid if p else None, p.start_ticks if p else None,
-                                 pidfile=n.pid_file, datadir=n.datadir))  # fmt: skip
+                                 pidfile=n.pid_file, datadir=data))  # fmt: skip
         for k, h in zip(self.topology.balancer_indexes(), self.haproxies(), strict=True):
             p = h.proc
             watches.append(Watch(balancer_role(k), p.pid if p else None, p.start_ticks if p else None,
@@ -364,16 +366,19 @@ class Cluster(BalancerOps, NodeOps):
             raise
 
     def _datadir_filesystems(self, report: Report) -> None:
-        """Nodes with `datadir_size` get a file system of their own for their datadir (what the
-        disk-full fault fills); `down` unmounts it. Nodes with the power-loss layer get it at their
-        datadir (over that file system, when they have one)."""
+        """Nodes with `datadir_fs` tmpfs or loop (or a `datadir_size`) get a file system of their
+        own for their datadir (what disk-full fills and throttle-disk slows); `down` unmounts it.
+        Nodes with the power-loss layer get it at their datadir (over that file system, when they
+        have one)."""
         start_layers(self, report)
         layers = layered(self)
         for i in self.topology.node_indexes():
             size = self.topology.node_datadir_size(i)
             if size and i not in layers:
-                self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size)
-                report(f"n{i}: datadir on a file system of its own ({size}, tmpfs)")
+                fs = self.topology.node_datadir_fs(i)
+                self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size, fs)
+                kind = "ext4 on a loop device" if fs == "loop" else fs
+                report(f"n{i}: datadir on a file system of its own ({size}, {kind})")
 
     def down(
         self, report: Report = _quiet, keep_files: bool = False, keep_remote: bool | None = None

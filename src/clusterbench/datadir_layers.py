@@ -47,7 +47,8 @@ def start_layers(cluster: Any, report: Callable[[str], None]) -> None:
         layer = layer_of(cluster, i)
         size = cluster.topology.node_datadir_size(i)
         if size:
-            cluster.provider.make_datadir_fs(cluster.names.node_role(i), layer.source, size)
+            fs = cluster.topology.node_datadir_fs(i)
+            cluster.provider.make_datadir_fs(cluster.names.node_role(i), layer.source, size, fs)
         proc = layer.start(owner="mysql")
         cluster.state.setdefault("layers", {})[f"n{i}"] = proc.to_json()
         cluster.save()

@@ -378,6 +378,11 @@ def heal(
     for line in leftovers.heal(cluster, left):
         console.step(line)
 
+
+RateOpt = Annotated[str | None, typer.Option(help="throttle-link: e.g. 1mbit; throttle-disk: e.g. 1MB/s.")]
+IopsOpt = Annotated[int | None, typer.Option(help="throttle-disk: operations/s, reads and writes each.")]
+
+
 def fault(
     kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
     node: Annotated[
@@ -392,7 +397,8 @@ def fault(
     ] = "random",
     at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
     fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
-    rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
+    rate: RateOpt = None,
+    iops: IopsOpt = None,
     cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
     groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
     delay: Annotated[
@@ -449,7 +455,7 @@ def fault(
     spec = fault_scenario(
         kind, node=node, target=target, at=at, fault_for=fault_for, groups=groups,
         options={"rate": rate, "cpu_quota": cpu_quota, "delay": delay, "jitter": jitter, "loss": loss,
-                 "window": window},
+                 "window": window, "iops": iops},
         load={"workload": workload, "threads": threads, "duration": duration, "target": load_target,
               "prepare": prepare},
         scale=scale, ledger_clients=ledger_clients, bank=bank,

@@ -24,6 +24,7 @@ from clusterbench.faults.actions import (
     ThrottleLink,
 )
 from clusterbench.faults.disk import DiskFaultWindow, PowerLoss
+from clusterbench.faults.diskthrottle import ThrottleDisk
 from clusterbench.faults.spec import PlannedFault
 
 ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
@@ -46,6 +47,7 @@ ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "power-loss": PowerLoss,
     "disk-slow": DiskFaultWindow,
     "disk-error": DiskFaultWindow,
+    "throttle-disk": ThrottleDisk,
 }
 
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from clusterbench.spec.topology import RATE_RE
 
@@ -36,6 +36,7 @@ FaultKind = Literal[
     "power-loss",
     "disk-slow",
     "disk-error",
+    "throttle-disk",
 ]
 
 KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -56,8 +57,12 @@ NODE_KINDS = {
     "power-loss",
     "disk-slow",
     "disk-error",
+    "throttle-disk",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
+DISK_RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)/s$", re.I)
+_DISK_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}  # fmt: skip
 TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|primary|balancer|lb:[12])$")
 
 
@@ -71,7 +76,8 @@ class FaultSpec(BaseModel):
     at: float = Field(ge=0, description="seconds after the trial starts")
     duration: float | None = Field(None, alias="for", gt=0, description="seconds until it is healed")
     # kind-specific
-    rate: str | None = None  # throttle-link, e.g. "1mbit"
+    rate: str | None = None  # throttle-link, e.g. "1mbit"; throttle-disk, e.g. "1MB/s"
+    iops: int | None = Field(None, gt=0)  # throttle-disk: operations per second, reads and writes each
     cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
     groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
     cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
@@ -108,10 +114,23 @@ class FaultSpec(BaseModel):
 
     @field_validator("rate")
     @classmethod
-    def _rate(cls, v: str | None) -> str | None:
-        if v is not None and not RATE_RE.match(v):
+    def _rate(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        if info.data.get("kind") == "throttle-disk":
+            if disk_rate_bytes(v) is None:
+                raise ValueError(f"'{v}' is not a disk rate like '1MB/s' or '512KiB/s'")
+        elif not RATE_RE.match(v):
             raise ValueError(f"'{v}' is not a rate like '1mbit' or '512kbit'")
         return v
+
+
+def disk_rate_bytes(text: str) -> int | None:
+    """'1MB/s' -> 1000000, '512KiB/s' -> 524288; None when it is not such a rate (pure)."""
+    m = DISK_RATE_RE.match(text.strip())
+    if not m or float(m.group(1)) <= 0:
+        return None
+    return int(float(m.group(1)) * _DISK_UNITS[m.group(2).lower()])
 
 
 @dataclass(frozen=True)
@@ -211,9 +230,10 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "sql": ("statement",),
     "disk-slow": ("delay", "jitter", "ops"),
     "disk-error": ("error", "ops", "probability"),
+    "throttle-disk": ("rate", "iops"),
 }
 OPTIONAL_FIELDS = ("rate", "cpu_quota", "groups", "cuts", "delay", "jitter", "loss", "window", "statement",
-                   "ops", "error", "probability")  # fmt: skip
+                   "ops", "error", "probability", "iops")  # fmt: skip
 # what each kind needs given, with the example the message names
 REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
     "throttle-link": (("rate", 'rate is required, e.g. rate = "1mbit"'),),
@@ -221,6 +241,7 @@ REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
     "delay-link": (("delay", 'delay is required, e.g. delay = "50ms"'),),
     "loss-link": (("loss", "loss is required (percent, e.g. 5)"),),
     "disk-slow": (("delay", 'delay is required, e.g. delay = "20ms" (added to each operation)'),),
+    "throttle-disk": (("rate", 'rate is required, e.g. rate = "1MB/s" (iops = N limits operations too)'),),
 }
 
 
@@ -312,6 +333,8 @@ def _kind_params(s: FaultSpec) -> dict[str, Any]:
             out[name] = value
     if s.kind == "disk-slow":
         out.setdefault("ops", ["fsync"])
+    if s.kind == "throttle-disk" and s.rate is not None:
+        out["bytes_per_s"] = disk_rate_bytes(s.rate)
     if s.kind == "disk-error":
         out.setdefault("ops", ["fsync"])
         out.setdefault("error", "EIO")

@@ -7,7 +7,7 @@ its per-second figures):
 |---|---|---|---|
 | cpu (node k) | CPU time of its server process | its cgroup quota, else the CPUs it may use | 90 % |
 | link (node k) | the busier direction of its link | the tbf rate, else the NIC's speed | 90 % |
-| disk | the device's busy time (%util) | the wall clock | 90 % |
+| disk | busy time (%util); under a block I/O limit, its use of it | the wall clock; the limit | 90 % |
 | client | sysbench's CPU use + run-queue wait; its --rate | workloads/saturation.py | its flags |
 | host CPU | all CPUs of a machine busy | its CPUs | 90 % |
 | flow control | share of the time replication was paused | all of it | 25 % |
@@ -168,6 +168,13 @@ def candidates(
         if util is not None:
             r, w = mean(src, "disk_read_iops"), mean(src, "disk_write_iops")
             detail = f"busy {util:.0%} of the time, {r or 0:.0f} reads/s, {w or 0:.0f} writes/s"
+            held = mean(src, "disk_limit_mib_s")
+            if held:
+                wrote = mean(src, "disk_write_mib_s") or 0
+                detail = (
+                    f"wrote {wrote:.2f} of the {held:.2f} MiB/s its limit allows, "
+                    f"{r or 0:.0f} reads/s, {w or 0:.0f} writes/s"
+                )
             out.append(Candidate("disk", src, util, NEAR, f"disk {src}", detail))
         util = mean(src, "host_cpu_busy")
         if util is not None:
