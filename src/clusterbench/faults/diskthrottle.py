@@ -21,7 +21,7 @@ from typing import Any
 from clusterbench.cluster import Cluster
 from clusterbench.datadir_layers import layer_source, layered
 from clusterbench.errors import PreflightError
-from clusterbench.faults.actions import _Base, node_host, recovered
+from clusterbench.faults.actions import _Base, recovered
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.hosts.base import Machine
 
@@ -66,12 +66,17 @@ def set_limits(host: Machine, dev: str, bps: int, iops: int) -> None:
         host.run(["sh", "-c", 'printf "%s\\n" "$1" > "$2"', "sh", f"{dev} {value}", str(BLKIO / name)])
 
 
+def machine(cluster: Cluster, i: int) -> Machine:
+    """Node i's machine in its root namespaces, where the blkio tree is."""
+    return cluster.provider.machine_of(cluster.names.node_role(i))
+
+
 def datadir_device(cluster: Cluster, i: int) -> str | None:
     """Node i's datadir device (the layer's source when the power-loss layer sits on it)."""
     path = cluster.node(i).datadir
     if i in layered(cluster):
         path = layer_source(path)
-    return device_of(node_host(cluster, i), path)
+    return device_of(machine(cluster, i), path)
 
 
 def leftover(cluster: Cluster, i: int) -> bool:
@@ -79,13 +84,13 @@ def leftover(cluster: Cluster, i: int) -> bool:
     if cluster.topology.node_datadir_fs(i) != "loop":
         return False
     dev = datadir_device(cluster, i)
-    return dev is not None and bool(limits_on(node_host(cluster, i), dev))
+    return dev is not None and bool(limits_on(machine(cluster, i), dev))
 
 
 def clear(cluster: Cluster, i: int) -> None:
     dev = datadir_device(cluster, i)
     if dev is not None:
-        set_limits(node_host(cluster, i), dev, 0, 0)
+        set_limits(machine(cluster, i), dev, 0, 0)
 
 
 class ThrottleDisk(_Base):
@@ -99,7 +104,7 @@ class ThrottleDisk(_Base):
                 f'cluster.datadir_fs = "loop" (or [[node]] index = {i} with datadir_fs = "loop") in the '
                 "topology and bring the cluster up again"
             )
-        host = node_host(cluster, fault.nodes[0])
+        host = machine(cluster, fault.nodes[0])
         if not host.exists(BLKIO / LIMIT_FILES[1]):
             raise PreflightError(
                 f"throttle-disk needs the cgroup v1 blkio controller ({BLKIO / LIMIT_FILES[1]} is missing "
@@ -118,7 +123,7 @@ class ThrottleDisk(_Base):
                     f"n{i}: its datadir is not on a block device; was the cluster brought up with "
                     'datadir_fs = "loop"?'
                 )
-            set_limits(node_host(self.cluster, i), dev, self.bps, self.iops)
+            set_limits(machine(self.cluster, i), dev, self.bps, self.iops)
             self.devices[i] = dev
         what = " and ".join(
             x
@@ -139,6 +144,6 @@ class ThrottleDisk(_Base):
             return {}
         self.active = False
         for i, dev in self.devices.items():
-            set_limits(node_host(self.cluster, i), dev, 0, 0)
+            set_limits(machine(self.cluster, i), dev, 0, 0)
         restored = {f"n{i}": "no limit" for i in self.devices}
         return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}

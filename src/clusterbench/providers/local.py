@@ -139,6 +139,11 @@ class LocalProvider:
         mounted (a mount inside `ip netns exec` ends with the command)."""
         return self.local
 
+    def machine_of(self, role: str) -> LocalHost:
+        """Where a role's mounts, block devices and cgroups are managed: this machine, in its root
+        namespaces (a node's namespace host sees a /sys of its own, without the cgroup tree)."""
+        return self.local
+
     def release_datadir_fs(self) -> list[str]:
         """Unmount every file system under the cluster's directory (ours: see datadirfs)."""
         return datadirfs.release(self.local, self.dir)

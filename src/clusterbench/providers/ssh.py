@@ -210,6 +210,10 @@ class SshProvider:
 
         datadirfs.make(self.host(role), path, size, datadirfs.source_name(self.topology.name, role), fs)
 
+    def machine_of(self, role: str) -> SshHost:
+        """Where a role's mounts, block devices and cgroups are managed: its machine."""
+        return self.host(role)
+
     def release_datadir_fs(self) -> list[str]:
         """Unmount every file system under our role directories on the machines."""
         from clusterbench.providers import datadirfs  # noqa: PLC0415

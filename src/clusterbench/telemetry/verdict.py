@@ -19,7 +19,8 @@ machine whose CPU was busy as a whole (on the local provider that machine is sha
 the balancer and the clients); then flow control (the symptom of a slow member, when none of the
 above explains it). A flow-control verdict also names its likely cause, the member furthest behind:
 the one with the longest queue of transactions waiting to be applied (on average, then at its
-longest), else the busiest CPU among the members; its CPU figure is given beside it. Everything else
+longest), else the busiest CPU among the members; its CPU figure, and its own disk's when its data
+has one, are given beside it. Everything else
 near its limit is listed beside it. When nothing is near, the
 verdict says so and names the highest figure for reference.
 """
@@ -232,6 +233,10 @@ def _furthest_behind(series: Series, start: float, end: float) -> tuple[str, str
     why = [f"applier queue {mean_q:.1f} on average, up to {max_q:.0f}"] if max_q > 0 else []
     if (top, "cpu_util") in series:
         why.append(f"CPU at {cpus[top]:.0%} of its limit")
+    for src, metric in sorted(series):  # its own disk (a datadir file system of its own)
+        if metric == "disk_util" and src.startswith(f"{top}/"):
+            limited = " of its limit" if (src, "disk_limit_mib_s") in series else " of the time"
+            why.append(f"disk {src} busy {stat(src, 'disk_util')[0]:.0%}{limited}")
     return top, ", ".join(why)
 
 

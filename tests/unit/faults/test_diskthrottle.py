@@ -56,7 +56,7 @@ def cluster(host: BlkioHost, topology: dict[str, Any]) -> Any:
     return SimpleNamespace(
         topology=Topology.model_validate(topology),
         names=SimpleNamespace(node_role=lambda i: f"n{i}"),
-        host=lambda role: host,
+        provider=SimpleNamespace(machine_of=lambda role: host),
         node=lambda i: node,
         state={},
         recover=lambda nodes: [],

@@ -211,6 +211,24 @@ def test_flow_control_names_the_member_furthest_behind() -> None:
     assert v3.cause == "" and "furthest behind" not in v3.summary
 
 
+def test_the_member_behind_is_named_with_its_own_disk_and_whether_it_was_held_to_a_limit() -> None:
+    per: dict[str, list[float]] = {
+        "n1__flow_control_paused": [0.8, 0.8], "n1__recv_queue": [0, 0], "n1__cpu_util": [0.2, 0.2],
+        "n2__flow_control_paused": [0.8, 0.8], "n2__recv_queue": [20, 30], "n2__cpu_util": [0.03, 0.03],
+        "n2/loop1__disk_util": [0.9, 0.5], "n2/loop1__disk_limit_mib_s": [1.0, 1.0],
+        "n1/loop0__disk_util": [0.1, 0.1],
+    }  # fmt: skip
+    v = decide(candidates(series(**per), 0, 2, []))
+    assert v.cause == "n2"
+    assert (
+        "n2 (applier queue 25.0 on average, up to 30, CPU at 3% of its limit, "
+        "disk n2/loop1 busy 70% of its limit)"
+        in v.summary
+    )
+    del per["n2/loop1__disk_limit_mib_s"]
+    assert "disk n2/loop1 busy 70% of the time)" in decide(candidates(series(**per), 0, 2, [])).summary
+
+
 def test_flow_control_summed_over_sessions_is_at_most_all_of_the_time() -> None:
     # GR's throttle time adds up every waiting session: 4 sessions throttled all the time = 4.0
     s = series(n1__flow_control_paused=[4.0, 3.0])
