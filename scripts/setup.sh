@@ -23,7 +23,7 @@ fi
 
 PKGS="mariadb-server mariadb-client galera-4 haproxy sysbench iproute2 keepalived rsync mariadb-backup socat
       iptables libmariadb-dev gcc libc6-dev procps openssl openssh-server openssh-client debootstrap
-      nginx php8.2-fpm php8.2-mysql php8.2-cli curl"
+      nginx php8.2-fpm php8.2-mysql php8.2-cli curl faketime"
 if [ -n "$TEST" ]; then
   PKGS="$PKGS chromium"
 fi

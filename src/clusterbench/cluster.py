@@ -238,7 +238,7 @@ class Cluster(BalancerOps, NodeOps):
         st = self.state.get("nodes", {}).get(str(index), {})
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
         check = ProcessRef.from_json(st["check"]) if st.get("check") else None
-        return self.engine.make_node(
+        node = self.engine.make_node(
             index,
             self.host(self.names.node_role(index)),
             self.node_dir(index),
@@ -247,6 +247,8 @@ class Cluster(BalancerOps, NodeOps):
             check,
             self.clock,
         )
+        node.fake_clock = self.topology.cluster.clock == "faketime"
+        return node
 
     def nodes(self) -> list[DbNode]:
         return [self.node(i) for i in self.topology.node_indexes()]

@@ -399,6 +399,8 @@ def fault(
     fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
     rate: RateOpt = None,
     iops: IopsOpt = None,
+    offset: Annotated[str | None, typer.Option(help="clock-skew: the jump, e.g. +30s or -2m.")] = None,
+    drift: Annotated[str | None, typer.Option(help="clock-skew: gained per second, e.g. +10ms/s.")] = None,
     cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
     groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
     delay: Annotated[
@@ -455,7 +457,7 @@ def fault(
     spec = fault_scenario(
         kind, node=node, target=target, at=at, fault_for=fault_for, groups=groups,
         options={"rate": rate, "cpu_quota": cpu_quota, "delay": delay, "jitter": jitter, "loss": loss,
-                 "window": window, "iops": iops},
+                 "window": window, "iops": iops, "offset": offset, "drift": drift},
         load={"workload": workload, "threads": threads, "duration": duration, "target": load_target,
               "prepare": prepare},
         scale=scale, ledger_clients=ledger_clients, bank=bank,

@@ -284,6 +284,13 @@ class DbNode(Protocol):
 
     def close_metrics(self) -> None: ...
 
+    # started under libfaketime (engines/fakeclock.py; topology cluster.clock = "faketime"), its
+    # wall clock's offset in `clock_file` on its host
+    fake_clock: bool
+
+    @property
+    def clock_file(self) -> Path: ...
+
 
 @runtime_checkable
 class Desyncable(Protocol):

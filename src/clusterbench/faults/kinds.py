@@ -23,6 +23,7 @@ from clusterbench.faults.actions import (
     ThrottleCpu,
     ThrottleLink,
 )
+from clusterbench.faults.clock import ClockSkew
 from clusterbench.faults.disk import DiskFaultWindow, PowerLoss
 from clusterbench.faults.diskthrottle import ThrottleDisk
 from clusterbench.faults.spec import PlannedFault
@@ -48,6 +49,7 @@ ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "disk-slow": DiskFaultWindow,
     "disk-error": DiskFaultWindow,
     "throttle-disk": ThrottleDisk,
+    "clock-skew": ClockSkew,
 }
 
 

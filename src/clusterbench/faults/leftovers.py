@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from clusterbench.cluster import Cluster
 from clusterbench.datadir_layers import layer_of, layered
 from clusterbench.engines.base import Desyncable
+from clusterbench.engines.fakeclock import parse_offset
 from clusterbench.faults import delayline, diskthrottle
 from clusterbench.faults.actions import (
     CHAIN,
@@ -18,13 +19,14 @@ from clusterbench.faults.actions import (
     restore_link,
     unpartition_rules,
 )
+from clusterbench.faults.clock import set_offset
 
 
 @dataclass(frozen=True)
 class Leftover:
     node: int  # 0 for a balancer's leftover (see role)
     what: str  # link-down, shaping, netem, impaired-link, partition, paused, cpu-quota, desync, vrrp-cut,
-    # disk-full, disk-throttle, disk-faults
+    # disk-full, disk-throttle, disk-faults, clock-skew
     role: str = ""  # lb1/lb2 for balancer leftovers
 
     def describe(self) -> str:
@@ -41,6 +43,7 @@ class Leftover:
             "desync": f"n{self.node}: desynced from flow control (desync-node)",
             "disk-full": f"n{self.node}: its datadir file system is filled (disk-full)",
             "disk-throttle": f"n{self.node}: a block I/O limit on its datadir disk (throttle-disk)",
+            "clock-skew": f"n{self.node}: its server's wall clock is shifted (clock-skew)",
             "disk-faults": f"n{self.node}: delays, errors or a freeze on its power-loss layer "
             "(disk-slow, disk-error, power-loss)",
         }[self.what]
@@ -71,6 +74,11 @@ def find(cluster: Cluster) -> list[Leftover]:
             except Exception:  # noqa: BLE001 - a node that does not answer is not a desync leftover
                 pass
     out += _disk_leftovers(cluster)
+    if cluster.topology.cluster.clock == "faketime":
+        for n in cluster.nodes():
+            text = (n.host.read_file(n.clock_file) or "+0").strip()
+            if (parse_offset(text) or 0.0) != 0.0:
+                out.append(Leftover(n.index, "clock-skew"))
     if cluster.topology.vip_address() is not None:
         for k in cluster.topology.balancer_indexes():
             if cluster.host(f"lb{k}").run(["iptables", "-w", "-S", VRRP_CHAIN], check=False).ok:
@@ -128,6 +136,8 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
             cluster.provider.restore_cpu(role)
         elif lo.what == "disk-full":
             n.host.run(["rm", "-f", str(fill_path(cluster, lo.node))], check=False)
+        elif lo.what == "clock-skew":
+            set_offset(n, 0.0)
         elif lo.what == "disk-throttle":
             diskthrottle.clear(cluster, lo.node)
         elif lo.what == "disk-faults":

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from clusterbench.engines.fakeclock import parse_drift, parse_offset
 from clusterbench.spec.topology import RATE_RE
 
 FaultKind = Literal[
@@ -37,6 +38,7 @@ FaultKind = Literal[
     "disk-slow",
     "disk-error",
     "throttle-disk",
+    "clock-skew",
 ]
 
 KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -58,6 +60,7 @@ NODE_KINDS = {
     "disk-slow",
     "disk-error",
     "throttle-disk",
+    "clock-skew",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
 DISK_RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)/s$", re.I)
@@ -78,6 +81,10 @@ class FaultSpec(BaseModel):
     # kind-specific
     rate: str | None = None  # throttle-link, e.g. "1mbit"; throttle-disk, e.g. "1MB/s"
     iops: int | None = Field(None, gt=0)  # throttle-disk: operations per second, reads and writes each
+    # clock-skew (servers under libfaketime, cluster.clock = "faketime"): the wall clock jumps by
+    # `offset` ("+30s", "-2m") and/or drifts by `drift` ("+10ms/s") until the heal bumps it back
+    offset: str | None = None
+    drift: str | None = None
     cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
     groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
     cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
@@ -100,6 +107,20 @@ class FaultSpec(BaseModel):
     def _duration(cls, v: str | None) -> str | None:
         if v is not None and not DELAY_RE.match(v):
             raise ValueError(f"'{v}' is not a delay like '100ms' or '1.5ms'")
+        return v
+
+    @field_validator("offset")
+    @classmethod
+    def _offset(cls, v: str | None) -> str | None:
+        if v is not None and parse_offset(v) is None:
+            raise ValueError(f"'{v}' is not a clock offset like '+30s', '-2m' or '+250ms'")
+        return v
+
+    @field_validator("drift")
+    @classmethod
+    def _drift(cls, v: str | None) -> str | None:
+        if v is not None and parse_drift(v) is None:
+            raise ValueError(f"'{v}' is not a clock drift like '+10ms/s' or '-1s/m'")
         return v
 
     @field_validator("target")
@@ -231,9 +252,10 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "disk-slow": ("delay", "jitter", "ops"),
     "disk-error": ("error", "ops", "probability"),
     "throttle-disk": ("rate", "iops"),
+    "clock-skew": ("offset", "drift"),
 }
 OPTIONAL_FIELDS = ("rate", "cpu_quota", "groups", "cuts", "delay", "jitter", "loss", "window", "statement",
-                   "ops", "error", "probability", "iops")  # fmt: skip
+                   "ops", "error", "probability", "iops", "offset", "drift")  # fmt: skip
 # what each kind needs given, with the example the message names
 REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
     "throttle-link": (("rate", 'rate is required, e.g. rate = "1mbit"'),),
@@ -268,6 +290,8 @@ def _common_checks(s: FaultSpec, where: str, trial_time: float) -> list[str]:
     for name, message in REQUIRED.get(s.kind, ()):
         if getattr(s, name) is None:
             errors.append(f"{where}: {message}")
+    if s.kind == "clock-skew" and s.offset is None and s.drift is None:
+        errors.append(f'{where}: offset or drift is required, e.g. offset = "+30s" or drift = "+10ms/s"')
     return errors
 
 
@@ -335,6 +359,9 @@ def _kind_params(s: FaultSpec) -> dict[str, Any]:
         out.setdefault("ops", ["fsync"])
     if s.kind == "throttle-disk" and s.rate is not None:
         out["bytes_per_s"] = disk_rate_bytes(s.rate)
+    if s.kind == "clock-skew":
+        out["offset_s"] = parse_offset(s.offset) if s.offset else 0.0
+        out["drift_s_per_s"] = parse_drift(s.drift) if s.drift else 0.0
     if s.kind == "disk-error":
         out.setdefault("ops", ["fsync"])
         out.setdefault("error", "EIO")

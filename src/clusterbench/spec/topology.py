@@ -177,6 +177,9 @@ class ClusterSettings(_Strict):
     # file system of its own, of datadir_size; loop: ext4 on a loop device, a block device of the
     # node's alone, what throttle-disk slows). A [[node]]'s datadir_fs wins.
     datadir_fs: Literal["host", "tmpfs", "loop"] = "host"
+    # 'faketime': every server starts under libfaketime with a wall clock the clock-skew fault
+    # can shift (engines/fakeclock.py); off by default
+    clock: Literal["system", "faketime"] = "system"
 
     @field_validator("name")
     @classmethod

@@ -15,6 +15,7 @@ from typing import cast
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
 from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode, account_sql
 from clusterbench.engines.galera.status import GraState
@@ -75,6 +76,8 @@ class GaleraEngine:
         }
         if self.topology.mariadb.sst_method == "mariabackup":
             need["mariabackup"] = "Debian package mariadb-backup"
+        if self.topology.cluster.clock == "faketime":
+            need[str(LIBFAKETIME)] = "Debian package faketime"
         return need
 
     def host_packages(self) -> tuple[str, ...]:

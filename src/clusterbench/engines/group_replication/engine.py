@@ -19,6 +19,7 @@ from typing import cast
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import Route
 from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.group_replication import remote, rootfs
 from clusterbench.engines.group_replication.config import (
     GCS_PORT,
@@ -164,12 +165,15 @@ class GroupReplicationEngine:
             how = "run `clusterbench provision -f FILE` for MySQL with Group Replication"
         else:
             either = str(self.rootfs / rootfs.MYSQLD.lstrip("/"))
-        return {
+        need = {
             either: how,
             "mariadb": "Debian package mariadb-client",  # the health check's client
             "unshare": "Debian package util-linux",
             "rsync": "Debian package rsync",
         }
+        if self.topology.cluster.clock == "faketime":
+            need[str(LIBFAKETIME)] = "Debian package faketime"
+        return need
 
     def host_packages(self) -> tuple[str, ...]:
         # mysqld comes from the rootfs (required()); the host runs the health check's client,
