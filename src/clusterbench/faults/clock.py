@@ -33,14 +33,17 @@ def set_offset(node: DbNode, seconds: float) -> None:
 
 
 def measured_skew(node: DbNode) -> float | None:
-    """The server's NOW(6) against this machine's clock read around the query (None: no answer)."""
+    """The server's NOW(6) against this machine's clock read around the statement, on a connection
+    made first (None: no answer)."""
     try:
-        t0 = time.time()
-        rows = node.query("SELECT UNIX_TIMESTAMP(NOW(6))", timeout=2.0)
-        t1 = time.time()
+        with node.connect(timeout=2.0) as conn, conn.cursor() as cur:
+            t0 = time.time()
+            cur.execute("SELECT UNIX_TIMESTAMP(NOW(6))")
+            t1 = time.time()
+            row = cur.fetchone()
     except pymysql.MySQLError:
         return None
-    return float(rows[0][0]) - (t0 + t1) / 2
+    return None if row is None else float(row[0]) - (t0 + t1) / 2
 
 
 def skew_text(seconds: float | None) -> str:
