@@ -1,6 +1,8 @@
-"""A slow disk under one node (throttle-disk on a datadir on a loop device of its own) during
-TPC-C on a real Galera cluster: the device is held to the rate asked, the load stalls, and the
-verdict names that node's disk; the heal removes the limit, and `down` detaches the devices."""
+"""The fault kit on a real Galera cluster whose datadirs are on loop devices of their own and whose
+servers run under libfaketime: a slow disk under one node during TPC-C (the device is held to the
+rate asked, the load stalls, the verdict names that node's disk; the heal removes the limit), and a
+clock jump plus drift on two nodes (measured as asked, bumped back, verdicts unchanged); `down`
+detaches the devices."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ NAME = "cbdt"
 @pytest.fixture(scope="module")
 def looped(cb_home: Path) -> Iterator[Cluster]:
     subnet = "198.18.234.0/24"
-    own = {"name": NAME, "nodes": 3, "subnet": subnet, "datadir_fs": "loop"}
+    own = {"name": NAME, "nodes": 3, "subnet": subnet, "datadir_fs": "loop", "clock": "faketime"}
     topo = make_topology(NAME, subnet, cluster=own)
     clear_stale(topo, cb_home)
     c = Cluster(topo, home=cb_home)
@@ -84,3 +86,32 @@ def test_a_throttled_disk_under_tpcc_stalls_the_load_and_is_named(looped: Cluste
     assert dev is not None and limits_on(machine(looped, 2), dev) == {}
     assert fault_leftovers.find(looped) == []
 
+
+
+def test_a_clock_jump_and_drift_are_measured_as_asked_and_bumped_back(looped: Cluster) -> None:
+    spec = ScenarioSpec.model_validate({
+        "name": "clock skew n2 n3",
+        "load": {"workload": "oltp_read_write", "threads": 2, "time": 20, "tables": 2, "table_size": 2000},
+        "verify": {"ledger_clients": 1},
+        "fault": [{"kind": "clock-skew", "target": "node:2,3", "at": 3, "for": 12, "offset": "-90s",
+                   "drift": "+50ms/s"}],
+    })  # fmt: skip
+    sysbench = SysbenchRunner(shim=build_shim(looped.home / "lib"))
+    db = looped.home / "clock.db"
+    out = Drill(looped, spec, db, sysbench).run("test", spec.planned(3, 1, "test"))
+    verdicts = {v.checker: v.result for v in out.verdicts}
+    assert all(r is Result.PASS for r in verdicts.values()), out.verdicts
+    store = Store.open(db)
+    assert out.run_id is not None
+    details = [e["detail"] for e in store.events(out.run_id) if e["kind"] == "fault"]
+    applied = next(d for d in details if d.get("phase") == "applied")
+    ended = next(d for d in details if d.get("phase") == "end")
+    # -90 s, plus up to a few seconds of drift at 50 ms/s before the servers showed it
+    assert all(-90.1 < s < -89.5 for s in applied["measured_s"].values()), applied
+    assert all(abs(s) < 0.1 for s in ended["measured_s"].values()), ended
+    # n1 kept real time
+    from clusterbench.faults.clock import measured_skew
+
+    skew = measured_skew(looped.node(1))
+    assert skew is not None and abs(skew) < 0.1
+    assert fault_leftovers.find(looped) == []
