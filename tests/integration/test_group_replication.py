@@ -575,7 +575,7 @@ def test_coordinated_crash_with_flush_0_on_a_group_loses_what_the_ledger_says(gr
     from clusterbench.checkers.verdict import Result
     from clusterbench.faults.actions import CoordinatedCrash
     from clusterbench.faults.spec import FaultSpec, plan
-    from clusterbench.verify.history import History, Timebase
+    from clusterbench.history.ops import History, Timebase
     from clusterbench.verify.ledger import LedgerWorkload
 
     c = gr_cluster

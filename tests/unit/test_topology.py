@@ -243,7 +243,7 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
 
 def test_unknown_cluster_key(tmp_path: Path) -> None:
     p = write(tmp_path, '[cluster]\nnmae = "x"\n')
-    known = "datadir_fs, datadir_layer, name, nodes, subnet"
+    known = "clock, datadir_fs, datadir_layer, name, nodes, subnet"
     assert error_of(p) == f"{p}: unknown key 'cluster.nmae' (known keys: {known})"
 
 

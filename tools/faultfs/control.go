@@ -30,6 +30,31 @@ type request struct {
 	Faults   *faultSpec `json:"faults,omitempty"`
 }
 
+// writeback runs the tracker's writeback of files dirty for `age`, unless the power is off (a
+// freeze, and the drop that follows it, are under way): one request at a time, like the others.
+func (c *controller) writeback(age time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.g.status().Frozen {
+		return 0
+	}
+	return c.t.writeback(age, time.Now())
+}
+
+// writebackLoop runs writeback every `period` until `stop` closes.
+func (c *controller) writebackLoop(age, period time.Duration, stop <-chan struct{}) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			c.writeback(age)
+		}
+	}
+}
+
 type controller struct {
 	mu     sync.Mutex // one request at a time, whichever connection it came on
 	g      *gate

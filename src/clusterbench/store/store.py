@@ -380,7 +380,7 @@ class Store:
         return None
 
     def add_ops(self, trial_id: int, ops: list[dict[str, Any]]) -> None:
-        """Append operations (verify.history.Op.to_row() dicts) in one transaction."""
+        """Append operations (history.ops.Op.to_row() dicts) in one transaction."""
         cols = self.OP_COLUMNS
         with self._tx():
             self.conn.execute("BEGIN")

@@ -2,9 +2,9 @@
 outcome (ledger, bank, availability prober), the split-brain monitor, and the collection of
 cluster state for the convergence checker. The checkers themselves are pure (clusterbench.checkers)."""
 
+from clusterbench.history.ops import BatchWriter, History, Op, Outcome, Phase, Timebase, classify
 from clusterbench.verify.bank import BankWorkload
 from clusterbench.verify.convergence import collect_convergence
-from clusterbench.verify.history import BatchWriter, History, Op, Outcome, Phase, Timebase, classify
 from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.monitor import SplitBrainMonitor
 from clusterbench.verify.persist import (
