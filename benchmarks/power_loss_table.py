@@ -71,7 +71,7 @@ def row(engine: str, durability: str, schedule: str, out: Any) -> str:
     anomalies = "; ".join(
         f"{name}: {x.result.value} ({x.summary})"
         for name, x in sorted(v.items())
-        if name in ("counter", "list-append")
+        if name.startswith(("counter", "list-append"))
     )
     heals = [d["heal"] for d in out.heal_details if d["fault"].startswith("power-loss")]
     heal: dict[str, Any] = heals[0] if heals else {}
@@ -101,8 +101,13 @@ def main() -> int:
                         for _ in range(args.repeat):
                             spec = scenario(faults)
                             planned = spec.planned(3, 1, "table")
-                            out = Drill(c, spec, home / "results.db", sysbench).run("table", planned)
-                            lines.append(row(engine, label, what, out))
+                            try:
+                                out = Drill(c, spec, home / "results.db", sysbench).run("table", planned)
+                                lines.append(row(engine, label, what, out))
+                            except Exception as exc:  # noqa: BLE001 - the row says why; the next starts afresh
+                                lines.append(f"| {engine} | {label} | {what} | failed: {exc} | | |")
+                                c.down()
+                                c.up()
                             print(lines[-1], flush=True)
                 finally:
                     c.down()

@@ -55,6 +55,18 @@ def start_layers(cluster: Any, report: Callable[[str], None]) -> None:
         report(f"n{i}: datadir on the power-loss layer (cb-faultfs over {layer.source})")
 
 
+def remount(cluster: Any, index: int) -> None:
+    """Node `index`'s layer stopped and mounted again, as its machine would come back from a power
+    cut: nothing of the dead machine's kernel state outlives it (a write error the kernel recorded
+    on a file when the victim's last writes were refused would otherwise fail the next start's
+    msync or fsync). Only while the node's server is down."""
+    layer = layer_of(cluster, index)
+    layer.stop()
+    proc = layer.start(owner="mysql")
+    cluster.state.setdefault("layers", {})[f"n{index}"] = proc.to_json()
+    cluster.save()
+
+
 def stop_layers(cluster: Any) -> list[str]:
     """Stop every layer daemon (after the servers that had files open there)."""
     out = []
