@@ -34,11 +34,11 @@ DURABILITY: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("flush=1, sync_binlog=1", {"innodb_flush_log_at_trx_commit": 1, "sync_binlog": 1}),
     ],
 }
-POWER_LOSS = {"kind": "power-loss", "target": "all", "at": 14, "for": 3}
+POWER_LOSS = {"kind": "power-loss", "target": "all", "at": 18, "for": 3}
 SCHEDULES: list[tuple[str, list[dict[str, Any]]]] = [
     ("power loss of all nodes", [POWER_LOSS]),
     ("partition 1 | 2,3, healed, then power loss",
-     [{"kind": "partition", "groups": [[1], [2, 3]], "at": 5, "for": 7}, POWER_LOSS]),
+     [{"kind": "partition", "groups": [[1], [2, 3]], "at": 4, "for": 6}, POWER_LOSS]),
 ]  # fmt: skip
 
 
