@@ -43,10 +43,10 @@ from clusterbench.checkers.counter import check_counter
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.stale_read import check_stale_reads
 from clusterbench.checkers.verdict import Verdict
+from clusterbench.history.ops import Op, Outcome
+from clusterbench.history.txn import MicroOp, Txn
 from clusterbench.scenario.anomalies import LIST_APPEND_ROWS
 from clusterbench.store import Store
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.txn import MicroOp, Txn
 
 OK, FAIL, UNK = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
 APPENDS_PER_KEY = 32

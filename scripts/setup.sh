@@ -1,6 +1,6 @@
 #!/bin/bash
 # Installs what clusterbench needs on Debian, as root: the servers and tools from Debian's packages,
-# the Python package with pinned dependencies, and the sysbench reconnect shim.
+# the Python package with pinned dependencies, the sysbench reconnect shim and our Go helpers.
 # Usage: scripts/setup.sh [--test] [--no-rootfs]
 #   --test adds what the test suite needs (chromium, promtool from prometheus); --no-rootfs skips the MySQL root file system
 #   that only Group Replication needs (`make demo` runs Galera and does without it).
@@ -22,7 +22,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 PKGS="mariadb-server mariadb-client galera-4 haproxy sysbench iproute2 keepalived rsync mariadb-backup socat
-      iptables libmariadb-dev gcc libc6-dev procps openssl openssh-server openssh-client debootstrap"
+      iptables libmariadb-dev gcc libc6-dev procps openssl openssh-server openssh-client debootstrap
+      nginx php8.2-fpm php8.2-mysql php8.2-cli curl faketime"
 if [ -n "$TEST" ]; then
   PKGS="$PKGS chromium prometheus"   # prometheus: promtool checks the OpenMetrics export
 fi
@@ -34,9 +35,9 @@ done
 
 if [ -n "$missing" ]; then
   echo "installing Debian packages:$missing"
-  # Debian's maintainer scripts would start mariadb, haproxy and keepalived on the host (mariadb on
-  # 127.0.0.1:3306). clusterbench starts its own processes in namespaces, so forbid that for the
-  # duration of the install unless the machine already has a policy.
+  # Debian's maintainer scripts would start mariadb, haproxy, keepalived, nginx and php-fpm on the
+  # host (mariadb on 127.0.0.1:3306, nginx on :80). clusterbench starts its own processes in
+  # namespaces, so forbid that for the duration of the install unless the machine already has a policy.
   cleanup_policy=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
@@ -60,6 +61,12 @@ fi
 
 # The LD_PRELOAD fix for sysbench's reconnect crash (upstream issue 527), built from our source.
 $PY -c "from pathlib import Path; from clusterbench.cluster import home_dir; from clusterbench.workloads import build_shim; print('sysbench shim:', build_shim(home_dir() / 'lib'))"
+
+# Helper programs built with Go: cb-faultfs, the FUSE layer for power loss and disk faults, and
+# cb-delayline, the NFQUEUE delay line for delay-link and loss-link on kernels without netem (from
+# our sources); vegeta for HTTP load (the pinned release). Only when missing or changed. If one
+# cannot be built this says why and carries on; what needs it then refuses in one line.
+bash "$(dirname "$0")/build-tools.sh" --soft || true
 
 # MySQL Group Replication runs from a root file system of Debian's unstable suite (Debian 12 has
 # no MySQL), built once with debootstrap and reused (/var/lib/clusterbench/rootfs/mysql, or

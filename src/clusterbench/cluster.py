@@ -20,6 +20,7 @@ from typing import Any
 from clusterbench.balancers import BalancerOps, balancer_role
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.status import BackendServer
+from clusterbench.datadir_layers import layer_source, layered, start_layers, stop_layers
 from clusterbench.engines import make_engine
 from clusterbench.engines.base import Credentials, DbNode, NodeHealth
 from clusterbench.errors import ClusterbenchError, ClusterStateError
@@ -155,10 +156,12 @@ class Cluster(BalancerOps, NodeOps):
         """Where telemetry probes run and what they watch (the provider decides): every node's
         server and every HAProxy, by PID, followed through their pid files across restarts."""
         watches = []
+        layers = layered(self)
         for n in self.nodes():
             p = n.proc
+            data = layer_source(n.datadir) if n.index in layers else n.datadir  # the layer's disk
             watches.append(Watch(n.name, p.pid if p else None, p.start_ticks if p else None,
-                                 pidfile=n.pid_file, datadir=n.datadir))  # fmt: skip
+                                 pidfile=n.pid_file, datadir=data))  # fmt: skip
         for k, h in zip(self.topology.balancer_indexes(), self.haproxies(), strict=True):
             p = h.proc
             watches.append(Watch(balancer_role(k), p.pid if p else None, p.start_ticks if p else None,
@@ -219,7 +222,7 @@ class Cluster(BalancerOps, NodeOps):
         st = self.state.get("nodes", {}).get(str(index), {})
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
         check = ProcessRef.from_json(st["check"]) if st.get("check") else None
-        return self.engine.make_node(
+        node = self.engine.make_node(
             index,
             self.host(self.names.node_role(index)),
             self.node_dir(index),
@@ -228,6 +231,8 @@ class Cluster(BalancerOps, NodeOps):
             check,
             self.clock,
         )
+        node.fake_clock = self.topology.cluster.clock == "faketime"
+        return node
 
     def nodes(self) -> list[DbNode]:
         return [self.node(i) for i in self.topology.node_indexes()]
@@ -347,13 +352,19 @@ class Cluster(BalancerOps, NodeOps):
             raise
 
     def _datadir_filesystems(self, report: Report) -> None:
-        """Nodes with `datadir_size` get a file system of their own for their datadir (what the
-        disk-full fault fills); `down` unmounts it."""
+        """Nodes with `datadir_fs` tmpfs or loop (or a `datadir_size`) get a file system of their
+        own for their datadir (what disk-full fills and throttle-disk slows); `down` unmounts it.
+        Nodes with the power-loss layer get it at their datadir (over that file system, when they
+        have one)."""
+        start_layers(self, report)
+        layers = layered(self)
         for i in self.topology.node_indexes():
             size = self.topology.node_datadir_size(i)
-            if size:
-                self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size)
-                report(f"n{i}: datadir on a file system of its own ({size}, tmpfs)")
+            if size and i not in layers:
+                fs = self.topology.node_datadir_fs(i)
+                self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size, fs)
+                kind = "ext4 on a loop device" if fs == "loop" else fs
+                report(f"n{i}: datadir on a file system of its own ({size}, {kind})")
 
     def down(
         self, report: Report = _quiet, keep_files: bool = False, keep_remote: bool | None = None
@@ -385,6 +396,8 @@ class Cluster(BalancerOps, NodeOps):
         # The engine's fastest stop that loses nothing still wanted (the datadirs go next unless
         # kept): Galera's graceful stop one node at a time, Group Replication's SIGKILL at once.
         done += self.engine.stop_for_teardown(nodes, keep_data=keep_files)
+        if self.state and self.topology.provider.kind == "local":
+            done += stop_layers(self)
         done += self.provider.teardown(keep_files, keep_files if keep_remote is None else keep_remote)
         if not keep_files and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)

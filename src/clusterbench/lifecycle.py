@@ -62,6 +62,12 @@ class NodeOps:
             msg += f" (first stopped {len(stopped)} process(es) its earlier server left running: {names})"
         return msg
 
+    def node_rebuild(self, index: int, timeout: float = JOIN_TIMEOUT) -> str:
+        """Wipe a node's data and let it rejoin by a full state transfer (the engine's: SST,
+        clone), as an operator does after a disk loss."""
+        self.node(index)  # validates the index
+        return self.engine.rebuild_node(self, index, timeout)
+
     def restart_nodes(self, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
         """The heal of kill and stop faults: the engine brings the nodes back whatever the
         survivors' state (quorum kept, quorum lost, nobody left)."""

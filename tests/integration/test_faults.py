@@ -172,6 +172,37 @@ def test_short_and_long_pause(cluster: Cluster) -> None:
     assert [w[0] for w in out.windows] == ["pause-node n2", "pause-node n2"]
 
 
+def test_delay_and_loss_on_a_link_without_netem_take_effect_and_heal(cluster: Cluster) -> None:
+    """delay-link and loss-link on this kernel (no netem: the delay line and the statistic match):
+    the round trip from n3 to a peer rises by the asked 50 ms (± 10 %) while the fault lasts, the
+    loss is counted, every checker passes, and nothing is left on the link."""
+    out = run_scenario(
+        cluster,
+        {
+            "name": "impair n3",
+            "load": {"workload": "oltp_read_write", "threads": 2, "time": 20, "tables": 2,
+                     "table_size": 2000},
+            "verify": {"ledger_clients": 1},
+            "fault": [
+                {"kind": "delay-link", "target": "node:3", "delay": "50ms", "at": 3, "for": 6},
+                {"kind": "loss-link", "target": "node:3", "loss": 5, "at": 11, "for": 5},
+            ],
+        },
+    )
+    v = verdicts(out)
+    assert v["ledger"] is Result.PASS and v["convergence"] is Result.PASS, out.verdicts
+    delay, loss = out.heal_details
+    n3 = delay["apply"]["n3"]
+    assert n3["mechanism"].startswith("delay by nfqueue") or n3["mechanism"].startswith("delay by netem"), n3
+    added = n3["added_rtt_ms_p50"]
+    assert 45.0 <= added <= 55.0, n3  # the bar: 50 ms ± 10 %
+    assert "RTT to a peer" in delay["apply"]["summary"]
+    assert delay["heal"]["n3"]["rtt_ms_after"]["p50"] < 10, delay["heal"]
+    dropped = loss["heal"]["n3"]["achieved_loss"]
+    assert dropped["out"]["packets"] > 0 and dropped["in"]["packets"] > 0, dropped
+    assert leftovers.find(cluster) == []
+
+
 def _cli(cluster: Cluster, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cluster.home)}
     return subprocess.Popen(

@@ -575,7 +575,7 @@ def test_coordinated_crash_with_flush_0_on_a_group_loses_what_the_ledger_says(gr
     from clusterbench.checkers.verdict import Result
     from clusterbench.faults.actions import CoordinatedCrash
     from clusterbench.faults.spec import FaultSpec, plan
-    from clusterbench.verify.history import History, Timebase
+    from clusterbench.history.ops import History, Timebase
     from clusterbench.verify.ledger import LedgerWorkload
 
     c = gr_cluster
@@ -646,7 +646,7 @@ def test_keepalived_pair_in_front_of_the_primary_moves_the_vip(cb_home: Path) ->
         from clusterbench.providers import datadirfs
 
         n3 = c.node(3)
-        assert datadirfs.tmpfs_of_its_own(n3.host, n3.datadir, 512 * 2**20)
+        assert datadirfs.fs_of_its_own(n3.host, n3.datadir, 512 * 2**20)
         assert (n3.datadir / "mysql.ibd").exists()  # the member's files are on it
         assert c.wait_vip(15) == "lb1"
         (primary,) = writers(c)

@@ -81,7 +81,7 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
     with Store.open(results) as store:
         run = store.list_runs()[-1]
         prov = store.provenance(run.id)
-        load = prov["tpcc_load"]
+        (load,) = prov["tpcc_load"]  # one entry per load
         # one warehouse at full scale: 100k items + 100k stock + 30k customers, history, orders ...
         assert load["warehouses"] == 1 and load["rows"] > 500_000 and load["rows_per_s"] > 0
         assert load["bytes_per_warehouse"] > 30 * 2**20 and load["data_to_buffer_pool"] > 0
@@ -175,7 +175,8 @@ def test_tpcc_on_group_replication(gr_cluster: Cluster, tmp_path: Path) -> None:
         assert out.status == "completed", out.failures
         prov = store.provenance(out.run_id)
         # 10,000 items + 10,000 stock + 3,000 customers, their history and orders, 900 new orders ...
-        assert prov["tpcc_load"]["rows"] > 40_000 and prov["tpcc_load"]["data_to_buffer_pool"] > 0
+        (load,) = prov["tpcc_load"]
+        assert load["rows"] > 40_000 and load["data_to_buffer_pool"] > 0
         assert prov[f"tpcc_consistency@load:{DB}"]["verdict"] == "PASS"
         (trial,) = store.trials(out.run_id)
         tprov = store.provenance(out.run_id, trial.id)

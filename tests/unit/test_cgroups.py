@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from clusterbench.errors import PreflightError
 from clusterbench.providers import cgroups
-from clusterbench.providers.cgroups import CgroupV1
+from clusterbench.providers.cgroups import CgroupV1, enter_cgroup_argv
 
 NAME = "clusterbench/lab-n1"
 
@@ -209,3 +210,27 @@ def test_remove_other_errors_propagate(tmp_path: Path) -> None:
     with pytest.raises(OSError) as info:
         CgroupV1(tmp_path).remove(d)
     assert info.value.errno == errno.ENOTEMPTY
+
+
+def test_enter_cgroup_argv_writes_its_pid_then_execs(tmp_path: Path) -> None:
+    procs = [tmp_path / "cpu.procs", tmp_path / "cpuset.procs"]
+    argv = enter_cgroup_argv(procs, ["sh", "-c", "echo $$"])
+    assert argv[:2] == ["sh", "-c"] and argv[-4:] == ["--", "sh", "-c", "echo $$"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+    # the command kept the PID that entered the groups (exec), so what it forks starts there too
+    assert [p.read_text().strip() for p in procs] == [out, out]
+    assert enter_cgroup_argv([], ["nginx"]) == ["nginx"]
+
+
+def test_enter_cgroup_argv_stops_when_it_cannot_enter(tmp_path: Path) -> None:
+    argv = enter_cgroup_argv([tmp_path / "missing" / "cgroup.procs"], ["touch", str(tmp_path / "ran")])
+    assert subprocess.run(argv, capture_output=True, check=False).returncode != 0
+    assert not (tmp_path / "ran").exists()
+
+
+def test_procs_files_lists_the_controllers_a_group_has(tmp_path: Path) -> None:
+    cg = CgroupV1(root=tmp_path)
+    (tmp_path / "cpu" / "clusterbench" / "lab-w1").mkdir(parents=True)
+    (tmp_path / "cpu" / "clusterbench" / "lab-w1" / "cgroup.procs").write_text("")
+    group = tmp_path / "cpu" / "clusterbench" / "lab-w1"
+    assert cg.procs_files("clusterbench/lab-w1") == [group / "cgroup.procs"]

@@ -98,7 +98,8 @@ def test_up_with_unknown_key(
     bad.write_text("[cluster]\nnodes = 3\nreplicas = 2\n")
     rc, out, err = run(capsys, "up", "-f", str(bad))
     assert (rc, out) == (2, "")
-    assert err == f"error: {bad}: unknown key 'cluster.replicas' (known keys: name, nodes, subnet)\n"
+    known = "clock, datadir_fs, datadir_layer, name, nodes, subnet"
+    assert err == f"error: {bad}: unknown key 'cluster.replicas' (known keys: {known})\n"
 
 
 def test_up_with_two_problems_prints_two_error_lines(

@@ -296,3 +296,20 @@ def test_check_up_overlap(ready_machine: None, tmp_path: Path) -> None:
 
 def test_result_helper_is_a_command_result() -> None:
     assert result(["x"], "out") == CommandResult(("x",), 0, "out", "")
+
+
+def test_web_tier_needs_nginx_php_and_curl(
+    monkeypatch: pytest.MonkeyPatch, galera_lib: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(preflight.shutil, "which", _which({"nginx", "php-fpm8.2", "curl"}, []))
+    mysqli = str(tmp_path / "mysqli.ini")
+    needs = {**preflight.WEB_NEEDS, mysqli: "Debian package php8.2-mysql"}
+    monkeypatch.setattr(preflight, "WEB_NEEDS", needs)
+    monkeypatch.delitem(preflight.WEB_NEEDS, "/etc/php/8.2/mods-available/mysqli.ini")
+    assert missing(Topology()) == []
+    assert missing(Topology.model_validate({"web": {"nodes": 2}})) == [
+        "nginx (Debian package nginx)",
+        "php-fpm8.2 (Debian package php8.2-fpm)",
+        "curl (Debian package curl)",
+        f"{mysqli} (Debian package php8.2-mysql)",
+    ]

@@ -237,13 +237,14 @@ def test_unclosed_table_header(tmp_path: Path) -> None:
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     p = write(tmp_path, "foo = 1\n")
-    known = "balancer, clients, cluster, engine, hosts, mariadb, mysql, node, provider, resources"
+    known = "balancer, clients, cluster, engine, hosts, mariadb, mysql, node, provider, resources, web"
     assert error_of(p) == f"{p}: unknown key 'foo' (known keys: {known})"
 
 
 def test_unknown_cluster_key(tmp_path: Path) -> None:
     p = write(tmp_path, '[cluster]\nnmae = "x"\n')
-    assert error_of(p) == f"{p}: unknown key 'cluster.nmae' (known keys: name, nodes, subnet)"
+    known = "clock, datadir_fs, datadir_layer, name, nodes, subnet"
+    assert error_of(p) == f"{p}: unknown key 'cluster.nmae' (known keys: {known})"
 
 
 def test_unknown_mariadb_key(tmp_path: Path) -> None:
@@ -254,7 +255,8 @@ def test_unknown_mariadb_key(tmp_path: Path) -> None:
 def test_unknown_key_in_node_list(tmp_path: Path) -> None:
     p = write(tmp_path, "[cluster]\nnodes = 3\n[[node]]\nindex = 1\ncpu = 1\n")
     assert error_of(p) == (
-        f"{p}: unknown key 'node[0].cpu' (known keys: bandwidth, cpu_quota, cpuset, datadir_size, index)"
+        f"{p}: unknown key 'node[0].cpu' (known keys: bandwidth, cpu_quota, cpuset, datadir_fs, "
+        "datadir_layer, datadir_size, index, mariadb, mysql)"
     )
 
 

@@ -108,6 +108,72 @@ def _pretty(term: str, names: dict[str, str]) -> str:
     return out.replace(":", "×")
 
 
+def _candidates(names: list[str], codings: dict[str, Coding], df: Any, quadratic: bool) -> list[str]:
+    """Model terms to try, main effects first: each factor, each pair of numeric factors, and
+    (quadratic) the square of each numeric factor with at least 3 levels."""
+
+    def main(n: str) -> str:
+        return _col(n) if _numeric(codings[n]) else f"C({_col(n)})"
+
+    out = [main(n) for n in names]
+    numeric = [n for n in names if _numeric(codings[n])]
+    out += [f"{_col(a)}:{_col(b)}" for a, b in itertools.combinations(numeric, 2)]
+    if quadratic:
+        for n in numeric:
+            if codings[n].kind != "categorical" and len({round(v, 9) for v in df[_col(n)]}) >= 3:
+                out.append(f"I({_col(n)} ** 2)")
+    return out
+
+
+def _estimable(
+    candidates: list[str], df: Any, distinct: int, labels: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """Keep a term only if its columns raise the rank of the model matrix: aliased or inestimable
+    terms are dropped (main effects come first, so they win against the interactions aliased with
+    them)."""
+    import patsy  # type: ignore[import-untyped, unused-ignore]
+
+    kept: list[str] = []
+    dropped: list[str] = []
+    rank = 1
+    for term in candidates:
+        mat = np.asarray(patsy.dmatrix(" + ".join([*kept, term]), df))
+        r = int(np.linalg.matrix_rank(mat))
+        if rank < r <= distinct:
+            kept.append(term)
+            rank = r
+        else:
+            dropped.append(_pretty(term, labels))
+    return kept, dropped
+
+
+def _effects(fit: Any, ci: Any, labels: dict[str, str]) -> list[Effect]:
+    """Each numeric term's effect (twice its coefficient for a ±1-coded factor, the coefficient
+    itself for a square), with its interval, t and p when there are residual degrees of freedom."""
+    out = []
+    for term in fit.params.index:
+        if term == "Intercept" or term.startswith("C("):
+            continue
+        scale = 1.0 if "** 2" in term else 2.0
+        lo = hi = tv = pv = None
+        if ci is not None:
+            lo, hi = scale * float(ci.loc[term, 0]), scale * float(ci.loc[term, 1])
+            tv, pv = _finite(fit.tvalues[term]), _finite(fit.pvalues[term])
+        out.append(Effect(_pretty(term, labels), scale * float(fit.params[term]), lo, hi, tv, pv))
+    return out
+
+
+def _anova(fit: Any, labels: dict[str, str]) -> list[AnovaRow]:
+    import statsmodels.api as sm  # type: ignore[import-untyped, unused-ignore]
+
+    table = sm.stats.anova_lm(fit, typ=2)
+    return [
+        AnovaRow("residual" if term == "Residual" else _pretty(str(term), labels), float(row["df"]),
+                 float(row["sum_sq"]), _finite(row.get("F")), _finite(row.get("PR(>F)")))
+        for term, row in table.iterrows()
+    ]  # fmt: skip
+
+
 def analyze(
     points: Sequence[dict[str, Level]],
     y: Sequence[float],
@@ -119,8 +185,6 @@ def analyze(
 ) -> DoeAnalysis | None:
     """Fit the model; None when there is nothing to fit (fewer than 2 distinct points)."""
     import pandas as pd
-    import patsy  # type: ignore[import-untyped, unused-ignore]
-    import statsmodels.api as sm  # type: ignore[import-untyped, unused-ignore]
     import statsmodels.formula.api as smf  # type: ignore[import-untyped, unused-ignore]
     from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
 
@@ -135,87 +199,25 @@ def analyze(
         data[_col(n)] = [c.code(p[n]) if _numeric(c) else str(p[n]) for p in points]
     df = pd.DataFrame(data)
     labels = {_col(n): n for n in names}
-
-    def main(n: str) -> str:
-        return _col(n) if _numeric(codings[n]) else f"C({_col(n)})"
-
-    candidates = [main(n) for n in names]
-    numeric = [n for n in names if _numeric(codings[n])]
-    candidates += [f"{_col(a)}:{_col(b)}" for a, b in itertools.combinations(numeric, 2)]
-    if quadratic:
-        for n in numeric:
-            if codings[n].kind != "categorical" and len({round(v, 9) for v in df[_col(n)]}) >= 3:
-                candidates.append(f"I({_col(n)} ** 2)")
-    # Keep a term only if its columns raise the rank of the model matrix: aliased or inestimable
-    # terms (main effects come first, so they win against the interactions aliased with them).
-    kept: list[str] = []
-    dropped: list[str] = []
-    rank = 1
     distinct = len({tuple(json_key(p.get(n)) for n in names) for p in points})
-    for term in candidates:
-        rhs = " + ".join([*kept, term])
-        mat = np.asarray(patsy.dmatrix(rhs, df))
-        r = int(np.linalg.matrix_rank(mat))
-        if r > rank and r <= distinct:
-            kept.append(term)
-            rank = r
-        else:
-            dropped.append(_pretty(term, labels))
+    kept, dropped = _estimable(_candidates(names, codings, df, quadratic), df, distinct, labels)
     fit = smf.ols("y ~ " + " + ".join(kept), data=df).fit()
     df_resid = float(fit.df_resid)
     notes: list[str] = []
-    t_crit = None
     alpha = 1.0 - confidence
-    if df_resid > 0:
-        t_crit = float(sps.t.ppf(1 - alpha / 2, df_resid))
-        ci = fit.conf_int(alpha)
-    else:
-        ci = None
+    t_crit = float(sps.t.ppf(1 - alpha / 2, df_resid)) if df_resid > 0 else None
+    ci = fit.conf_int(alpha) if df_resid > 0 else None
+    if df_resid <= 0:
         notes.append(
             "no residual degrees of freedom (as many model terms as distinct runs): effects have no "
             "confidence intervals; repeat the points (repetitions >= 2) or add centre points"
         )
-    effects: list[Effect] = []
-    for term in fit.params.index:
-        if term == "Intercept" or term.startswith("C("):
-            continue
-        scale = 1.0 if "** 2" in term else 2.0
-        coef = float(fit.params[term])
-        lo = hi = tv = pv = None
-        if ci is not None:
-            a, b = float(ci.loc[term, 0]), float(ci.loc[term, 1])
-            lo, hi = scale * a, scale * b
-            tv = _finite(fit.tvalues[term])
-            pv = _finite(fit.pvalues[term])
-        effects.append(Effect(_pretty(term, labels), scale * coef, lo, hi, tv, pv))
-    anova: list[AnovaRow] = []
-    if df_resid > 0:
-        table = sm.stats.anova_lm(fit, typ=2)
-        for term, row in table.iterrows():
-            anova.append(
-                AnovaRow(
-                    "residual" if term == "Residual" else _pretty(str(term), labels),
-                    float(row["df"]),
-                    float(row["sum_sq"]),
-                    _finite(row.get("F")),
-                    _finite(row.get("PR(>F)")),
-                )
-            )
-    used = {n: codings[n] for n in names}
     out = DoeAnalysis(
-        response=response,
-        n=len(points),
-        effects=effects,
-        anova=anova,
-        r2=_finite(fit.rsquared),
-        df_resid=df_resid,
-        confidence=confidence,
-        t_crit=t_crit,
-        dropped=dropped,
-        notes=notes,
-        fit=fit,
-        codings=used,
-    )
+        response=response, n=len(points), effects=_effects(fit, ci, labels),
+        anova=_anova(fit, labels) if df_resid > 0 else [], r2=_finite(fit.rsquared), df_resid=df_resid,
+        confidence=confidence, t_crit=t_crit, dropped=dropped, notes=notes, fit=fit,
+        codings={n: codings[n] for n in names},
+    )  # fmt: skip
     out.surface = _surface(out, points)
     return out
 

@@ -113,6 +113,20 @@ def expected_from_topology(topology: Mapping[str, Any] | None) -> dict[str, str]
     return out
 
 
+def node_expected(topology: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
+    """The server settings single nodes have of their own ([[node]] with a [mariadb]/[mysql]
+    table), by node name: what that node is expected to run instead of the cluster's."""
+    out: dict[str, dict[str, str]] = {}
+    for o in (topology or {}).get("node") or []:
+        if not isinstance(o, Mapping):
+            continue
+        for section in ("mariadb", "mysql"):
+            own = o.get(section)
+            if isinstance(own, Mapping) and own:
+                out.setdefault(f"n{o.get('index')}", {}).update({str(k): str(v) for k, v in own.items()})
+    return out
+
+
 def _resolve(name: str, known: set[str]) -> str | None:
     for cand in (name, f"wsrep_{name}", f"wsrep_provider_options:{name.replace('_', '.', 1)}"):
         if cand in known:
@@ -180,10 +194,14 @@ def snapshots(store: Store, run_id: int) -> list[tuple[str, dict[str, dict[str, 
 def compare(
     snaps: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]],
     expected: Mapping[str, str],
+    node_settings: Mapping[str, Mapping[str, str]] | None = None,
     by_design: frozenset[str] = frozenset(),
 ) -> VariableReport:
     """Rows for the key variables, every variable the topology sets, and every variable that
-    differs between nodes or changed during the run."""
+    differs between nodes or changed during the run. `node_settings`: settings single nodes have of
+    their own; such a node is held against its own value (the difference between nodes still
+    shows: a heterogeneous cluster is a finding to read). `by_design`: variables the engine's nodes
+    differ in by design (a member's own address, a secondary's read_only): never a finding."""
     nodes: list[str] = []
     history: dict[str, dict[str, list[tuple[str, str]]]] = {}  # var -> node -> [(value, where)]
     unanswered: dict[str, str] = {}
@@ -207,6 +225,13 @@ def compare(
         if var is not None:
             wanted[var] = normalize(value)
             raw[var] = str(value)
+    own: dict[str, dict[str, str]] = {}  # var -> node -> its own expected value
+    for node, settings in (node_settings or {}).items():
+        for name, value in settings.items():
+            var = _resolve(name, known)
+            if var is not None:
+                own.setdefault(var, {})[node] = normalize(value)
+                wanted.setdefault(var, None)
     rows: list[VariableRow] = []
     for var in sorted(known):
         per_node = history[var]
@@ -221,7 +246,11 @@ def compare(
         if var not in wanted and not changed and all(v[0][0].startswith("/") for v in per_node.values()):
             continue  # a directory of each node's own (aria_log_dir_path, slave_load_tmpdir ...)
         exp = wanted.get(var)
-        off = {n for n, v in per_node.items() if exp is not None and any(normalize(x) != exp for x, _ in v)}
+        mine = own.get(var, {})
+        off = {
+            n for n, v in per_node.items()
+            if mine.get(n, exp) is not None and any(normalize(x) != mine.get(n, exp) for x, _ in v)
+        }  # fmt: skip
         rows.append(VariableRow(var, exp, per_node, off, between, changed, raw.get(var)))
     order = {k: i for i, k in enumerate(wanted)}
     rows.sort(key=lambda r: (not r.flagged, order.get(r.name, len(order)), r.name))
@@ -241,7 +270,8 @@ def variable_report(store: Store, run_id: int) -> VariableReport:
     kinds = {str((topology or {}).get("engine", {}).get("kind") or "galera")} if topology else set()
     kinds |= {str(t.params["engine"]) for t in store.trials(run_id) if t.params.get("engine")}
     by_design = frozenset().union(*(per_node_variables(k) for k in kinds)) if kinds else frozenset()
-    return compare(snapshots(store, run_id), expected_from_topology(topology), by_design)
+    expected = expected_from_topology(topology)
+    return compare(snapshots(store, run_id), expected, node_expected(topology), by_design)
 
 
 def cell(row: VariableRow, node: str) -> str:

@@ -46,8 +46,8 @@ from typing import Any
 import networkx as nx
 
 from clusterbench.checkers.verdict import Result, Verdict
-from clusterbench.verify.history import Outcome
-from clusterbench.verify.txn import Txn
+from clusterbench.history.ops import Outcome
+from clusterbench.history.txn import Txn
 
 NAME = "list-append"
 EXAMPLES = 5

@@ -7,8 +7,12 @@ never PASS.
 from __future__ import annotations
 
 import enum
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 class Result(enum.StrEnum):
@@ -56,3 +60,14 @@ EXIT_ERROR = 2
 def exit_code(result: Result) -> int:
     """0 all PASS, 1 some FAIL, 3 UNKNOWN (2 is bad input or an error, never a verdict)."""
     return EXIT_CODES[result]
+
+
+def guarded(name: str, fn: Callable[[], Verdict]) -> Verdict:
+    """A checker that crashes gives UNKNOWN, never PASS."""
+    try:
+        v = fn()
+        assert isinstance(v, Verdict)
+        return v
+    except Exception as exc:  # noqa: BLE001
+        log.exception("checker %s", name)
+        return Verdict(name, Result.UNKNOWN, f"checker crashed: {type(exc).__name__}: {exc}")

@@ -14,6 +14,20 @@ from clusterbench.spec.files import file_kind, read_toml_text
 from clusterbench.spec.topology import Topology, load_topology, parse_toml
 
 
+def _node_lines(topo: Topology) -> list[str]:
+    """What single nodes have of their own: server settings over the cluster's, the datadir layer."""
+    out = []
+    for i in topo.node_indexes():
+        own = topo.node_overrides(i)
+        settings = ", ".join(f"{k} = {v}" for k, v in own.items())
+        parts = [f"{topo.server_section()}: {settings}"] if own else []
+        if topo.node_datadir_layer(i) != "none":
+            parts.append(f"datadir on {topo.node_datadir_layer(i)}")
+        if parts:
+            out.append(f"  n{i}: " + "; ".join(parts))
+    return out
+
+
 def _topology_line(t: Topology) -> str:
     parts = [f"cluster {t.name}", f"{t.cluster.nodes} node(s)"]
     if t.balancer.kind == "haproxy":
@@ -29,7 +43,7 @@ def check_file(path: Path) -> list[str]:
     kind = file_kind(data)
     if kind == "topology":
         topo = load_topology(path)
-        return [f"{path}: a valid topology: {_topology_line(topo)}"] + [
+        return [f"{path}: a valid topology: {_topology_line(topo)}", *_node_lines(topo)] + [
             f"  warning: {w}" for w in topo.warnings()
         ]
     if kind == "scenario":

@@ -96,7 +96,7 @@ def _print_outcome(out: DrillOutcome) -> None:
         windows = {w[0]: w for w in out.windows}
         for d in out.heal_details:
             w = windows.get(d["fault"])
-            what = "; ".join(f"{k}: {v}" for part in (d["apply"], d["heal"]) for k, v in part.items()) + (
+            what = "; ".join(_what(part) for part in (d["apply"], d["heal"]) if part) + (
                 f" [red]{console.escape(str(d['error']))}[/]" if d.get("error") else ""
             )
             t.add_row(d["fault"], f"{w[1]:.1f}" if w else "-", f"{w[2]:.1f}" if w else "-", what)
@@ -165,6 +165,13 @@ def _print_outcome(out: DrillOutcome) -> None:
         f"overall: [{colors[out.result]}]{out.result}[/]   run {out.run_id} "
         f"(`clusterbench report {out.run_id}` for plots)"
     )
+
+
+def _what(detail: dict[str, Any]) -> str:
+    """A fault's apply or heal detail for the faults table: its summary line when it has one."""
+    if "summary" in detail:
+        return str(detail["summary"])
+    return "; ".join(f"{k}: {v}" for k, v in detail.items())
 
 
 def _has_anomaly_verdicts(out: DrillOutcome) -> bool:
@@ -395,9 +402,11 @@ TargetOpt = Annotated[
         "balancer, lb:N."
     ),
 ]
-DelayOpt = Annotated[str | None, typer.Option(help="delay-link (netem, where the kernel has it): e.g. 50ms.")]
+DelayOpt = Annotated[
+    str | None, typer.Option(help="delay-link: added round trip, e.g. 50ms (netem or the delay line).")
+]
 LossOpt = Annotated[
-    float | None, typer.Option(help="loss-link (netem, where the kernel has it): percent, e.g. 5.")
+    float | None, typer.Option(help="loss-link: percent of packets lost each way, e.g. 5.")
 ]
 WindowOpt = Annotated[
     float | None,
@@ -410,6 +419,9 @@ MaxOutageOpt = Annotated[
                  "than this, naming the window (default: no budget)."),
 ]  # fmt: skip
 
+RateOpt = Annotated[str | None, typer.Option(help="throttle-link: e.g. 1mbit; throttle-disk: e.g. 1MB/s.")]
+IopsOpt = Annotated[int | None, typer.Option(help="throttle-disk: operations/s, reads and writes each.")]
+
 
 def fault(
     kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
@@ -419,7 +431,10 @@ def fault(
     target: TargetOpt = "random",
     at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
     fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
-    rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
+    rate: RateOpt = None,
+    iops: IopsOpt = None,
+    offset: Annotated[str | None, typer.Option(help="clock-skew: the jump, e.g. +30s or -2m.")] = None,
+    drift: Annotated[str | None, typer.Option(help="clock-skew: gained per second, e.g. +10ms/s.")] = None,
     cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
     groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
     delay: DelayOpt = None,
@@ -472,7 +487,7 @@ def fault(
     spec = fault_scenario(
         kind, node=node, target=target, at=at, fault_for=fault_for, groups=groups,
         options={"rate": rate, "cpu_quota": cpu_quota, "delay": delay, "jitter": jitter, "loss": loss,
-                 "window": window},
+                 "window": window, "iops": iops, "offset": offset, "drift": drift},
         load={"workload": workload, "threads": threads, "duration": duration, "target": load_target,
               "prepare": prepare},
         scale=scale, ledger_clients=ledger_clients, bank=bank, max_outage=max_outage,

@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("operate", "status", "Per node: process, state, role, size, Primary, ready; HAProxy's view."),
     "start": ("operate", "start", "Cold start of a stopped cluster from the safe node."),
     "stop": ("operate", "stop", "Graceful stop of every node; `start` brings it back."),
-    "node": ("operate", "node_app", "Operate on one node: stop, start, kill, restart."),
+    "node": ("operate", "node_app", "Operate on one node: stop, start, kill, restart, rebuild."),
     "sql": ("operate", "sql", "Run SQL on a node as the cluster's admin."),
     "logs": ("operate", "logs", "Print the end of a node's error log."),
     "provision": ("operate", "provision", "ssh provider: install what each machine's roles need."),

@@ -29,7 +29,7 @@ from clusterbench.paths import home_dir, known_clusters
 from clusterbench.providers import preflight
 from clusterbench.spec.topology import Topology, load_topology
 
-node_app = typer_app(help="Operate on one node: stop, start, kill, restart.")
+node_app = typer_app(help="Operate on one node: stop, start, kill, restart, rebuild.")
 
 
 def up(
@@ -347,6 +347,16 @@ def node_restart(
     """Graceful stop, then start (rejoins by IST)."""
     preflight.require_root()
     console.step(guard.load_claimed(name).node_restart(index))
+
+
+@node_app.command("rebuild")
+def node_rebuild(
+    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
+) -> None:
+    """Wipe the node's data and let it rejoin by a full state transfer (Galera: SST; Group
+    Replication: clone), as after a disk loss; prints how and how long."""
+    preflight.require_root()
+    console.step(guard.load_claimed(name).node_rebuild(index))
 
 
 def sql(

@@ -237,7 +237,10 @@ class DbNode(Protocol):
 
     def stop(self, timeout: float = 60.0) -> str: ...
 
-    def kill(self) -> str: ...
+    def kill(self, wait: bool = True) -> str:
+        """SIGKILL; with `wait`, until the process is gone."""
+
+    def wait_dead(self, timeout: float = 10.0) -> bool: ...
 
     def pause(self) -> None: ...
 
@@ -280,6 +283,13 @@ class DbNode(Protocol):
         node without quorum (use the `monitor` session)."""
 
     def close_metrics(self) -> None: ...
+
+    # started under libfaketime (engines/fakeclock.py; topology cluster.clock = "faketime"), its
+    # wall clock's offset in `clock_file` on its host
+    fake_clock: bool
+
+    @property
+    def clock_file(self) -> Path: ...
 
 
 @runtime_checkable
@@ -361,6 +371,10 @@ class Engine(Protocol):
         """Start one stopped or crashed node: rejoin the running ones, or bootstrap when none runs
         and the engine's rules allow this node to. Returns what happened."""
 
+    def rebuild_node(self, site: Site, index: int, timeout: float) -> str:
+        """Wipe a node's data and let it rejoin by a full state transfer from the running ones
+        (Galera: SST; Group Replication: clone), as after a disk loss. Returns what happened."""
+
     def restart_nodes(self, site: Site, indexes: Sequence[int], timeout: float) -> list[str]:
         """The heal of kill and stop faults: bring the given nodes back, whatever the survivors'
         state (quorum kept, quorum lost, nobody left)."""
@@ -395,6 +409,13 @@ class Engine(Protocol):
 
 def nodes_by_index(nodes: Sequence[DbNode]) -> dict[int, DbNode]:
     return {n.index: n for n in nodes}
+
+
+def wipe_datadir(node: DbNode) -> None:
+    """Remove everything in a stopped node's datadir, keeping the directory (and a file system or
+    layer mounted there)."""
+    d = str(node.datadir)
+    node.host.run(["find", d, "-mindepth", "1", "-delete"], timeout=300)
 
 
 def alive_nodes(nodes: Sequence[DbNode]) -> Iterator[DbNode]:

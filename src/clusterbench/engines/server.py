@@ -6,6 +6,7 @@ own files, start arguments and status."""
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -16,12 +17,30 @@ from typing import Any
 import pymysql
 
 from clusterbench.clock import Clock, SystemClock
+from clusterbench.engines import fakeclock
 from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
 from clusterbench.errors import ComponentError
 from clusterbench.hosts import procs
 from clusterbench.hosts.base import Machine, ProcessRef, terminate, wait_dead
 
 HEALTH_PORT = 9200
+
+# The supervisor a server runs under when its engine asks for a restart by exit code (MySQL's
+# RESTART, which a clone ends with): mysqld only exits with 16 to be started again when
+# MYSQLD_PARENT_PID names its parent, as mysqld_safe and systemd set it; otherwise it refuses
+# ("Error 3707 Restart server failed (mysqld is not managed by supervisor process)"). $1 is the
+# file the supervisor writes each server's PID to; the server's command follows. Any other exit,
+# and SIGKILL, end the supervisor with the server's code. An --init-file runs at the first start
+# only: the file is removed once the server answers, and a restart after a clone finds the
+# donor's accounts in place.
+RESTART_EXIT = 16
+SUPERVISE = (
+    "child=$1; shift; "
+    'while :; do MYSQLD_PARENT_PID=$$ "$@" & c=$!; echo "$c" > "$child"; wait "$c"; rc=$?; '
+    f'[ "$rc" -eq {RESTART_EXIT} ] || exit "$rc"; '
+    'echo "clusterbench: the server asked for a restart (exit 16); starting it again" >&2; '
+    'for a do shift; case "$a" in --init-file=*) ;; *) set -- "$@" "$a";; esac; done; done'
+)
 
 # InnoDB's figures for telemetry, the same status variables in MariaDB and MySQL: status variable →
 # neutral name (engines/base.py METRICS). MySQL has no Innodb_history_list_length: its engines read
@@ -66,6 +85,10 @@ class ServerNode(ABC):
     engine_status(); everything here is the same for every engine."""
 
     session: SessionSql
+    # Run under the restart supervisor (SUPERVISE): the engine's server asks for restarts.
+    supervised = False
+    # Started under libfaketime, its wall clock shiftable (engines/fakeclock.py).
+    fake_clock = False
 
     def __init__(
         self,
@@ -157,14 +180,82 @@ class ServerNode(ABC):
     # --- process ---
 
     def alive(self) -> bool:
-        return self.proc is not None and self.host.alive(self.proc)
+        if self.proc is not None and self.host.alive(self.proc):
+            return True
+        return self.supervised and self._follow()
+
+    @property
+    def supervisor_file(self) -> Path:
+        return self.dir / "supervisor.json"
+
+    @property
+    def child_file(self) -> Path:
+        return self.dir / "server.pid"
+
+    def supervisor(self) -> ProcessRef | None:
+        """The running supervisor of this node's server, if there is one."""
+        text = self.host.read_file(self.supervisor_file) if self.supervised else None
+        try:
+            ref = ProcessRef.from_json(json.loads(text)) if text else None
+        except (ValueError, KeyError):
+            return None
+        return ref if ref is not None and self.host.alive(ref) else None
+
+    def _follow(self) -> bool:
+        """The server the supervisor runs now (started again after it asked for a restart): adopt
+        it as this node's process. False when there is none running."""
+        if self.supervisor() is None:
+            return False
+        text = (self.host.read_file(self.child_file) or "").strip()
+        st = self.host.proc_state(int(text)) if text.isdigit() else None
+        if st is None or st[0] in ("Z", "X"):
+            return False
+        self.proc = ProcessRef(int(text), st[1])
+        return True
+
+    def restarting(self) -> bool:
+        """The supervisor is starting the server again (between its exit and the next start)."""
+        return self.supervisor() is not None and not self.alive()
+
+    # --- the wall clock it sees (clock-skew) ---
+
+    @property
+    def clock_file(self) -> Path:
+        return self.dir / fakeclock.CLOCK_FILE
+
+    @property
+    def clock_file_inside(self) -> Path:
+        """The clock file as the server sees it (a chrooted server: inside its root)."""
+        return self.clock_file
+
+    def clock_env(self) -> list[str]:
+        """The prefix of a server start under libfaketime, [] without the setting."""
+        return fakeclock.clock_env(self.clock_file_inside) if self.fake_clock else []
 
     def spawn(self, argv: list[str]) -> ProcessRef:
         """Start the server detached, after stopping what an earlier process of this node left
-        running (issue 15, item 8: a killed donor's SST script blocks the next start)."""
+        running (issue 15, item 8: a killed donor's SST script blocks the next start). A
+        supervised server runs under SUPERVISE, and its own PID is this node's process."""
         self.stop_strays()
         self.log_offset = self.error_log_size()
-        self.proc = self.host.spawn(argv, log=self.dir / "stdout.log")
+        if self.fake_clock and not self.host.exists(self.clock_file):
+            self.host.put_file(self.clock_file, fakeclock.offset_text(0.0), mode=0o644)
+        if not self.supervised:
+            self.proc = self.host.spawn(argv, log=self.dir / "stdout.log")
+            return self.proc
+        self.host.remove(self.child_file)
+        sup = self.host.spawn(
+            ["sh", "-c", SUPERVISE, "sh", str(self.child_file), *argv], log=self.dir / "stdout.log"
+        )
+        self.host.put_file(self.supervisor_file, json.dumps(sup.to_json()))
+        deadline = self.clock.now() + 10
+        while not self._follow():
+            if not self.host.alive(sup) or self.clock.now() > deadline:
+                raise ComponentError(
+                    f"{self.name}: the server did not start under its supervisor; see {self.error_log}"
+                )
+            self.clock.sleep(0.01)
+        assert self.proc is not None
         return self.proc
 
     def stop_strays(self) -> list[str]:
@@ -177,13 +268,23 @@ class ServerNode(ABC):
 
     def stop(self, timeout: float = 60.0) -> str:
         """SIGTERM, wait, SIGKILL after `timeout`. SIGCONT first: a paused (SIGSTOPped) server
-        would not act on SIGTERM until continued."""
-        return terminate(self.host, self.proc, self.clock, timeout, cont=True)
+        would not act on SIGTERM until continued. Its supervisor ends with it."""
+        self.alive()  # a supervised server may have been started again since we knew its PID
+        out = terminate(self.host, self.proc, self.clock, timeout, cont=True)
+        sup = self.supervisor()
+        if sup is not None:
+            terminate(self.host, sup, self.clock, 5.0)
+        return out
 
     def kill(self, wait: bool = True) -> str:
         """SIGKILL; with `wait`, until the process is gone (≤ 10 s). Several nodes killed at once:
-        kill(wait=False) each, then wait_dead()."""
-        if not self.alive():
+        kill(wait=False) each, then wait_dead(). A supervisor is killed first, so that nothing
+        starts the server again."""
+        running = self.alive()  # first: a supervised server may have been started again
+        sup = self.supervisor()
+        if sup is not None:
+            self.host.signal(sup, signal.SIGKILL)
+        if not running:
             return "not running"
         assert self.proc is not None
         self.host.signal(self.proc, signal.SIGKILL)

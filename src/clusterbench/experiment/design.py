@@ -273,18 +273,11 @@ def _fraction_by_resolution(n: int, res: int) -> np.ndarray | None:
     return None
 
 
-def expand_design(
-    levels: Mapping[str, Sequence[Level]], spec: DesignSpec, kinds: dict[str, FactorKind], where: str
-) -> DesignResult:
-    """The points of a design over `levels`. Raises ValueError (one line per problem, naming
-    `where`) when the factors do not fit the design."""
-    import numpy as np
-    import pyDOE3  # type: ignore[import-untyped, unused-ignore]
-
-    names = list(levels)
-    codings = {n: Coding(n, kinds[n], tuple(levels[n])) for n in names}
+def _design_problems(
+    names: list[str], codings: dict[str, Coding], spec: DesignSpec, where: str
+) -> list[str]:
+    """What keeps these factors out of the design: level counts, categorical factors, how many."""
     k = spec.kind
-    notes: list[str] = []
     problems: list[str] = []
     if k in TWO_LEVEL:
         for n in names:
@@ -301,56 +294,80 @@ def expand_design(
         if len(names) < 2:
             problems.append(f"{where}.factors: a {k} design needs at least 2 factors")
     if k in ("central-composite", "box-behnken"):
-        for n in names:
-            if codings[n].kind == "categorical":
-                problems.append(
-                    f"{where}.factors.{n}: a {k} design needs numeric factors ({n} is categorical)"
-                )
+        problems += [
+            f"{where}.factors.{n}: a {k} design needs numeric factors ({n} is categorical)"
+            for n in names if codings[n].kind == "categorical"
+        ]  # fmt: skip
         need = 3 if k == "box-behnken" else 2
         if len(names) < need:
             problems.append(f"{where}.factors: a {k} design needs at least {need} factors")
-    if problems:
-        raise ValueError("\n".join(problems))
+    return problems
 
-    aliases: list[str] = []
-    nf = len(names)
+
+def _fractional(nf: int, spec: DesignSpec, where: str, notes: list[str]) -> Any:
+    """A two-level fraction: from the generators given, else by the resolution asked."""
+    import pyDOE3  # type: ignore[import-untyped, unused-ignore]
+
+    if spec.generators is not None:
+        gen = spec.generators.split()
+        if len(gen) != nf:
+            raise ValueError(f"{where}.design.generators: {len(gen)} words for {nf} factors")
+        bad = sorted({ch for w in gen for ch in w if ord(ch) - ord("a") >= nf})
+        if bad:
+            raise ValueError(f"{where}.design.generators: letters {', '.join(bad)} name no factor")
+        return pyDOE3.fracfact(spec.generators)
+    res = spec.resolution or 4
+    m = _fraction_by_resolution(nf, res)
+    if m is None:
+        m = pyDOE3.ff2n(nf)
+        notes.append(
+            f"pyDOE3 has no fraction of resolution {res} for {nf} factors: the full 2^{nf} factorial "
+            "is used (or give design.generators)"
+        )
+    return m
+
+
+def _matrix(nf: int, spec: DesignSpec, where: str, notes: list[str]) -> Any:
+    """The design's coded matrix (levels in [-1, 1]), one row per run."""
+    import numpy as np
+    import pyDOE3  # type: ignore[import-untyped, unused-ignore]
+
+    k = spec.kind
     if k == "fractional-factorial":
-        if spec.generators is not None:
-            gen = spec.generators.split()
-            if len(gen) != nf:
-                raise ValueError(f"{where}.design.generators: {len(gen)} words for {nf} factors")
-            bad = sorted({ch for w in gen for ch in w if ord(ch) - ord("a") >= nf})
-            if bad:
-                raise ValueError(f"{where}.design.generators: letters {', '.join(bad)} name no factor")
-            m = pyDOE3.fracfact(spec.generators)
-        else:
-            res = spec.resolution or 4
-            m = _fraction_by_resolution(nf, res)
-            if m is None:
-                m = pyDOE3.ff2n(nf)
-                notes.append(
-                    f"pyDOE3 has no fraction of resolution {res} for {nf} factors: the full 2^{nf} factorial "
-                    "is used (or give design.generators)"
-                )
-        aliases = _alias_lines(np.asarray(m), names, k)
-    elif k == "plackett-burman":
-        m = pyDOE3.pbdesign(nf)
-        aliases = _alias_lines(np.asarray(m), names, k)
-    elif k == "central-composite":
+        return _fractional(nf, spec, where, notes)
+    if k == "plackett-burman":
+        return pyDOE3.pbdesign(nf)
+    if k == "central-composite":
         face = {"faced": "ccf", "inscribed": "cci", "circumscribed": "ccc"}[spec.face]
         m = pyDOE3.ccdesign(nf, center=(max(1, spec.center_points), 0), face=face)
-        m = np.asarray(m) / float(np.max(np.abs(m)))  # the star points at the ends of the ranges
         if spec.face == "circumscribed":
             notes.append("circumscribed star points are scaled into the ranges (the factorial part moves in)")
-    elif k == "box-behnken":
-        m = pyDOE3.bbdesign(nf, center=max(1, spec.center_points))
-    elif k == "latin-hypercube":
+        return np.asarray(m) / float(np.max(np.abs(m)))  # the star points at the ends of the ranges
+    if k == "box-behnken":
+        return pyDOE3.bbdesign(nf, center=max(1, spec.center_points))
+    if k == "latin-hypercube":
         samples = spec.samples or max(10, 2 * nf + 1)
-        u = pyDOE3.lhs(nf, samples=samples, criterion="maximin", seed=spec.seed)
-        m = np.asarray(u) * 2.0 - 1.0
-    else:  # pragma: no cover - the full grid does not come here
-        raise ValueError(k)
-    m = np.asarray(m, dtype=float)
+        return np.asarray(pyDOE3.lhs(nf, samples=samples, criterion="maximin", seed=spec.seed)) * 2.0 - 1.0
+    raise ValueError(k)  # pragma: no cover - the full grid does not come here
+
+
+def expand_design(
+    levels: Mapping[str, Sequence[Level]], spec: DesignSpec, kinds: dict[str, FactorKind], where: str
+) -> DesignResult:
+    """The points of a design over `levels`. Raises ValueError (one line per problem, naming
+    `where`) when the factors do not fit the design."""
+    import numpy as np
+
+    names = list(levels)
+    codings = {n: Coding(n, kinds[n], tuple(levels[n])) for n in names}
+    k = spec.kind
+    problems = _design_problems(names, codings, spec, where)
+    if problems:
+        raise ValueError("\n".join(problems))
+    notes: list[str] = []
+    nf = len(names)
+    m = np.asarray(_matrix(nf, spec, where, notes), dtype=float)
+    aliases = _alias_lines(m, names, k) if k in ("fractional-factorial", "plackett-burman") else []
     if k in TWO_LEVEL and spec.center_points:
         m = np.vstack([m, np.zeros((spec.center_points, nf))])
     rows: list[Point] = [

@@ -35,9 +35,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from clusterbench.errors import InputError
 from clusterbench.experiment.design import DesignResult, expand_design
 from clusterbench.experiment.spec import (
+    DETECTION_FACTORS,
     SERVER_FACTORS,
     Experiment,
     Level,
@@ -106,6 +109,7 @@ class TrialSpec:
     warmup: int
     cooldown: float
     faults: tuple[FaultSpec, ...] = ()
+    failover_figures: bool = False  # the monitor and prober beside faults: failover times per trial
     group: int = 0
     index: int = 0  # 1-based position in the run order
     client_hosts: int = 0  # the first N client machines of the topology; 0: all of them
@@ -210,6 +214,8 @@ class TrialSpec:
         }
         if self.faults:
             out["faults"] = [f.model_dump(by_alias=True, exclude_none=True) for f in self.faults]
+            if self.failover_figures:  # only when set: plan ids of experiments without it stay
+                out["failover_figures"] = True
         if self.client_hosts:  # only when set: plan ids of experiments without it stay the same
             out["client_hosts"] = self.client_hosts
         if self.test in ACCESS_TESTS:  # likewise: only the access-method tests read these
@@ -359,6 +365,15 @@ def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str,
         if k in point:
             res[k] = point[k]
     data["resources"] = res
+    for k, engine in DETECTION_FACTORS.items():
+        if k in point:
+            if base.engine.kind != engine:
+                raise InputError(
+                    f"factor {k} is a setting of engine {engine}, not of {base.engine.kind}; give it to a "
+                    f"part whose points run {engine} (parts.<name>.factors)"
+                )
+            section = "mysql" if engine == "group_replication" else "mariadb"
+            data[section] = {**data[section], k: point[k]}
     if tls_server:
         if base.engine.kind == "group_replication":
             raise InputError(
@@ -366,7 +381,14 @@ def _topology_for(base: Topology, point: dict[str, Level], tls_server: dict[str,
                 "mysqld) TLS is not supported yet: remove tls, or run that engine without it"
             )
         data["mariadb"]["extra"] = {**data["mariadb"].get("extra", {}), **tls_server}
-    return Topology.model_validate(data)
+    try:
+        return Topology.model_validate(data)
+    except ValidationError as exc:  # a level the engine cannot run with (a timeout below another)
+        err = exc.errors()[0]
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(x) for x in err["loc"]) or "topology"
+        levels = ", ".join(f"{k} = {v}" for k, v in point.items())
+        raise InputError(f"the point {levels}: topology.{where}: {msg}") from None
 
 
 def point_server(
@@ -493,6 +515,7 @@ def _trial(
         warmup=wl.warmup,
         cooldown=wl.cooldown,
         faults=tuple(wl.faults),
+        failover_figures=wl.failover_figures,
         client_hosts=int(get("client_hosts", 0)),
         batch=int(get("batch", wl.batch)),
         row_size=int(get("row_size", wl.row_size)),

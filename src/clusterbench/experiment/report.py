@@ -357,6 +357,7 @@ def _overview(info: dict[str, Any], points: Sequence[PointStats]) -> Section:
 
 def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = False) -> Report:
     from clusterbench.experiment.doe_report import design_sections
+    from clusterbench.experiment.failover_report import failover_section
     from clusterbench.experiment.search_report import search_sections
 
     run = store.get_run(run_id)
@@ -405,6 +406,7 @@ def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = Fa
         slap_section(store, run_id, points),
         tpcc_section(store, run_id, points),
         fault_section(fault_effects(store, run_id), several),
+        failover_section(store, run_id),
         client_section(clients, several),
         series_section(store, run_id, points),
         wall,

@@ -28,6 +28,8 @@ from clusterbench.experiment.convergence import Convergence, converge, needs_mor
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
 from clusterbench.experiment.stored import KIND, done_trials, find_run, trial_rows  # re-exported
 from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_nodes
+from clusterbench.scenario.spec import ScenarioSpec, VerifySpec
+from clusterbench.scenario.verification import Verification
 from clusterbench.store import Store
 from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.trial.data import DataSets
@@ -397,6 +399,16 @@ class ExperimentRunner(ClusterOps):
             client_hosts=tuple(self._client_hosts(t) or ()), admin=c.endpoint(self._writer()),
         )  # fmt: skip
 
+    def _verifiers(self, t: TrialSpec) -> tuple[Verification, ...]:
+        """With faults and `failover_figures`: the split-brain monitor and the availability
+        prober beside the load, whose samples give each fault's failover times."""
+        if not (t.faults and t.failover_figures):
+            return ()
+        c = self.cluster
+        assert c is not None
+        watch = VerifySpec(ledger_clients=0, prober=True, monitor=True, convergence=False)
+        return (Verification(c, ScenarioSpec(name="failover", verify=watch)),)
+
     def _trial(self, run_id: int, seq: int, t: TrialSpec) -> str:
         """One planned trial through the pipeline; its phases go to the wall-time ledger."""
         t_begin = self.ledger.monotonic()
@@ -412,7 +424,7 @@ class ExperimentRunner(ClusterOps):
             "options": load.options.model_dump(mode="json"), **self._extra_params(t),
         }  # fmt: skip
         faults = tuple(t.planned_faults(primary=c.primary())) if t.faults else ()
-        trial = Trial(load=load, params=params, faults=faults,
+        trial = Trial(load=load, params=params, faults=faults, verifiers=self._verifiers(t),
                       nodes=t.nodes, server=t.server, telemetry=self.telemetry)  # fmt: skip
         progress = _Progress(self.lis, t, t_begin, self.ledger.monotonic)
         out = self._pipeline(progress).run(trial, run_id, seq)

@@ -57,6 +57,14 @@ Level = int | float | str | bool
 
 # Factors that change the cluster itself (a rebuild), and those changed on a running cluster.
 TOPOLOGY_FACTORS = ("cpu_quota", "cpuset", "bandwidth")
+# Failure detection: each level is a cluster of its own with the setting in its engine's section
+# (Galera's evs timeouts in seconds, Group Replication's member_expel_timeout); with kill-node
+# faults and `failover_figures`, what a failover study varies. Each belongs to one engine.
+DETECTION_FACTORS: dict[str, str] = {
+    "evs_suspect_timeout": "galera",
+    "evs_inactive_timeout": "galera",
+    "member_expel_timeout": "group_replication",
+}
 # `nodes` is changed at runtime: the cluster is built for the largest count of its group and the
 # extra nodes are stopped (a graceful leave) between points, largest node count first.
 SERVER_FACTORS = (  # SET GLOBAL
@@ -85,7 +93,7 @@ CLIENT_FACTORS = (
 )
 # `engine` builds another cluster (galera or group_replication) from the same base topology: one
 # file compares the two engines on the same hardware and load.
-ALL_FACTORS = ("engine", "nodes", *TOPOLOGY_FACTORS, *SERVER_FACTORS, *CLIENT_FACTORS)
+ALL_FACTORS = ("engine", "nodes", *TOPOLOGY_FACTORS, *DETECTION_FACTORS, *SERVER_FACTORS, *CLIENT_FACTORS)
 ENGINES = ("galera", "group_replication")
 # How the load client reaches the database (the access-method study's interconnects): the node's
 # Unix socket with the client on the node's own host; TCP to the node over the bridge; TCP through
@@ -106,6 +114,9 @@ class Factors(_Strict):
     cpu_quota: list[float] | None = None
     cpuset: list[str] | None = None
     bandwidth: list[str] | None = None
+    evs_suspect_timeout: list[float] | None = None  # Galera: seconds before a silent member is suspected
+    evs_inactive_timeout: list[float] | None = None  # Galera: seconds before it is declared dead
+    member_expel_timeout: list[int] | None = None  # Group Replication: seconds a suspect may stay
     wsrep_slave_threads: list[int] | None = None
     innodb_flush_log_at_trx_commit: list[Literal[0, 1, 2]] | None = None
     innodb_buffer_pool_size: list[str] | None = None  # sizes like "128M"; resized online
@@ -168,6 +179,14 @@ class Factors(_Strict):
         for x in v or []:
             if x < 1:
                 raise ValueError(f"levels must be at least 1 (got {x})")
+        return v
+
+    @field_validator("evs_suspect_timeout", "evs_inactive_timeout", "member_expel_timeout")
+    @classmethod
+    def _detection(cls, v: list[float] | None) -> list[float] | None:
+        for x in v or []:
+            if not 0 < x <= 3600 and not (x == 0 and isinstance(x, int)):
+                raise ValueError(f"levels are seconds, above 0 and at most 3600 (got {x})")
         return v
 
     @field_validator("rate")
@@ -276,6 +295,10 @@ class Workload(_Strict):
     # Applied by a nemesis inside every trial of the part and healed before it ends; the cluster
     # is settled (every running node Synced, the balancer sees them UP) before the next trial.
     faults: list[FaultSpec] = Field(default_factory=list)
+    # With faults: run the split-brain monitor and the availability prober beside the load, so each
+    # trial stores its failover figures (suspected, view without the victim, new primary, writes
+    # ok again) and the report shows them against the factors
+    failover_figures: bool = False
 
     @model_validator(mode="before")
     @classmethod

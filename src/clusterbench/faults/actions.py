@@ -16,6 +16,7 @@ import pymysql
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode, Desyncable
 from clusterbench.errors import ComponentError, PreflightError
+from clusterbench.faults import delayline, delayline_plan
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.hosts.base import Machine
 from clusterbench.providers import datadirfs
@@ -34,33 +35,6 @@ log = logging.getLogger(__name__)
 
 def node_host(cluster: Cluster, i: int) -> Machine:
     return cluster.host(cluster.names.node_role(i))
-
-
-def netem_args(params: dict[str, Any]) -> list[str]:
-    """The netem qdisc of a delay-link or loss-link fault (pure)."""
-    if "delay" in params:
-        jitter = [str(params["jitter"])] if params.get("jitter") else []
-        return ["netem", "delay", str(params["delay"]), *jitter]
-    return ["netem", "loss", f"{float(params['loss']):g}%"]
-
-
-# Exit 0 when the kernel can run netem: the module is loaded, loads, or (built in) a netem qdisc
-# can be added to an idle loopback and removed again.
-_HAS_NETEM = (
-    "[ -d /sys/module/sch_netem ] && exit 0; "
-    "command -v modprobe >/dev/null 2>&1 && modprobe -q sch_netem 2>/dev/null && exit 0; "
-    "tc qdisc show dev lo | grep -q noqueue || exit 1; "
-    "tc qdisc add dev lo root netem delay 0ms 2>/dev/null || exit 1; tc qdisc del dev lo root; exit 0"
-)
-
-
-def has_netem(host: Machine) -> bool:
-    return host.run(["sh", "-c", _HAS_NETEM], check=False).ok
-
-
-def netem_missing(cluster: Cluster, nodes: tuple[int, ...]) -> list[str]:
-    """Nodes whose host kernel has no netem, as 'n2 (host h2)' or 'n2 (this machine)'."""
-    return cluster.provider.netem_missing([f"n{i}" for i in nodes], has_netem)
 
 
 def restore_link(cluster: Cluster, i: int) -> str:
@@ -227,33 +201,58 @@ class ThrottleLink(_Base):
         return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}
 
 
-class NetemLink(_Base):
-    """Added delay or loss with netem, where the kernel has sch_netem (this lab machine's does not;
-    many distribution kernels do). Locally on both ends of the node's veth, over ssh on the
-    egress of the node's interface."""
+class ImpairLink(_Base):
+    """Added delay (and jitter) or loss on each target node's link, on any kernel: netem where the
+    kernel has it and it can do the fault, else the NFQUEUE delay line for the delay and the
+    iptables `statistic` match for the loss (faults/delayline.py, docs/delayline.md), inside the
+    node's namespace. The round trip to another node is measured before, during and after, so
+    the fault's row shows what was achieved beside what was asked. Refused when it is built,
+    in one line, on a machine that can do neither."""
 
     def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
         super().__init__(cluster, fault)
-        missing = netem_missing(cluster, fault.nodes)
-        if missing:
-            raise PreflightError(
-                f"{fault.kind} needs netem (sch_netem), which the kernel of {', '.join(missing)} does not "
-                "have; use throttle-link (tbf) there, or a machine whose kernel has netem"
-            )
+        p = fault.params
+        imp = delayline_plan.impairment(p.get("delay"), p.get("jitter"), p.get("loss"))
+        self.links: dict[int, delayline.LinkImpairment] = {}
+        t = cluster.topology
+        for i in fault.nodes:
+            role = cluster.names.node_role(i)
+            host = cluster.host(role)
+            mech = delayline.require(delayline.preflight(host, imp, None))
+            peer = next((j for j in t.node_indexes() if j not in fault.nodes), None)
+            self.links[i] = delayline.LinkImpairment(
+                host, imp, None, workdir=cluster.role_dir(role) / "delayline", mechanism=mech,
+                dev=cluster.interface(role), probe_addr=t.node_address(peer) if peer else None,
+                seed=fault.index, clock=cluster.clock,
+            )  # fmt: skip
 
     def apply(self) -> dict[str, Any]:
         self.active = True
-        qdisc = netem_args(self.fault.params)
-        for i in self.fault.nodes:
-            self.cluster.provider.netem(self.cluster.names.node_role(i), qdisc)
-        return {"netem": " ".join(qdisc[1:]), "nodes": [f"n{i}" for i in self.fault.nodes]}
+        out: dict[str, Any] = {f"n{i}": link.apply() for i, link in self.links.items()}
+        out["summary"] = "; ".join(impairment_line(node, d) for node, d in list(out.items()))
+        return out
 
     def heal(self) -> dict[str, Any]:
         if not self.active:
             return {}
         self.active = False
-        restored = {f"n{i}": restore_link(self.cluster, i) for i in self.fault.nodes}
-        return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}
+        out: dict[str, Any] = {}
+        for i, link in self.links.items():
+            out[f"n{i}"] = link.heal()
+            if link.mech.delay == "netem":  # netem replaced the root qdisc: the topology's shaping back
+                out[f"n{i}"]["restored"] = restore_link(self.cluster, i)
+        return {**out, **recovered(self.cluster, self.fault.nodes)}
+
+
+def impairment_line(node: str, detail: dict[str, Any]) -> str:
+    """One node's link fault as asked and as measured: 'n3: 50 ms added round trip by nfqueue;
+    RTT to a peer 0.21 -> 50.74 ms (+50.53)'."""
+    line = f"{node}: {detail.get('requested', '')} ({detail.get('mechanism', '')})"
+    rtt = detail.get("rtt_ms") or {}
+    base, during = (rtt.get("base") or {}).get("p50"), (rtt.get("during") or {}).get("p50")
+    if base is not None and during is not None:
+        line += f"; RTT to a peer {base:.2f} -> {during:.2f} ms (+{during - base:.2f})"
+    return line
 
 
 class ThrottleCpu(_Base):
@@ -396,9 +395,9 @@ class DiskFull(_Base):
         for i in self.fault.nodes:
             n = self.cluster.node(i)
             size = size_bytes(self.cluster.topology.node_datadir_size(i) or "0")
-            if not datadirfs.tmpfs_of_its_own(n.host, n.datadir, size):
+            if not datadirfs.fs_of_its_own(n.host, n.datadir, size):
                 raise ComponentError(
-                    f"n{i}: {n.datadir} is not the datadir file system clusterbench made for it (a tmpfs of "
+                    f"n{i}: {n.datadir} is not the datadir file system clusterbench made for it (of "
                     f"at most {datadirfs.human(size)}); refusing to fill it"
                 )
             # Until the file system refuses more (ENOSPC): bounded by its size.
@@ -534,27 +533,3 @@ class CutVrrp(_Base):
         holder = self.cluster.wait_vip(timeout=3 * adv + 10)
         return {"restored": "VRRP between lb1 and lb2", "vip_on": holder,
                 "one_holder_after_s": round(time.monotonic() - t0, 2)}  # fmt: skip
-
-
-ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
-    "kill-node": KillNodes,
-    "coordinated-crash": CoordinatedCrash,
-    "stop-node": StopNodes,
-    "pause-node": PauseNodes,
-    "isolate-node": IsolateNodes,
-    "partition": Partition,
-    "throttle-link": ThrottleLink,
-    "throttle-cpu": ThrottleCpu,
-    "desync-node": DesyncNodes,
-    "rolling-restart": RollingRestart,
-    "kill-balancer": KillBalancer,
-    "cut-vrrp": CutVrrp,
-    "disk-full": DiskFull,
-    "sql": RunSql,
-    "delay-link": NetemLink,
-    "loss-link": NetemLink,
-}
-
-
-def make_action(cluster: Cluster, fault: PlannedFault) -> Action:
-    return ACTIONS[fault.kind](cluster, fault)

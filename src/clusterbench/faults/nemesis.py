@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.cluster import Cluster
-from clusterbench.faults.actions import Action, make_action
+from clusterbench.faults.actions import Action
+from clusterbench.faults.kinds import make_action
 from clusterbench.faults.spec import PlannedFault
 
 log = logging.getLogger(__name__)

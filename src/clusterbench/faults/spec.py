@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from clusterbench.engines.fakeclock import parse_drift, parse_offset
 from clusterbench.spec.topology import RATE_RE
 
 FaultKind = Literal[
@@ -33,6 +34,11 @@ FaultKind = Literal[
     "coordinated-crash",
     "disk-full",
     "sql",
+    "power-loss",
+    "disk-slow",
+    "disk-error",
+    "throttle-disk",
+    "clock-skew",
 ]
 
 KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -50,8 +56,16 @@ NODE_KINDS = {
     "loss-link",
     "coordinated-crash",
     "disk-full",
+    "power-loss",
+    "disk-slow",
+    "disk-error",
+    "throttle-disk",
+    "clock-skew",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
+DISK_RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)/s$", re.I)
+_DISK_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}  # fmt: skip
 TARGET_RE = re.compile(r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|primary|balancer|lb:[12])$")
 
 
@@ -65,11 +79,16 @@ class FaultSpec(BaseModel):
     at: float = Field(ge=0, description="seconds after the trial starts")
     duration: float | None = Field(None, alias="for", gt=0, description="seconds until it is healed")
     # kind-specific
-    rate: str | None = None  # throttle-link, e.g. "1mbit"
+    rate: str | None = None  # throttle-link, e.g. "1mbit"; throttle-disk, e.g. "1MB/s"
+    iops: int | None = Field(None, gt=0)  # throttle-disk: operations per second, reads and writes each
+    # clock-skew (servers under libfaketime, cluster.clock = "faketime"): the wall clock jumps by
+    # `offset` ("+30s", "-2m") and/or drifts by `drift` ("+10ms/s") until the heal bumps it back
+    offset: str | None = None
+    drift: str | None = None
     cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
     groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
     cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
-    # delay-link / loss-link (netem; only where the kernel has sch_netem): "100ms", 5.0 (%)
+    # delay-link / loss-link (the delay line or netem, faults/delayline.py): "100ms", 5.0 (%)
     delay: str | None = None
     jitter: str | None = None
     loss: float | None = Field(None, gt=0, le=100)
@@ -77,12 +96,31 @@ class FaultSpec(BaseModel):
     window: float | None = Field(None, ge=0, le=600)
     # sql: a statement run once on the target node at `at` (e.g. a DDL while a node's disk is full)
     statement: str | None = None
+    # disk-slow / disk-error (the datadir layer, datadir_layer = "faultfs"): which operations the
+    # delay or error hits ("read", "write", "fsync", "all"), the error, and how often it happens
+    ops: list[Literal["read", "write", "fsync", "all"]] | None = None
+    error: Literal["EIO", "ENOSPC"] | None = None
+    probability: float | None = Field(None, gt=0, le=1)
 
     @field_validator("delay", "jitter")
     @classmethod
     def _duration(cls, v: str | None) -> str | None:
         if v is not None and not DELAY_RE.match(v):
             raise ValueError(f"'{v}' is not a delay like '100ms' or '1.5ms'")
+        return v
+
+    @field_validator("offset")
+    @classmethod
+    def _offset(cls, v: str | None) -> str | None:
+        if v is not None and parse_offset(v) is None:
+            raise ValueError(f"'{v}' is not a clock offset like '+30s', '-2m' or '+250ms'")
+        return v
+
+    @field_validator("drift")
+    @classmethod
+    def _drift(cls, v: str | None) -> str | None:
+        if v is not None and parse_drift(v) is None:
+            raise ValueError(f"'{v}' is not a clock drift like '+10ms/s' or '-1s/m'")
         return v
 
     @field_validator("target")
@@ -97,10 +135,23 @@ class FaultSpec(BaseModel):
 
     @field_validator("rate")
     @classmethod
-    def _rate(cls, v: str | None) -> str | None:
-        if v is not None and not RATE_RE.match(v):
+    def _rate(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        if info.data.get("kind") == "throttle-disk":
+            if disk_rate_bytes(v) is None:
+                raise ValueError(f"'{v}' is not a disk rate like '1MB/s' or '512KiB/s'")
+        elif not RATE_RE.match(v):
             raise ValueError(f"'{v}' is not a rate like '1mbit' or '512kbit'")
         return v
+
+
+def disk_rate_bytes(text: str) -> int | None:
+    """'1MB/s' -> 1000000, '512KiB/s' -> 524288; None when it is not such a rate (pure)."""
+    m = DISK_RATE_RE.match(text.strip())
+    if not m or float(m.group(1)) <= 0:
+        return None
+    return int(float(m.group(1)) * _DISK_UNITS[m.group(2).lower()])
 
 
 @dataclass(frozen=True)
@@ -189,6 +240,135 @@ def resolve_nodes(
     return (), f"target {target} is for balancer faults, not for nodes"
 
 
+# The settings each kind takes besides target, at and for; any other one given is refused.
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "throttle-link": ("rate",),
+    "throttle-cpu": ("cpu_quota",),
+    "partition": ("groups", "cuts"),
+    "delay-link": ("delay", "jitter"),
+    "loss-link": ("loss",),
+    "coordinated-crash": ("window",),
+    "sql": ("statement",),
+    "disk-slow": ("delay", "jitter", "ops"),
+    "disk-error": ("error", "ops", "probability"),
+    "throttle-disk": ("rate", "iops"),
+    "clock-skew": ("offset", "drift"),
+}
+OPTIONAL_FIELDS = ("rate", "cpu_quota", "groups", "cuts", "delay", "jitter", "loss", "window", "statement",
+                   "ops", "error", "probability", "iops", "offset", "drift")  # fmt: skip
+# what each kind needs given, with the example the message names
+REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
+    "throttle-link": (("rate", 'rate is required, e.g. rate = "1mbit"'),),
+    "throttle-cpu": (("cpu_quota", "cpu_quota is required (CPUs, e.g. 0.1)"),),
+    "delay-link": (("delay", 'delay is required, e.g. delay = "50ms"'),),
+    "loss-link": (("loss", "loss is required (percent, e.g. 5)"),),
+    "disk-slow": (("delay", 'delay is required, e.g. delay = "20ms" (added to each operation)'),),
+    "throttle-disk": (("rate", 'rate is required, e.g. rate = "1MB/s" (iops = N limits operations too)'),),
+}
+
+
+def _common_checks(s: FaultSpec, where: str, trial_time: float) -> list[str]:
+    """What every kind must satisfy: a duration (but rolling-restart and sql), inside the load, and
+    only the settings of its own kind."""
+    errors = []
+    until = None if s.duration is None else s.at + s.duration
+    if s.kind not in ("rolling-restart", "sql") and s.duration is None:
+        errors.append(f"{where}: `for` (duration in seconds) is required")
+    if s.kind == "sql" and s.duration is not None:
+        errors.append(f"{where}: sql runs once at `at`; remove `for`")
+    if s.kind == "sql" and s.statement is None:
+        errors.append(f'{where}: sql needs statement = "..."')
+    if s.at >= trial_time:
+        errors.append(f"{where}: at={s.at:g} is not before the end of the load ({trial_time:g} s)")
+    if until is not None and until > trial_time:
+        errors.append(f"{where}: it would heal at {until:g} s, after the load ends ({trial_time:g} s)")
+    own = KIND_FIELDS.get(s.kind, ())
+    for name in OPTIONAL_FIELDS:
+        if getattr(s, name) is not None and name not in own:
+            kinds = [k for k, fields in KIND_FIELDS.items() if name in fields]
+            errors.append(f"{where}: {name} only applies to {' and '.join(kinds)}")
+    for name, message in REQUIRED.get(s.kind, ()):
+        if getattr(s, name) is None:
+            errors.append(f"{where}: {message}")
+    if s.kind == "clock-skew" and s.offset is None and s.drift is None:
+        errors.append(f'{where}: offset or drift is required, e.g. offset = "+30s" or drift = "+10ms/s"')
+    return errors
+
+
+def _balancer_target(
+    s: FaultSpec, where: str, balancers: int
+) -> tuple[int | None, dict[str, Any], list[str]]:
+    """kill-balancer and cut-vrrp: which balancer, its params, problems."""
+    errors = []
+    if balancers == 0:
+        errors.append(f"{where}: this cluster has no balancer")
+    if s.kind == "cut-vrrp":
+        # between the two balancers of a keepalived pair (checked against the cluster when the
+        # fault is built: only the topology knows whether it has a pair)
+        if s.target not in ("balancer", "random"):
+            errors.append(f"{where}: target must be balancer (the keepalived pair)")
+        return None, {}, errors
+    if s.target not in ("balancer", "lb:1", "lb:2"):
+        errors.append(f"{where}: target must be balancer or lb:N")
+    lb = int(s.target[3:]) if s.target.startswith("lb:") else 1
+    if balancers and lb > balancers:
+        errors.append(f"{where}: lb:{lb} does not exist (this cluster has {balancers})")
+    return lb, {"target": "lb" if s.target.startswith("lb:") else "balancer"}, errors
+
+
+def _crash_order(node_ids: tuple[int, ...], window: float, rng: random.Random) -> dict[str, Any]:
+    """coordinated-crash: the kill order and offsets, the first at 0 and the last at `window`."""
+    order = list(node_ids)
+    rng.shuffle(order)
+    inner = sorted(rng.uniform(0, window) for _ in range(max(0, len(order) - 2)))
+    offsets = [0.0, *inner, window][: len(order)] if len(order) > 1 else [0.0]
+    return {"window": window, "order": order, "offsets": [round(x, 3) for x in offsets]}
+
+
+def _node_targets(
+    s: FaultSpec, where: str, nodes: int, rng: random.Random, primary: int | None
+) -> tuple[tuple[int, ...], dict[str, Any], list[str]]:
+    """The nodes a fault acts on, with the params that come with them."""
+    if s.kind == "partition":
+        pairs, errs = _pairs_from(s, nodes)
+        return tuple(sorted({i for p in pairs for i in p})), {"pairs": pairs}, [f"{where}: {e}" for e in errs]
+    if s.kind == "rolling-restart":
+        return tuple(range(1, nodes + 1)), {}, []
+    # `random` (the default target) means every node for a coordinated crash
+    target = "all" if s.kind == "coordinated-crash" and s.target == "random" else s.target
+    node_ids, err = resolve_nodes(target, nodes, rng, primary)
+    errors = [f"{where}: {err}"] if err else []
+    params: dict[str, Any] = {}
+    if s.kind == "sql":
+        if not s.target.startswith("node:") or len(node_ids) != 1:
+            errors.append(f'{where}: sql runs on one node: target = "node:N"')
+        params["statement"] = s.statement
+    if s.kind == "coordinated-crash":
+        params = _crash_order(node_ids, float(s.window or 0.0), rng)
+    return node_ids, params, errors
+
+
+def _kind_params(s: FaultSpec) -> dict[str, Any]:
+    """The kind's own settings, as the action reads them."""
+    out: dict[str, Any] = {}
+    for name in KIND_FIELDS.get(s.kind, ()):
+        value = getattr(s, name)
+        if value is not None and name not in ("groups", "cuts", "statement", "window"):
+            out[name] = value
+    if s.kind == "disk-slow":
+        out.setdefault("ops", ["fsync"])
+    if s.kind == "throttle-disk" and s.rate is not None:
+        out["bytes_per_s"] = disk_rate_bytes(s.rate)
+    if s.kind == "clock-skew":
+        out["offset_s"] = parse_offset(s.offset) if s.offset else 0.0
+        out["drift_s_per_s"] = parse_drift(s.drift) if s.drift else 0.0
+    if s.kind == "disk-error":
+        out.setdefault("ops", ["fsync"])
+        out.setdefault("error", "EIO")
+        out.setdefault("probability", 1.0)
+    return out
+
+
 def plan(
     specs: list[FaultSpec],
     nodes: int,
@@ -204,103 +384,16 @@ def plan(
     errors: list[str] = []
     for k, s in enumerate(specs, start=1):
         where = f"fault {k} ({s.kind})"
-        until = None if s.duration is None else s.at + s.duration
-        if s.kind not in ("rolling-restart", "sql") and s.duration is None:
-            errors.append(f"{where}: `for` (duration in seconds) is required")
-        if s.kind == "sql" and s.duration is not None:
-            errors.append(f"{where}: sql runs once at `at`; remove `for`")
-        if (s.kind == "sql") != (s.statement is not None):
-            errors.append(
-                f'{where}: sql needs statement = "..."'
-                if s.kind == "sql"
-                else f"{where}: statement only applies to sql"
-            )
-        if s.at >= trial_time:
-            errors.append(f"{where}: at={s.at:g} is not before the end of the load ({trial_time:g} s)")
-        if until is not None and until > trial_time:
-            errors.append(f"{where}: it would heal at {until:g} s, after the load ends ({trial_time:g} s)")
-        params: dict[str, Any] = {}
-        node_ids: tuple[int, ...] = ()
+        errors += _common_checks(s, where, trial_time)
         lb: int | None = None
-        if s.kind == "kill-balancer":
-            if s.target not in ("balancer", "lb:1", "lb:2"):
-                errors.append(f"{where}: target must be balancer or lb:N")
-            lb = int(s.target[3:]) if s.target.startswith("lb:") else 1
-            params["target"] = "lb" if s.target.startswith("lb:") else "balancer"
-            if balancers == 0:
-                errors.append(f"{where}: this cluster has no balancer")
-            elif lb > balancers:
-                errors.append(f"{where}: lb:{lb} does not exist (this cluster has {balancers})")
-        elif s.kind == "cut-vrrp":
-            # between the two balancers of a keepalived pair (checked against the cluster when
-            # the fault is built: only the topology knows whether it has a pair)
-            if s.target not in ("balancer", "random"):
-                errors.append(f"{where}: target must be balancer (the keepalived pair)")
-            if balancers == 0:
-                errors.append(f"{where}: this cluster has no balancer")
-        elif s.kind == "sql":
-            node_ids, err = resolve_nodes(s.target, nodes, rng)
-            if err:
-                errors.append(f"{where}: {err}")
-            elif not s.target.startswith("node:") or len(node_ids) != 1:
-                errors.append(f'{where}: sql runs on one node: target = "node:N"')
-            params["statement"] = s.statement
-        elif s.kind == "partition":
-            pairs, errs = _pairs_from(s, nodes)
-            errors += [f"{where}: {e}" for e in errs]
-            params["pairs"] = pairs
-            node_ids = tuple(sorted({i for p in pairs for i in p}))
-        elif s.kind == "rolling-restart":
-            node_ids = tuple(range(1, nodes + 1))
-        elif s.kind == "coordinated-crash":
-            # `random` (the default target) means every node here: the drill kills them all.
-            node_ids, err = resolve_nodes("all" if s.target == "random" else s.target, nodes, rng)
-            if err:
-                errors.append(f"{where}: {err}")
-            window = float(s.window or 0.0)
-            order = list(node_ids)
-            rng.shuffle(order)
-            # The first kill at 0, the last at `window`, the others at random times in between.
-            inner = sorted(rng.uniform(0, window) for _ in range(max(0, len(order) - 2)))
-            offsets = [0.0, *inner, window][: len(order)] if len(order) > 1 else [0.0]
-            params["window"] = window
-            params["order"] = order
-            params["offsets"] = [round(x, 3) for x in offsets]
+        node_ids: tuple[int, ...] = ()
+        if s.kind in ("kill-balancer", "cut-vrrp"):
+            lb, params, errs = _balancer_target(s, where, balancers)
         else:
-            node_ids, err = resolve_nodes(s.target, nodes, rng, primary)
-            if err:
-                errors.append(f"{where}: {err}")
-        if s.kind == "throttle-link":
-            if s.rate is None:
-                errors.append(f'{where}: rate is required, e.g. rate = "1mbit"')
-            params["rate"] = s.rate
-        if s.kind == "throttle-cpu":
-            if s.cpu_quota is None:
-                errors.append(f"{where}: cpu_quota is required (CPUs, e.g. 0.1)")
-            params["cpu_quota"] = s.cpu_quota
-        if s.kind == "delay-link":
-            if s.delay is None:
-                errors.append(f'{where}: delay is required, e.g. delay = "50ms"')
-            params["delay"] = s.delay
-            if s.jitter is not None:
-                params["jitter"] = s.jitter
-        if s.kind == "loss-link":
-            if s.loss is None:
-                errors.append(f"{where}: loss is required (percent, e.g. 5)")
-            params["loss"] = s.loss
-        if s.kind != "delay-link" and (s.delay is not None or s.jitter is not None):
-            errors.append(f"{where}: delay/jitter only apply to delay-link")
-        if s.kind != "loss-link" and s.loss is not None:
-            errors.append(f"{where}: loss only applies to loss-link")
-        if s.kind != "coordinated-crash" and s.window is not None:
-            errors.append(f"{where}: window only applies to coordinated-crash")
-        if s.kind != "throttle-link" and s.rate is not None:
-            errors.append(f"{where}: rate only applies to throttle-link")
-        if s.kind != "throttle-cpu" and s.cpu_quota is not None:
-            errors.append(f"{where}: cpu_quota only applies to throttle-cpu")
-        if s.kind != "partition" and (s.groups or s.cuts):
-            errors.append(f"{where}: groups/cuts only apply to partition")
-        out.append(PlannedFault(k, s.kind, node_ids, lb, s.at, until, params))
+            node_ids, params, errs = _node_targets(s, where, nodes, rng, primary)
+        errors += errs
+        until = None if s.duration is None else s.at + s.duration
+        out.append(PlannedFault(k, s.kind, node_ids, lb, s.at, until, {**params, **_kind_params(s)}))
     # Two faults on the same node at overlapping times would heal each other's state: refuse.
     # (A statement of a sql step changes no state of the node's that a heal would undo.)
     for i, a in enumerate(out):
@@ -320,7 +413,9 @@ def _overlap(a: PlannedFault, b: PlannedFault) -> bool:
     return a.at < b_end and b.at < a_end
 
 
-RandomKind = Literal["kill-node", "stop-node", "pause-node", "isolate-node", "partition", "coordinated-crash"]
+RandomKind = Literal[
+    "kill-node", "stop-node", "pause-node", "isolate-node", "partition", "coordinated-crash", "power-loss"
+]
 
 
 class RandomFaults(BaseModel):
@@ -383,6 +478,8 @@ def expand_random(rf: RandomFaults, nodes: int, trial_time: float, seed: int) ->
         elif kind == "coordinated-crash":
             fields["target"] = "all"
             fields["window"] = rf.window
+        elif kind == "power-loss":  # one node, or (one time in three) every node at once
+            fields["target"] = "all" if rng.random() < 1 / 3 else f"node:{rng.randint(1, nodes)}"
         else:
             fields["target"] = f"node:{rng.randint(1, nodes)}"
         out.append(FaultSpec.model_validate(fields))

@@ -78,12 +78,19 @@ def descendants(entries: list[ProcEntry], roots: Collection[int]) -> set[int]:
     return out
 
 
+# Programs of ours that serve a node's directory across its server's starts and are stopped on
+# their own (the power-loss layer, cb-faultfs, mounted at the datadir): never a stray.
+COMPANIONS = frozenset({"cb-faultfs"})
+
+
 def strays(entries: list[ProcEntry], marker: str, keep: Collection[int] = ()) -> list[ProcEntry]:
     """Live processes whose command line contains `marker` (a directory of ours, with its trailing
     slash), and their descendants, minus the processes in `keep` and theirs (a daemon we still
-    track). Pure."""
+    track) and the COMPANIONS. Pure."""
     by_pid = {e.pid: e for e in entries}
-    found = descendants(entries, [e.pid for e in entries if marker in e.cmdline])
+    found = descendants(
+        entries, [e.pid for e in entries if marker in e.cmdline and program(e.cmdline) not in COMPANIONS]
+    )
     kept = descendants(entries, [p for p in keep if p in by_pid])
     return [by_pid[p] for p in sorted(found - kept) if by_pid[p].live]
 

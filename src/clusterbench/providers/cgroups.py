@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,11 @@ class CgroupV1:
                 # Moves the whole thread group (all of mariadbd's threads).
                 procs.write_text(str(pid))
 
+    def procs_files(self, name: str) -> list[Path]:
+        """The cgroup.procs files of group `name`, one per controller it has."""
+        files = [self._dir(c, name) / "cgroup.procs" for c in ("cpu", "cpuset")]
+        return [f for f in files if f.exists()]
+
     def existing(self, prefix: str) -> list[Path]:
         """Groups of ours whose leaf name starts with `prefix` (e.g. 'lab-')."""
         out: list[Path] = []
@@ -107,6 +113,20 @@ class CgroupV1:
                 if time.monotonic() >= deadline:
                     raise PreflightError(f"cgroup {path} still has processes; stop them first") from None
                 time.sleep(0.1)
+
+
+# sh -c: write the shell's own PID into each file named before `--`, then exec the command (which
+# keeps that PID); a write that fails stops it there.
+_ENTER = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 1; shift; done; shift; exec "$@"'
+
+
+def enter_cgroup_argv(procs_files: Sequence[Path], argv: Sequence[str] = ()) -> list[str]:
+    """`argv` started inside the groups whose cgroup.procs files are given: it enters them before
+    it execs, so whatever it forks at start (nginx's and php-fpm's workers) is born there, which
+    an attach() after the spawn would miss. Without files: `argv` as it is. Pure."""
+    if not procs_files:
+        return list(argv)
+    return ["sh", "-c", _ENTER, "sh", *(str(f) for f in procs_files), "--", *argv]
 
 
 def _read(path: Path) -> str:

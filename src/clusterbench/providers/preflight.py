@@ -37,8 +37,10 @@ def missing_binaries(t: Topology, engine_needs: dict[str, str]) -> list[str]:
     need = {b: f"Debian package {pkg}" for b, pkg in REQUIRED.items()}
     if t.balancer.kind == "haproxy":
         need["haproxy"] = "Debian package haproxy"
-    if t.vip_address() is not None:
+    if t.vip_address() is not None or t.front_vip_address() is not None:
         need["keepalived"] = "Debian package keepalived"
+    if t.web.nodes:
+        need.update(WEB_NEEDS)
     need.update(engine_needs)
     out = []
     for what, how in need.items():
@@ -47,6 +49,15 @@ def missing_binaries(t: Topology, engine_needs: dict[str, str]) -> list[str]:
             out.append(f"{what} ({how})")
     return out
 
+
+# The web tier (`[web] nodes` > 0): nginx + php-fpm + php's mysqli on every web node, curl for
+# their status pages. (vegeta, the HTTP load, is the load runner's own preflight.)
+WEB_NEEDS = {
+    "nginx": "Debian package nginx",
+    "php-fpm8.2": "Debian package php8.2-fpm",
+    "/etc/php/8.2/mods-available/mysqli.ini": "Debian package php8.2-mysql",
+    "curl": "Debian package curl",
+}
 
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -17,7 +17,6 @@ from typing import Any
 from clusterbench.clock import SystemClock
 from clusterbench.errors import ClusterStateError
 from clusterbench.hosts import procs
-from clusterbench.hosts.base import Machine
 from clusterbench.hosts.ssh import KnownHosts, SshHost, SshTarget, copy_tree, on_hosts
 from clusterbench.providers import ssh_check
 from clusterbench.providers.iptables import isolate_rules, unpartition_rules
@@ -175,16 +174,6 @@ class SshProvider:
         """Egress of the role's interface only: ingress shaping would need an ifb device."""
         self.host(role).run(["tc", "qdisc", "replace", "dev", self.interface(role), "root", *tbf_args(rate)])
 
-    def netem(self, role: str, qdisc: list[str]) -> None:
-        self.host(role).run(["tc", "qdisc", "replace", "dev", self.interface(role), "root", *qdisc])
-
-    def netem_missing(self, roles: Sequence[str], probe: Callable[[Machine], bool]) -> list[str]:
-        out = []
-        for role, ok in on_hosts(list(roles), lambda r: probe(self.host(r))):
-            if ok is not True:
-                out.append(f"{role} (host {self.host(role).name})")
-        return out
-
     def restore_link(self, role: str) -> str:
         # No shaping in an ssh topology: removing our root qdisc gives the interface back its
         # default one.
@@ -214,11 +203,16 @@ class SshProvider:
 
     # ------------------------------------------------------------------ down
 
-    def make_datadir_fs(self, role: str, path: Path, size: str) -> None:
-        """A tmpfs of `size` for a node's datadir, mounted on its machine."""
+    def make_datadir_fs(self, role: str, path: Path, size: str, fs: str = "tmpfs") -> None:
+        """A file system of `size` for a node's datadir (tmpfs, or ext4 on a loop device), mounted on
+        its machine."""
         from clusterbench.providers import datadirfs  # noqa: PLC0415
 
-        datadirfs.make(self.host(role), path, size, datadirfs.source_name(self.topology.name, role))
+        datadirfs.make(self.host(role), path, size, datadirfs.source_name(self.topology.name, role), fs)
+
+    def machine_of(self, role: str) -> SshHost:
+        """Where a role's mounts, block devices and cgroups are managed: its machine."""
+        return self.host(role)
 
     def release_datadir_fs(self) -> list[str]:
         """Unmount every file system under our role directories on the machines."""

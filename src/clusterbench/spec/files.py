@@ -39,7 +39,7 @@ KIND_KEYS: dict[str, frozenset[str]] = {
     ),
     "topology": frozenset(
         {"cluster", "resources", "mariadb", "mysql", "balancer", "engine", "provider", "hosts", "node",
-         "clients"}
+         "clients", "web"}
     ),  # fmt: skip
 }
 RUN_WITH = {

@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
@@ -22,13 +21,16 @@ from pydantic import (
 )
 
 from clusterbench.errors import InputError
+from clusterbench.spec.balancer import BalancerSettings, pair_problem
 from clusterbench.spec.engine import EngineSettings, MySQLSettings, check_sections, galera_key_error
+from clusterbench.spec.resources import RATE_RE as RATE_RE  # for the fault and experiment specs
+from clusterbench.spec.resources import Resources
+from clusterbench.spec.resources import Strict as _Strict
+from clusterbench.spec.web import WebSettings
 
 MAX_NODES = 9
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 SIZE_RE = re.compile(r"^[0-9]+[KMG]?$")
-RATE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit|bit)$")
-CPUSET_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
 
 # Host offsets inside the subnet. Fixed so addresses are predictable in docs and reports:
 # bridge .1, lb1 .2, the keepalived VIP .3, lb2 .4, node N .10+N. lb1 and the nodes keep the
@@ -39,49 +41,27 @@ BALANCER_OFFSETS = (2, 4)  # lb1, lb2
 BALANCER_OFFSET = BALANCER_OFFSETS[0]
 VIP_OFFSET = 3
 NODE_OFFSET = 10
-MAX_BALANCERS = len(BALANCER_OFFSETS)
 # Local client namespaces (`[clients] hosts = K`): client k at .30+k, clear of the nodes (.11-.19)
 # and inside the smallest subnet allowed (/26: host numbers up to .62).
 CLIENT_OFFSET = 30
 MAX_CLIENTS = 16
+# The web tier (`[web] nodes = W`): web node w at .20+w (between the nodes and the clients), the
+# front HAProxy pair fe1 .5 and fe2 .7 with its VIP .6 between them, as lb1/VIP/lb2 are .2/.3/.4.
+WEB_OFFSET = 20
+FRONT_OFFSETS = (5, 7)  # fe1, fe2
+FRONT_VIP_OFFSET = 6
+BALANCER_VIP = "the balancer VIP"
+FRONT_VIP = "the web front VIP"
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
 ROLES = ("db", "balancer", "client")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Resources(_Strict):
-    """Limits for one host. `cpu_quota` is in CPUs (0.5 = half a core), via cgroup v1 cfs quota."""
-
-    cpu_quota: float | None = Field(None, gt=0, le=64)
-    cpuset: str | None = None
-    bandwidth: str | None = Field(None, description="tbf rate on the host's link, e.g. '10mbit'")
-
-    @field_validator("cpuset")
-    @classmethod
-    def _cpuset(cls, v: str | None) -> str | None:
-        if v is not None and not CPUSET_RE.match(v):
-            raise ValueError(f"'{v}' is not a CPU list like '0' or '0-1' or '0,1'")
-        return v
-
-    @field_validator("bandwidth")
-    @classmethod
-    def _bandwidth(cls, v: str | None) -> str | None:
-        if v is not None and not RATE_RE.match(v):
-            raise ValueError(f"'{v}' is not a rate like '100mbit', '512kbit' or '1gbit'")
-        return v
-
-    def merged(self, override: Resources) -> Resources:
-        data = self.model_dump()
-        data.update({k: v for k, v in override.model_dump().items() if v is not None})
-        return Resources(**data)
-
-
 # The smallest datadir file system of its own a node may get (system tables, redo log, gcache...).
 MIN_DATADIR_BYTES = 192 * 1024 * 1024
+# A datadir file system of its own without a datadir_size (a tmpfs uses memory only as filled; a
+# loop device's image file is sparse).
+DEFAULT_DATADIR_SIZE = {"tmpfs": "1G", "loop": "2G"}
 
 
 def size_bytes(v: str) -> int:
@@ -97,6 +77,21 @@ class NodeOverride(Resources):
         description="give this node's datadir a file system of its own of this size (a tmpfs the "
         "tool mounts at up and removes at down), e.g. '256M': what the disk-full fault fills",
     )
+    datadir_layer: Literal["none", "faultfs"] | None = Field(
+        None,
+        description="'faultfs': this node's datadir sits on the power-loss layer (cluster.datadir_layer "
+        "for every node)",
+    )
+    datadir_fs: Literal["host", "tmpfs", "loop"] | None = Field(
+        None,
+        description="'loop': this node's datadir on an ext4 file system of its own on a loop device "
+        "(a block device of this node's alone: telemetry watches it, throttle-disk slows it), "
+        "cluster.datadir_fs for every node; 'tmpfs' is what datadir_size alone gives",
+    )
+    # This node's own server settings, over the cluster's [mariadb] / [mysql] (a node with a
+    # smaller buffer pool, fewer applier threads): validated like those, flagged in reports.
+    mariadb: dict[str, Any] | None = None
+    mysql: dict[str, Any] | None = None
 
     @field_validator("datadir_size")
     @classmethod
@@ -111,6 +106,15 @@ class NodeOverride(Resources):
                 f"give at least {MIN_DATADIR_BYTES >> 20}M"
             )
         return v
+
+    @model_validator(mode="after")
+    def _size_needs_a_file_system(self) -> NodeOverride:
+        if self.datadir_fs == "host" and self.datadir_size:
+            raise ValueError(
+                f"node {self.index}: datadir_size is the size of a file system of its own; with "
+                'datadir_fs = "host" remove it, or set datadir_fs = "tmpfs" or "loop"'
+            )
+        return self
 
 
 class MariaDBSettings(_Strict):
@@ -161,58 +165,21 @@ class MariaDBSettings(_Strict):
         return self
 
 
-class BalancerSettings(_Strict):
-    """HAProxy in front of the nodes, with a health check that sees Galera state.
-
-    The check is an HTTP clustercheck per node (Synced and Primary and wsrep_ready), never
-    `option mysql-check`, which answers OK for a donor or a non-Primary node (RECIPES G6).
-    """
-
-    kind: Literal["haproxy", "none"] = "haproxy"
-    algorithm: Literal["leastconn", "roundrobin", "first"] = "leastconn"
-    port: int = Field(3306, ge=1, le=65535)
-    check_interval_ms: int = Field(1000, ge=100, le=60000)
-    fall: int = Field(2, ge=1, le=10)
-    rise: int = Field(2, ge=1, le=10)
-    maxconn: int = Field(4096, ge=16, le=100000)
-    # Two HAProxies (lb1, lb2) share a virtual IP through keepalived (unicast VRRP). `vip` is
-    # unset/true for the default address (subnet host .3) or an address in the subnet; a pair
-    # always has one, a single HAProxy never does (there is nothing to fail over to).
-    count: int = Field(1, ge=1, le=MAX_BALANCERS)
-    vip: bool | str | None = None
-    # VRRP advertisement interval in seconds. The backup takes over ~3 x advert_int after the
-    # master goes silent; a whole number uses VRRPv2, a fraction (down to 0.1) VRRPv3.
-    advert_int: float = Field(1.0, ge=0.1, le=40)
-
-    @field_validator("vip", mode="before")
-    @classmethod
-    def _vip(cls, v: object) -> object:
-        if v is not None and not isinstance(v, bool | str):
-            raise ValueError("must be true, false or an address like 198.18.0.3")
-        if isinstance(v, str):
-            try:
-                ipaddress.IPv4Address(v)
-            except ValueError:
-                raise ValueError(f"'{v}' is not an IPv4 address like 198.18.0.3 (or use true)") from None
-        return v
-
-    @field_validator("advert_int")
-    @classmethod
-    def _advert_int(cls, v: float) -> float:
-        # VRRPv3 counts in centiseconds; keepalived would silently round anything finer.
-        if abs(v * 100 - round(v * 100)) > 1e-9:
-            raise ValueError(f"{v:g} has more than two decimals; keepalived counts in 1/100 s")
-        return v
-
-    @property
-    def paired(self) -> bool:
-        return self.kind == "haproxy" and self.count == 2
-
-
 class ClusterSettings(_Strict):
     name: str = "lab"
     nodes: int = Field(3, ge=1, le=MAX_NODES)
     subnet: str = "198.18.0.0/24"
+    # 'faultfs': every node's datadir on the FUSE layer that can lose what was not fsynced (the
+    # power-loss fault) and slow or fail the disk (disk-slow, disk-error); off by default: it
+    # costs throughput (docs/faultfs.md)
+    datadir_layer: Literal["none", "faultfs"] = "none"
+    # Where every node's datadir lives: 'host' (the host's own file system), 'tmpfs' or 'loop' (a
+    # file system of its own, of datadir_size; loop: ext4 on a loop device, a block device of the
+    # node's alone, what throttle-disk slows). A [[node]]'s datadir_fs wins.
+    datadir_fs: Literal["host", "tmpfs", "loop"] = "host"
+    # 'faketime': every server starts under libfaketime with a wall clock the clock-skew fault
+    # can shift (engines/fakeclock.py); off by default
+    clock: Literal["system", "faketime"] = "system"
 
     @field_validator("name")
     @classmethod
@@ -348,6 +315,7 @@ class Topology(_Strict):
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
     hosts: list[InventoryHost] = Field(default_factory=list)
     clients: ClientSettings = Field(default_factory=ClientSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -375,6 +343,31 @@ class Topology(_Strict):
         return data
 
     @model_validator(mode="after")
+    def _node_settings(self) -> Topology:
+        """A node's own server settings: in the engine's section, valid like the cluster's."""
+        section = self.server_section()
+        for o in self.node:
+            other = "mariadb" if section == "mysql" else "mysql"
+            if getattr(o, other):
+                raise ValueError(
+                    f"node {o.index}: {other} settings but engine.kind = '{self.engine.kind}'; "
+                    f"give this node's settings as node.{section}"
+                )
+            own = getattr(o, section)
+            if not own:
+                continue
+            base = getattr(self, section)
+            try:
+                type(base).model_validate({**base.model_dump(), **own})
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                field = ".".join(str(x) for x in err["loc"])
+                raise ValueError(
+                    f"node {o.index}: {section}.{field}: {str(err['msg']).removeprefix('Value error, ')}"
+                ) from None
+        return self
+
+    @model_validator(mode="after")
     def _inventory(self) -> Topology:
         if self.provider.kind == "local":
             if self.hosts:
@@ -386,6 +379,12 @@ class Topology(_Strict):
             raise ValueError(
                 "clients.hosts is for the local provider; "
                 "over ssh give client machines role 'client' in [[hosts]]"
+            )
+        layers = [self.cluster.datadir_layer, *(o.datadir_layer or "none" for o in self.node)]
+        if any(x != "none" for x in layers):
+            raise ValueError(
+                "datadir_layer: the power-loss layer is for the local provider (cb-faultfs is built on "
+                "this machine only); remove it from an ssh topology"
             )
         limits = ("cpu_quota", "cpuset", "bandwidth")
         if any(getattr(o, k) is not None for o in [self.resources, *self.node] for k in limits):
@@ -437,14 +436,9 @@ class Topology(_Strict):
     @model_validator(mode="after")
     def _balancer_pair(self) -> Topology:
         b = self.balancer
-        if b.kind == "none" and (b.count != 1 or b.vip not in (None, False)):
-            raise ValueError("balancer.count and balancer.vip need balancer.kind = 'haproxy'")
-        if b.count == 1 and b.vip not in (None, False):
-            raise ValueError(
-                "balancer.vip needs balancer.count = 2 (keepalived moves the VIP between two HAProxies)"
-            )
-        if b.count == 2 and b.vip is False:
-            raise ValueError("balancer.count = 2 needs a VIP; remove vip = false or set vip = true")
+        bad = pair_problem(b, "balancer")
+        if bad:
+            raise ValueError(bad)
         if self.provider.kind == "ssh":
             if b.count == 2 and not isinstance(b.vip, str):
                 raise ValueError(
@@ -455,16 +449,56 @@ class Topology(_Strict):
                 raise ValueError(f"balancer.vip {b.vip} is already the address of a host in [[hosts]]")
             return self
         if isinstance(b.vip, str):
-            vip = ipaddress.IPv4Address(b.vip)
-            net = self.network
-            if vip not in net or vip in (net.network_address, net.broadcast_address):
-                raise ValueError(f"balancer.vip {vip} is not a host address in cluster.subnet {net}")
-            taken = {self.bridge_address(): "the bridge"}
-            taken.update({self.balancer_address(k): f"lb{k}" for k in self.balancer_indexes()})
-            taken.update({self.node_address(i): f"node {i}" for i in self.node_indexes()})
-            if str(vip) in taken:
-                raise ValueError(f"balancer.vip {vip} is already the address of {taken[str(vip)]}")
+            self._check_vip(b.vip, "balancer.vip", BALANCER_VIP)
         return self
+
+    @model_validator(mode="after")
+    def _web(self) -> Topology:
+        w = self.web
+        bad = w.problem()
+        if bad:
+            raise ValueError(bad)
+        if w.nodes == 0:
+            return self
+        if self.provider.kind == "ssh":
+            raise ValueError(
+                "web.nodes: the web tier runs in the local provider's namespaces; "
+                "set web.nodes = 0 with provider.kind = 'ssh'"
+            )
+        if self.balancer.kind == "none":
+            raise ValueError(
+                "web.nodes: the web nodes reach the database through the balancer; "
+                "set balancer.kind = 'haproxy' (or web.nodes = 0)"
+            )
+        if isinstance(w.front.vip, str) and w.front.paired:
+            self._check_vip(w.front.vip, "web.front.vip", FRONT_VIP)
+        return self
+
+    def _check_vip(self, address: str, where: str, own: str) -> None:
+        """A VIP given as an address (`own`: what addresses() calls it): a host of the subnet
+        that no other host or VIP has."""
+        vip = ipaddress.IPv4Address(address)
+        net = self.network
+        if vip not in net or vip in (net.network_address, net.broadcast_address):
+            raise ValueError(f"{where} {vip} is not a host address in cluster.subnet {net}")
+        taken = self.addresses(but=own)
+        if str(vip) in taken:
+            raise ValueError(f"{where} {vip} is already the address of {taken[str(vip)]}")
+
+    def addresses(self, but: str | None = None) -> dict[str, str]:
+        """Every address of the local plan and what has it (the bridge, lb1, node 2, web node 1,
+        the web front VIP...), without the one called `but`."""
+        out = {self.bridge_address(): "the bridge"}
+        out.update({self.balancer_address(k): f"lb{k}" for k in self.balancer_indexes()})
+        out.update({self.node_address(i): f"node {i}" for i in self.node_indexes()})
+        out.update({self.client_host_address(k): f"client c{k}" for k in self.client_indexes()})
+        out.update({self.web_address(i): f"web node {i}" for i in self.web.indexes()})
+        out.update({self.front_address(k): f"fe{k}" for k in self.web.front_indexes()})
+        vips = [(self.vip_address(), BALANCER_VIP), (self.front_vip_address(), FRONT_VIP)]
+        for a, what in vips:
+            if a is not None and what != but:
+                out.setdefault(a, what)
+        return out
 
     # --- derived values (pure) ---
 
@@ -537,9 +571,44 @@ class Topology(_Strict):
     def node_indexes(self) -> list[int]:
         return list(range(1, self.cluster.nodes + 1))
 
+    def node_datadir_fs(self, index: int) -> str:
+        """Where node `index`'s datadir lives: 'host', 'tmpfs' or 'loop'. A datadir_size alone
+        means a tmpfs."""
+        o = next((o for o in self.node if o.index == index), None)
+        if o is not None and o.datadir_fs is not None:
+            return o.datadir_fs
+        if self.cluster.datadir_fs == "host" and o is not None and o.datadir_size:
+            return "tmpfs"
+        return self.cluster.datadir_fs
+
     def node_datadir_size(self, index: int) -> str | None:
         """The size of node `index`'s own datadir file system, or None (its host's file system)."""
-        return next((o.datadir_size for o in self.node if o.index == index), None)
+        fs = self.node_datadir_fs(index)
+        if fs == "host":
+            return None
+        own = next((o.datadir_size for o in self.node if o.index == index), None)
+        return own or DEFAULT_DATADIR_SIZE[fs]
+
+    def node_datadir_layer(self, index: int) -> str:
+        """'faultfs' when node `index`'s datadir sits on the power-loss layer, else 'none'."""
+        own = next((o.datadir_layer for o in self.node if o.index == index), None)
+        return own or self.cluster.datadir_layer
+
+    def server_section(self) -> str:
+        """The topology's section of server settings for its engine: 'mysql' or 'mariadb'."""
+        return "mysql" if self.engine.kind == "group_replication" else "mariadb"
+
+    def node_settings(self, index: int) -> Any:
+        """Node `index`'s server settings: the engine's section with the node's own over it."""
+        section = self.server_section()
+        base = getattr(self, section)
+        own = next((getattr(o, section) for o in self.node if o.index == index), None)
+        return type(base).model_validate({**base.model_dump(), **own}) if own else base
+
+    def node_overrides(self, index: int) -> dict[str, Any]:
+        """The server settings node `index` has of its own (over the cluster's), as given."""
+        own = next((getattr(o, self.server_section()) for o in self.node if o.index == index), None)
+        return dict(own or {})
 
     def node_resources(self, index: int) -> Resources:
         base = self.resources
@@ -547,6 +616,40 @@ class Topology(_Strict):
             if o.index == index:
                 return base.merged(Resources(cpu_quota=o.cpu_quota, cpuset=o.cpuset, bandwidth=o.bandwidth))
         return base
+
+    # --- the web tier ---
+
+    def web_address(self, index: int) -> str:
+        """Web node w<index>'s address (.20+index)."""
+        return str(self.network[WEB_OFFSET + index])
+
+    def front_address(self, index: int = 1) -> str:
+        """The own address of front HAProxy fe<index> (fe1 .5, fe2 .7)."""
+        return str(self.network[FRONT_OFFSETS[index - 1]])
+
+    def front_vip_address(self) -> str | None:
+        """The web front pair's virtual IP, or None with one (or no) front HAProxy."""
+        f = self.web.front
+        if self.web.nodes == 0 or not f.paired:
+            return None
+        return f.vip if isinstance(f.vip, str) else str(self.network[FRONT_VIP_OFFSET])
+
+    def web_urls(self) -> list[str]:
+        """Where HTTP clients send their requests: the front VIP, else fe1, else (front kind
+        'none') each web node; [] without a web tier."""
+        w = self.web
+        if w.nodes == 0:
+            return []
+        if w.front.kind == "none":
+            return [f"http://{self.web_address(i)}:{w.port}" for i in w.indexes()]
+        return [f"http://{self.front_vip_address() or self.front_address()}:{w.front.port}"]
+
+    def web_database_address(self) -> tuple[str, int]:
+        """Where the web nodes' application connects: the database balancer (its VIP or lb1)."""
+        addr = self.client_address()
+        if addr is None:
+            raise ValueError("the web tier needs balancer.kind = 'haproxy'")
+        return addr, self.balancer.port
 
     def warnings(self) -> list[str]:
         n = self.cluster.nodes

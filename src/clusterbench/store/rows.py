@@ -83,7 +83,7 @@ class VerificationRows:
         return None
 
     def add_ops(self: _Rows, trial_id: int, ops: list[dict[str, Any]]) -> None:
-        """Append operations (verify.history.Op.to_row() dicts) in one transaction."""
+        """Append operations (history.ops.Op.to_row() dicts) in one transaction."""
         cols = OP_COLUMNS
         with self._tx():
             self.conn.execute("BEGIN")

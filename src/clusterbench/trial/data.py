@@ -26,11 +26,13 @@ from clusterbench.workloads.slap import SLAP_SCHEMA
 from clusterbench.workloads.sysbench import (
     ACCESS_GROUP,
     BULK_GROUP,
+    HTTP_GROUP,
     SLAP_GROUP,
     TPCC,
     TPCC_TABLES,
     expected_tables,
     prepare_group,
+    prepare_test,
     use_tls,
 )
 from clusterbench.workloads.tpcc_check import CheckReport, cursor_query
@@ -186,6 +188,8 @@ def dataset_key(opts: SysbenchOptions) -> tuple[object, ...] | None:
         return None
     if group == SLAP_GROUP:
         return ()
+    if group == HTTP_GROUP:
+        return (opts.table_size,)
     if group == ACCESS_GROUP:
         return (1, opts.table_size, opts.row_size, opts.batch)
     return (opts.tables, opts.table_size)
@@ -276,7 +280,9 @@ class DataSets:
         tables = expected_tables(opts, group)
         if tables:
             self.create_schemas(admin, todo)
-        base = opts.model_copy(update={"compression": False, "rate": 0})
+        # The group's own prepare test: oltp_insert's prepare makes empty tables (auto_inc off),
+        # which the other oltp tests would then run on.
+        base = opts.model_copy(update={"compression": False, "rate": 0, "test": prepare_test(group)})
         for db in todo:
             dropped = self.drop(admin, db, tables)
             if dropped:
@@ -390,4 +396,7 @@ def prepare_line(opts: SysbenchOptions, group: str, dbs: Sequence[str]) -> str:
         return f"mysqlslap: nothing to prepare ({what})"
     if group == BULK_GROUP:
         return f"preparing bulk_insert: {opts.threads} table(s) in {where}"
+    if group == HTTP_GROUP:
+        return (f"preparing the web application's tables: cbweb_items ({opts.table_size} rows) and "
+                f"cbweb_writes in {where}")  # fmt: skip
     return f"preparing {group}: {opts.tables} table(s) x {opts.table_size} rows in {where}"

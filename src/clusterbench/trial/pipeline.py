@@ -11,6 +11,7 @@ the load heals the faults and stops the verifiers before it goes on to the calle
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from typing import Any
 
 from clusterbench.checkers.trial import check_trial
 from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.durability import durability
 from clusterbench.errors import WorkloadError
 from clusterbench.faults.nemesis import FaultRecord, Nemesis
 from clusterbench.runner.provenance import ServerSnapshot
@@ -37,6 +39,7 @@ from clusterbench.trial.data import DataSets
 from clusterbench.trial.listener import TrialListener
 from clusterbench.trial.recorder import Recorder, TrialRecord
 from clusterbench.trial.spec import Trial, stored_params
+from clusterbench.trial.watch import ClusterWatch
 from clusterbench.workloads import RunResult, Sample, SysbenchRunner, tpcc
 from clusterbench.workloads.sysbench import TPCC, use_tls
 
@@ -64,12 +67,15 @@ class TrialOutcome:
     windows: list[tuple[str, float, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
+    # the load ended with every node of the cluster down: what happened, in one line
+    cluster_down: str | None = None
 
 
 def preflight(sysbench: SysbenchRunner, data: DataSets, trial: Trial) -> None:
     """Fail fast, before anything is stored: reach every address, create the schemas the clients
     need, log in to each; with prepare = existing, the tables must be there."""
     load = trial.load
+    sysbench.check_load(load.options, load.clients)
     data.create_schemas(load.admin_endpoint, load.schemas)
     sysbench.check_endpoint(load.endpoint, load.databases, use_tls(load.options, load.endpoint))
     for ep in load.client_endpoints:
@@ -156,7 +162,8 @@ class Pipeline:
         result, ctx = self._load(trial, record, nemesis, out)
         record.result(result)
         out.result = result
-        out.failure = result.failure()
+        # a cluster that died is what happened, not the clients' retries or a connection error
+        out.failure = out.cluster_down or result.failure()
         with self._phase(out, "faults"):
             self._after_faults(trial, record, nemesis, out)
         self._snapshot(record, trial, "end")
@@ -191,8 +198,13 @@ class Pipeline:
             self.cluster.node(i).query(sql, timeout=10)
 
     def _snapshot(self, record: TrialRecord, trial: Trial, when: str) -> None:
-        if self.snapshot is not None:
-            record.snapshot(when, self.snapshot(trial.nodes))
+        if self.snapshot is None:
+            return
+        snap = self.snapshot(trial.nodes)
+        record.snapshot(when, snap)
+        line = durability(snap.variables).line() if when == "start" else ""
+        if self.recorder.durability_changed(record.run_id, line):
+            self.lis.phase(line)
 
     def _nemesis(self, trial: Trial, record: TrialRecord) -> Nemesis | None:
         if not trial.faults or self.cluster is None:
@@ -225,17 +237,19 @@ class Pipeline:
         t_load = self.monotonic()
         ctx = _Context(self.cluster, record, t0, nemesis, out)
         started: list[Any] = []
+        watch = ClusterWatch(self.cluster, opts.total_time) if self.cluster is not None else None
+        extra: dict[str, Any] = {"stop": watch.stop_reason} if watch is not None else {}
         try:
             for v in trial.verifiers:
                 v.start(ctx)
                 started.append(v)
             if nemesis is not None:
                 nemesis.start(t0)
-            with tel:
+            with tel, watch or contextlib.nullcontext():
                 result = self.sysbench.run(
                     opts, load.endpoint, clients=load.clients, separate_schemas=load.separate_schemas,
                     on_sample=on_sample, preflight=False, hosts=load.client_hosts or None,
-                    endpoints=load.client_endpoints or None,
+                    endpoints=load.client_endpoints or None, **extra,
                 )  # fmt: skip
         finally:
             took = self.monotonic() - t_load
@@ -245,6 +259,7 @@ class Pipeline:
                 self._heal(nemesis, started)
         out.bottleneck = tel.conclude(result, duration=float(opts.time))
         self.lis.bottleneck(out.seq, out.bottleneck)
+        out.cluster_down = watch.down_now() if watch is not None else None
         return result, ctx
 
     @staticmethod
@@ -313,6 +328,8 @@ class Pipeline:
             record.provenance("tpcc", figures)
             out.notes += tpcc.figure_lines(figures)
         load = trial.load
+        if out.cluster_down and not trial.settle_after:  # nobody brought it back: nothing to check
+            return consistency_verdict(out.cluster_down)
         try:
             reports = self.data.tpcc_consistency(load.admin_endpoint, load.databases)
         except WorkloadError as exc:

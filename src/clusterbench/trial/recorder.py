@@ -33,6 +33,7 @@ class Recorder:
         self.path: Path | None = store.path
         self._owner = threading.get_ident()
         self._local = threading.local()
+        self._durability: dict[int, str] = {}  # run -> the durability line last shown
 
     def conn(self) -> Store:
         """This thread's Store (the caller's own on the thread that made the recorder)."""
@@ -52,6 +53,14 @@ class Recorder:
         if s is not None:
             self._local.store = None
             s.close()
+
+    def durability_changed(self, run_id: int, line: str) -> bool:
+        """Whether `line` differs from the durability line this run showed last (and remember it):
+        a run shows its durability once, and again when an experiment's point changes it."""
+        if not line or self._durability.get(run_id) == line:
+            return False
+        self._durability[run_id] = line
+        return True
 
     # ---- runs ----------------------------------------------------------------------------------
 
@@ -233,6 +242,10 @@ def record_result(store: Store, run_id: int, trial_id: int, result: Any) -> None
     fair = fairness(tps) if len(tps) > 1 and len(tps) == len(result.clients) else None
     info["fairness_tps"] = fair.to_json() if fair is not None else None
     store.set_provenance(run_id, "clients", info, trial_id=trial_id)
+    if getattr(result, "http", None) is not None:
+        # an HTTP test: each second by status code, vegeta's report figures (exact), the number of
+        # acknowledged writes (the ids themselves are for the lost-write check)
+        store.set_provenance(run_id, "http", result.http.to_json(), trial_id=trial_id)
     for c in result.clients:
         if c.flags:
             store.add_event(

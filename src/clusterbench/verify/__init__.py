@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from clusterbench.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from clusterbench.history.ops import BatchWriter, History, Op, Outcome, Phase, Timebase, classify
     from clusterbench.verify.bank import BankWorkload
     from clusterbench.verify.convergence import collect_convergence
-    from clusterbench.verify.history import BatchWriter, History, Op, Outcome, Phase, Timebase, classify
     from clusterbench.verify.ledger import LedgerWorkload
     from clusterbench.verify.monitor import SplitBrainMonitor
     from clusterbench.verify.persist import load_monitor_samples, load_ops
@@ -23,15 +23,15 @@ if TYPE_CHECKING:
 _WHERE = {
     "AvailabilityProber": "clusterbench.verify.probe",
     "BankWorkload": "clusterbench.verify.bank",
-    "BatchWriter": "clusterbench.verify.history",
-    "History": "clusterbench.verify.history",
+    "BatchWriter": "clusterbench.history.ops",
+    "History": "clusterbench.history.ops",
     "LedgerWorkload": "clusterbench.verify.ledger",
-    "Op": "clusterbench.verify.history",
-    "Outcome": "clusterbench.verify.history",
-    "Phase": "clusterbench.verify.history",
+    "Op": "clusterbench.history.ops",
+    "Outcome": "clusterbench.history.ops",
+    "Phase": "clusterbench.history.ops",
     "SplitBrainMonitor": "clusterbench.verify.monitor",
-    "Timebase": "clusterbench.verify.history",
-    "classify": "clusterbench.verify.history",
+    "Timebase": "clusterbench.history.ops",
+    "classify": "clusterbench.history.ops",
     "collect_convergence": "clusterbench.verify.convergence",
     "load_monitor_samples": "clusterbench.verify.persist",
     "load_ops": "clusterbench.verify.persist",
@@ -53,6 +53,5 @@ __all__ = [
     "load_monitor_samples",
     "load_ops",
 ]
-
 
 __getattr__ = lazy_names(__name__, _WHERE, globals())

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from clusterbench.errors import InputError
+from clusterbench.history.ops import Op, Outcome
+from clusterbench.history.txn import WORKLOAD, MicroOp, Txn, txns_from_ops
 from clusterbench.store import Store
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.txn import WORKLOAD, MicroOp, Txn, txns_from_ops
 
 _TYPE = {Outcome.OK: ":ok", Outcome.FAIL: ":fail", Outcome.UNKNOWN: ":info"}
 

@@ -234,8 +234,10 @@ def pump(
     *,
     monotonic: Callable[[], float],
     poll_interval: float,
+    stop: Callable[[], str | None] | None = None,
 ) -> tuple[list[int | None], list[bool]]:
-    """Read all pipes line by line until every process exits or the deadline passes."""
+    """Read all pipes line by line until every process exits or the deadline passes. `stop`, asked
+    at every poll, names a reason to end them now (the cluster they load is down)."""
     deadline = monotonic() + limit
     sel = selectors.DefaultSelector()
     buffers: dict[tuple[int, str], bytes] = {}
@@ -257,6 +259,10 @@ def pump(
             now = monotonic()
             if now >= deadline:
                 kill_running(procs, killed, "overran its time limit")
+                deadline = float("inf")
+            why = stop() if stop is not None and deadline != float("inf") else None
+            if why:
+                kill_running(procs, killed, f"was stopped: {why}")
                 deadline = float("inf")
             timeout = min(poll_interval, max(0.0, deadline - now))
             for key, _ in sel.select(timeout):

@@ -10,7 +10,8 @@ from typing import Any
 from clusterbench.workloads.parse import Sample, Summary
 from clusterbench.workloads.placement import CpuReading
 from clusterbench.workloads.saturation import WARNING, ClientCpu, describe, num
-from clusterbench.workloads.sysbench import SLAP_TEST, SysbenchCommand
+from clusterbench.workloads.sysbench import HTTP_TESTS, SLAP_TEST, SysbenchCommand
+from clusterbench.workloads.vegeta import HttpDetails
 
 # sysbench 1.0.20 aborts with this when --rate generates events faster than its threads finish them
 QUEUE_FULL = "The event queue is full"
@@ -83,6 +84,8 @@ class RunResult:
     start_ns: int | None = None  # the common start every client waited for
     start_skew: float | None = None  # s between the first and last client's measurement clock start
     launch_skew: float | None = None  # s between the first and last exec of sysbench
+    # an HTTP test's own figures: per second by status code, totals, acknowledged writes
+    http: HttpDetails | None = None
 
     @property
     def saturated(self) -> bool:
@@ -114,6 +117,8 @@ class RunResult:
         """One line saying why the run is not ok, or None."""
         if self.ok:
             return None
+        if self.test in HTTP_TESTS:
+            return self._http_failure()
         if self.killed:
             return f"sysbench {self.test} overran its time limit and was killed"
         overflow = next((c for c in self.clients if c.queue_overflow), None)
@@ -136,3 +141,11 @@ class RunResult:
         if self.exit_code == 139 or self.exit_code == -11:
             return f"sysbench {self.test} crashed (SIGSEGV); is the reconnect shim loaded?"
         return f"sysbench {self.test} exited with {self.exit_code} and no summary"
+
+    def _http_failure(self) -> str:
+        if self.killed:
+            return f"vegeta ({self.test}) overran its time limit and was killed"
+        said = next((ln.strip() for ln in reversed(self.stderr_tail) if ln.strip()), "")
+        if self.exit_code != 0:
+            return f"vegeta ({self.test}) exited with {self.exit_code}" + (f": {said}" if said else "")
+        return f"vegeta ({self.test}) reported no request" + (f": {said}" if said else "")

@@ -30,6 +30,7 @@ from clusterbench.workloads.clients import (
     track,
     untrack,
 )
+from clusterbench.workloads.http import HttpRunner, drop_web_tables, prepare_web_tables
 from clusterbench.workloads.measured import MeasuredRun
 from clusterbench.workloads.parse import Sample
 from clusterbench.workloads.placement import (
@@ -42,6 +43,8 @@ from clusterbench.workloads.placement import (
 from clusterbench.workloads.results import CommandOutput, RunResult
 from clusterbench.workloads.slap import SlapRunner
 from clusterbench.workloads.sysbench import (
+    HTTP_GROUP,
+    HTTP_TESTS,
     SLAP_TEST,
     SysbenchCommand,
     SysbenchOptions,
@@ -103,8 +106,11 @@ class SysbenchRunner:
         tracker: ClientTracker | None = None,
         secrets_dir: Path | None = None,
         slap: SlapRunner | None = None,
+        http: HttpRunner | None = None,
     ) -> None:
         self.slap = slap  # runs the mysqlslap workload (default: a SlapRunner made per run)
+        # runs the HTTP tests against the web tier (None: the cluster has none, they are refused)
+        self.http = http
         self.sleep = sleep
         self.tracker = tracker
         # where option files with passwords go on this machine (default: the system's temp dir)
@@ -260,8 +266,11 @@ class SysbenchRunner:
                     f"tables {', '.join(present)} already exist in {where}; run the cleanup of the "
                     f"previous test group before preparing {group}"
                 )
-            cmd = build_command(opts, endpoint, "prepare", database=db, sysbench_bin=self.sysbench_bin)
-            res = self._run_to_end(cmd, timeout, on_line)
+            if group == HTTP_GROUP:
+                res = self._prepare_web(opts, endpoint, db, tls)
+            else:
+                cmd = build_command(opts, endpoint, "prepare", database=db, sysbench_bin=self.sysbench_bin)
+                res = self._run_to_end(cmd, timeout, on_line)
             outputs.append(res)
             fatal = _first_fatal(res.stdout + res.stderr)
             if res.killed:
@@ -294,6 +303,9 @@ class SysbenchRunner:
         if not expected_tables(opts, prepare_group(opts.test)):
             return outputs  # mysqlslap drops its own schema
         for db in dbs:
+            if prepare_group(opts.test) == HTTP_GROUP:
+                outputs.append(self._cleanup_web(endpoint, db, use_tls(opts, endpoint)))
+                continue
             cmd = build_command(opts, endpoint, "cleanup", database=db, sysbench_bin=self.sysbench_bin)
             res = self._run_to_end(cmd, timeout)
             outputs.append(res)
@@ -302,6 +314,33 @@ class SysbenchRunner:
                 reason = fatal or f"exit code {res.returncode}"
                 raise WorkloadError(f"sysbench cleanup on {_endpoint_label(endpoint, db)} failed: {reason}")
         return outputs
+
+    def _prepare_web(self, opts: SysbenchOptions, endpoint: Endpoint, db: str, tls: bool) -> CommandOutput:
+        """The web application's tables (HTTP tests): created through the endpoint, like a prepare."""
+        addr = endpoint.addresses[0]
+        argv = ("clusterbench", "web-prepare", db)
+        log.info("preparing the web application's tables in %s", _endpoint_label(endpoint, db))
+        try:
+            conn = self._connect(endpoint, addr.host, addr.port, db, tls)
+            try:
+                return CommandOutput(argv, 0, prepare_web_tables(conn, opts.table_size), [])
+            finally:
+                conn.close()
+        except pymysql.err.MySQLError as e:
+            return CommandOutput(argv, 1, [], [f"FATAL: {e.args[-1] if e.args else e}"])
+
+    def _cleanup_web(self, endpoint: Endpoint, db: str, tls: bool) -> CommandOutput:
+        addr = endpoint.addresses[0]
+        argv = ("clusterbench", "web-cleanup", db)
+        try:
+            conn = self._connect(endpoint, addr.host, addr.port, db, tls)
+            try:
+                drop_web_tables(conn)
+            finally:
+                conn.close()
+        except pymysql.err.MySQLError as e:
+            return CommandOutput(argv, 1, [], [f"FATAL: {e.args[-1] if e.args else e}"])
+        return CommandOutput(argv, 0, [], [])
 
     # ---- the measured run ----------------------------------------------------------------
 
@@ -316,8 +355,10 @@ class SysbenchRunner:
         preflight: bool = True,
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
+        stop: Callable[[], str | None] | None = None,
     ) -> RunResult:
         """Run opts.test from `clients` sysbench processes at once; samples go to on_sample as they arrive.
+        `stop`, asked while they run, names a reason to end them early (the cluster is down).
 
         Client i runs on hosts[i % len(hosts)] (default: this machine) against
         endpoints[i % len(endpoints)] (default: `endpoint`), and every client waits
@@ -325,6 +366,9 @@ class SysbenchRunner:
         use is read on its host every `cpu_interval` s. on_sample is called in this thread, one
         measured (post-warm-up) sample at a time.
         """
+        if opts.test in HTTP_TESTS:
+            return self._run_http(opts, clients=clients, separate_schemas=separate_schemas,
+                                  on_sample=on_sample, hosts=hosts, endpoints=endpoints)  # fmt: skip
         if opts.test == SLAP_TEST:
             if endpoints and len(endpoints) > 1:
                 raise InputError("mysqlslap connects to one address; use the balancer or node:N as target")
@@ -354,10 +398,47 @@ class SysbenchRunner:
             try:
                 limit = opts.total_time + self.grace + (start_ns - self.wall_ns()) / 1e9
                 rcs, killed = pump(procs, limit, m.on_out, m.on_err, monotonic=self.monotonic,
-                                   poll_interval=self.poll_interval)  # fmt: skip
+                                   poll_interval=self.poll_interval, stop=stop)  # fmt: skip
             finally:
                 m.sampler.stop()
                 untrack(self.tracker, tracked)
         finally:
             files.remove()
         return m.result(rcs, killed, start_ns)
+
+    def check_load(self, opts: SysbenchOptions, clients: int = 1) -> None:
+        """What can be refused of the load itself before anything starts (the endpoint checks are
+        check_endpoint's): an HTTP test needs the web tier, vegeta and a rate each client can
+        send. Nothing for the other tests."""
+        if opts.test not in HTTP_TESTS:
+            return
+        if self.http is None:
+            raise InputError(
+                f"-w {opts.test}: this cluster has no web tier; set [web] nodes = 1..9 in the topology"
+            )
+        self.http.check(opts, clients)
+
+    def _run_http(
+        self,
+        opts: SysbenchOptions,
+        *,
+        clients: int,
+        separate_schemas: bool,
+        on_sample: Callable[[Sample], None] | None,
+        hosts: Sequence[ClientHost] | None,
+        endpoints: Sequence[Endpoint] | None,
+    ) -> RunResult:
+        """An HTTP test: vegeta against the web tier. Its clients talk to the front balancer, not
+        to the database, so per-client endpoints and schemas do not apply."""
+        self.check_load(opts, clients)
+        assert self.http is not None
+        if separate_schemas:
+            raise InputError(
+                f"--separate-schemas: {opts.test} writes in the web application's one schema; leave it off"
+            )
+        if endpoints and len(endpoints) > 1:
+            raise InputError(
+                f"--target: {opts.test} loads the web tier's front; leave --target at the balancer"
+            )
+        return self.http.run(opts, clients=clients, on_sample=on_sample, hosts=hosts)
+

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterbench.errors import InputError, WorkloadError
@@ -207,6 +207,32 @@ def _spawn(host: ClientHost, argv: list[str], timeout: float) -> SlapOutcome:
     )
 
 
+@dataclass
+class _Loop:
+    """What the runs of one trial gave: samples and reports of the measured ones, the last stderr,
+    how the last run ended, when measuring began."""
+
+    samples: list[Sample] = field(default_factory=list)
+    reports: list[SlapReport] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    rc: int | None = 0
+    killed: bool = False
+    measured_from: float | None = None
+
+
+def _summary(reports: Sequence[SlapReport], seconds: float, opts: SysbenchOptions) -> Summary:
+    """A trial's summary from its measured runs: each run an event of its queries."""
+    hist = run_histogram(r.avg_s for r in reports)
+    return Summary(
+        duration=seconds, threads=opts.threads, events=len(reports), reads=0, writes=0,
+        other=sum(r.queries for r in reports), errors=0, reconnects=0,
+        lat_min_ms=min(r.min_s for r in reports) * 1000.0,
+        lat_avg_ms=sum(r.avg_s for r in reports) / len(reports) * 1000.0,
+        lat_max_ms=max(r.max_s for r in reports) * 1000.0, percentile=float(opts.percentile),
+        lat_pct_ms=hist.percentile(opts.percentile), hist=hist,
+    )  # fmt: skip
+
+
 class SlapRunner:
     """Runs mysqlslap for a trial's time; returns the same RunResult as the sysbench runner."""
 
@@ -237,6 +263,51 @@ class SlapRunner:
             f.write(text)
         return Path(name)
 
+    def _runs(
+        self,
+        opts: SysbenchOptions,
+        host: ClientHost,
+        argv: list[str],
+        shown: list[str],
+        on_sample: Callable[[Sample], None] | None,
+    ) -> _Loop:
+        """mariadb-slap again and again until the trial's time is up: a sample per measured run
+        (warm-up runs are not kept); the first failed run ends it."""
+        out = _Loop()
+        start = self.monotonic()
+        deadline = start + opts.total_time
+        while (now := self.monotonic()) < deadline:
+            if out.measured_from is None and now - start >= opts.warmup:
+                out.measured_from = now
+            log.info("running on %s: %s", host.name, shlex.join(shown))
+            t0 = self.monotonic()
+            res = self.spawn(host, argv, deadline + self.grace - t0)
+            t1 = self.monotonic()
+            out.stderr = (out.stderr + res.stderr)[-40:]
+            if res.killed or res.returncode != 0:
+                out.rc, out.killed = res.returncode, res.killed
+                break
+            try:
+                rep = parse_slap_output(res.stdout)
+            except WorkloadError as exc:
+                # it exited 0 without its Benchmark block: what it said is the reason
+                said = [ln for ln in res.stderr + res.stdout if ln.strip()][-3:]
+                out.stderr = (out.stderr + [str(exc), *said])[-40:]
+                out.rc = 1
+                break
+            if out.measured_from is None:
+                continue  # a warm-up run
+            out.reports.append(rep)
+            sample = Sample(
+                t=round(t1 - start, 3), interval=t1 - t0, threads=rep.clients, events=1, reads=0,
+                writes=0, other=rep.queries, errors=0, reconnects=0, percentile=float(opts.percentile),
+                lat_pct_ms=rep.avg_s * 1000.0, client=0, hist=run_histogram([rep.avg_s]), wall=self.wall(),
+            )  # fmt: skip
+            out.samples.append(sample)
+            if on_sample is not None:
+                on_sample(sample)
+        return out
+
     def run(
         self,
         opts: SysbenchOptions,
@@ -258,63 +329,15 @@ class SlapRunner:
         shown = build_slap_argv(opts, endpoint, slap_bin=self.slap_bin)
         record = ClientRun(client=0, database=endpoint.database, command=SysbenchCommand(tuple(shown)),
                            host=host.name, target=endpoint.name)  # fmt: skip
-        samples: list[Sample] = []
-        reports: list[SlapReport] = []
-        stderr: list[str] = []
-        rc: int | None = 0
-        killed = False
-        start = self.monotonic()
-        deadline = start + opts.total_time
-        measured_from: float | None = None
         try:
-            while True:
-                now = self.monotonic()
-                if now >= deadline:
-                    break
-                if measured_from is None and now - start >= opts.warmup:
-                    measured_from = now
-                log.info("running on %s: %s", host.name, shlex.join(shown))
-                t0 = self.monotonic()
-                res = self.spawn(host, argv, deadline + self.grace - t0)
-                t1 = self.monotonic()
-                stderr = (stderr + res.stderr)[-40:]
-                if res.killed or res.returncode != 0:
-                    rc, killed = res.returncode, res.killed
-                    break
-                try:
-                    rep = parse_slap_output(res.stdout)
-                except WorkloadError as exc:
-                    # it exited 0 without its Benchmark block: what it said is the reason
-                    said = [ln for ln in res.stderr + res.stdout if ln.strip()][-3:]
-                    stderr = (stderr + [str(exc), *said])[-40:]
-                    rc = 1
-                    break
-                if measured_from is None:
-                    continue  # a warm-up run
-                reports.append(rep)
-                s = Sample(
-                    t=round(t1 - start, 3), interval=t1 - t0, threads=rep.clients, events=1, reads=0,
-                    writes=0, other=rep.queries, errors=0, reconnects=0, percentile=float(opts.percentile),
-                    lat_pct_ms=rep.avg_s * 1000.0, client=0, hist=run_histogram([rep.avg_s]),
-                    wall=self.wall(),
-                )  # fmt: skip
-                samples.append(s)
-                if on_sample is not None:
-                    on_sample(s)
+            loop = self._runs(opts, host, argv, shown, on_sample)
         finally:
             if option_file is not None:
                 option_file.unlink(missing_ok=True)
+        samples, reports, stderr, rc, killed = loop.samples, loop.reports, loop.stderr, loop.rc, loop.killed
         summary = None
-        if reports and rc == 0 and measured_from is not None:
-            hist = run_histogram(r.avg_s for r in reports)
-            summary = Summary(
-                duration=self.monotonic() - measured_from, threads=opts.threads, events=len(reports), reads=0,
-                writes=0, other=sum(r.queries for r in reports), errors=0, reconnects=0,
-                lat_min_ms=min(r.min_s for r in reports) * 1000.0,
-                lat_avg_ms=sum(r.avg_s for r in reports) / len(reports) * 1000.0,
-                lat_max_ms=max(r.max_s for r in reports) * 1000.0, percentile=float(opts.percentile),
-                lat_pct_ms=hist.percentile(opts.percentile), hist=hist,
-            )  # fmt: skip
+        if reports and rc == 0 and loop.measured_from is not None:
+            summary = _summary(reports, self.monotonic() - loop.measured_from, opts)
         record.returncode = rc
         record.samples = samples
         record.summary = summary

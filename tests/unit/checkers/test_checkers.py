@@ -19,8 +19,8 @@ from clusterbench.checkers import (
     check_split_brain,
 )
 from clusterbench.checkers.availability import tps_recovery
+from clusterbench.history.ops import Outcome
 from clusterbench.verify.convergence import collect_convergence
-from clusterbench.verify.history import Outcome
 from tests.unit.verify.fakes_verify import StepClock, op
 
 OK, F, U = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN

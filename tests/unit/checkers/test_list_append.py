@@ -13,9 +13,9 @@ import pytest
 
 from clusterbench.checkers.list_append import analyze, check_list_append
 from clusterbench.checkers.verdict import Result
+from clusterbench.history.ops import Op, Outcome
+from clusterbench.history.txn import MicroOp, Txn, decode, encode, txns_from_ops
 from clusterbench.verify.edn import list_append_edn
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.txn import MicroOp, Txn, decode, encode, txns_from_ops
 
 OK, FAIL, UNK = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
 

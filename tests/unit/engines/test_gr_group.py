@@ -15,6 +15,7 @@ from clusterbench.engines.group_replication.group import GRGroup, join_kind
 from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.engines.group_replication.status import GroupMember, GRStatus, GtidSet
 from clusterbench.errors import ClusterStateError, ComponentError
+from clusterbench.hosts.base import ProcessRef
 from clusterbench.spec.engine import MySQLSettings
 from tests.unit.fakes import FakeClock
 
@@ -38,6 +39,10 @@ class World:
         self.executed: dict[int, int] = dict.fromkeys(range(1, n + 1), 0)
         self.log: list[str] = []
         self.error: set[int] = set()  # expelled members that heard of it: ERROR, in no group
+        # members the group provisions by a clone at their next join: mysqld restarts itself at the
+        # clone's end (a new PID under its supervisor) with Group Replication off
+        self.clone: set[int] = set()
+        self.restarts: dict[int, int] = dict.fromkeys(range(1, n + 1), 0)
 
     def group_of(self, i: int) -> Group | None:
         return next((g for g in self.groups if i in g.alive_in_view), None)
@@ -76,8 +81,25 @@ class FakeMember:
         self.cfg = Cfg(index, f"198.18.50.{10 + index}", MySQLSettings())
         self.name = f"n{index}"
 
+    log_offset = 0
+
     def alive(self) -> bool:
         return self.index in self.w.running
+
+    def restarting(self) -> bool:
+        return False
+
+    @property
+    def proc(self) -> ProcessRef:
+        return ProcessRef(1000 * self.index + self.w.restarts[self.index], 1)
+
+    def query(self, sql: str, timeout: float = 2.0) -> list[tuple[object, ...]]:
+        if "clone_status" not in sql or not self.w.restarts[self.index]:
+            return []
+        return [("Completed", "198.18.50.11:3306", 43.25, "", 212 * 2**20)]
+
+    def error_log_tail(self, lines: int = 8) -> str:
+        return ""
 
     def start(self, init_statements: list[str] | None = None) -> None:
         self.w.log.append(f"start n{self.index}")
@@ -132,6 +154,10 @@ class FakeMember:
             self.w.groups.append(Group([self.index], self.index, {self.index}))
             return
         assert self.index not in self.w.error and self.w.group_of(self.index) is None
+        if self.index in self.w.clone:  # cloned: mysqld restarted, Group Replication off
+            self.w.clone.discard(self.index)
+            self.w.restarts[self.index] += 1
+            return
         target = next(g for g in self.w.groups if 2 * len(g.alive_in_view) > len(g.view))
         assert self.cfg.address not in {f"198.18.50.{10 + i}" for i in target.view}, "same uuid still in view"
         target.view.append(self.index)
@@ -168,6 +194,18 @@ def make(n: int = 3) -> tuple[World, GRGroup]:
 
 def one_group_of_all(w: World) -> bool:
     return len(w.groups) == 1 and sorted(w.groups[0].alive_in_view) == list(range(1, w.n + 1))
+
+
+def test_a_join_that_ends_in_a_clone_starts_group_replication_again_and_says_so() -> None:
+    """MySQL restarts itself at the end of a clone (its supervisor starts it again) with Group
+    Replication off: the join goes on with a second START, and the line names the clone."""
+    w, g = make()
+    g.member(3).kill()
+    w.clone.add(3)
+    line = g.rejoin(g.member(3))
+    assert line.startswith("n3 rejoined by clone from 198.18.50.11:3306 (212.0 MiB in 43.2 s), then ")
+    assert w.log.count("join n3") == 2 and w.restarts[3] == 1
+    assert one_group_of_all(w)
 
 
 def test_heal_after_one_kill_rejoins_it() -> None:

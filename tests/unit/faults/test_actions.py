@@ -54,11 +54,3 @@ def test_isolation_over_ssh_keeps_loopback_and_the_ssh_session() -> None:
         ["iptables", "-w", "-A", "CBPART", "-p", "tcp", "--sport", "2222", "-j", "RETURN"],
         ["iptables", "-w", "-A", "CBPART", "-j", "DROP"],
     ]
-
-
-def test_netem_args() -> None:
-    from clusterbench.faults.actions import netem_args
-
-    assert netem_args({"delay": "50ms"}) == ["netem", "delay", "50ms"]
-    assert netem_args({"delay": "50ms", "jitter": "5ms"}) == ["netem", "delay", "50ms", "5ms"]
-    assert netem_args({"loss": 2.5}) == ["netem", "loss", "2.5%"]

@@ -230,12 +230,15 @@ def test_leftovers_are_processes_naming_our_directory_and_their_descendants() ->
             f"103\t101\t{stat(103, 'rsync', 'Z')}\t",
             f"200\t1\t{stat(200, 'mariadbd')}\tmariadbd --defaults-file={n2}0/my.cnf ",
             f"300\t1\t{stat(300, 'sleep')}\tsleep 300 ",
+            f"400\t1\t{stat(400, 'cb-faultfs')}\tcb-faultfs {n2}/data.faultfs {n2}/data ",
             "garbage",
         ]
     )
     entries = parse_listing(listing)
     found = strays(entries, "/var/lib/clusterbench/remote/prod/n2/")
     assert [(e.pid, e.start_ticks) for e in found] == [(100, 1000), (101, 1010), (102, 1020)]
+    # The power-loss layer mounted at the datadir outlives the server's starts: not a stray.
+    assert 400 not in [e.pid for e in found]
     # A process we still track (and its children) is not a stray.
     assert [e.pid for e in strays(entries, "/var/lib/clusterbench/remote/prod/n2/", keep=[101])] == [100]
 

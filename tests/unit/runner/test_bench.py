@@ -88,6 +88,7 @@ class FakeSysbench(SysbenchRunner):
         preflight: bool = True,
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
+        stop: Callable[[], str | None] | None = None,
     ) -> RunResult:
         self.calls.append(("run", opts.test, (str(opts.threads), str(opts.time))))
         self.hosts = hosts
@@ -261,7 +262,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     # not one of them and stays
     assert [s for s in sql if s.startswith("DROP")] == ["DROP TABLE IF EXISTS `sbtest`.`sbtest1`"]
     assert fake.calls == [
-        ("prepare", "oltp_point_select", ("sbtest",)),
+        ("prepare", "oltp_read_write", ("sbtest",)),  # the group's prepare test: tables with rows
         ("run", "oltp_point_select", ("2", "3")),
     ]
     prov = store.provenance(out.run_id)
@@ -306,7 +307,7 @@ def test_suite_prepares_once_per_group_and_cleans_up(store: Store) -> None:
         ("prepare", "bulk_insert"),
         ("run", "bulk_insert"),
         ("cleanup", "bulk_insert"),
-        ("prepare", "oltp_point_select"),
+        ("prepare", "oltp_read_write"),
         ("run", "oltp_point_select"),
         ("run", "oltp_delete"),
         ("cleanup", "oltp_point_select"),
@@ -572,3 +573,30 @@ def test_the_prepare_line_says_what_access_and_mysqlslap_prepare(store: Store) -
     bench(FakeSysbench(), []).execute(slap, store, rec)
     assert "phase mysqlslap: nothing to prepare (mariadb-slap makes its own schema cbslap)" in rec.events
     assert not any(e.startswith("phase preparing") for e in rec.events)  # was "4 table(s) x 10000 rows"
+
+
+class DurableProbe(Probe):
+    """A MariaDB whose flush setting changes after the first trial."""
+
+    def snapshot(self) -> ServerSnapshot:
+        self.n += 1
+        flush = "2" if self.n <= 2 else "1"
+        variables = {"version": "10.11.19-MariaDB", "sync_binlog": "0"}
+        variables["innodb_flush_log_at_trx_commit"] = flush
+        return ServerSnapshot(variables={"n1": variables}, engine_status={"n1": {}}, errors={})
+
+
+def test_the_durability_in_effect_is_shown_once_and_again_when_it_changes(store: Store) -> None:
+    rec = Recorder()
+    runner = BenchRunner(
+        FakeSysbench(), DurableProbe(), facts=lambda: dict(FACTS),
+        connect=lambda **kw: FakeConn([], []), monotonic=iter(range(100)).__next__,
+    )  # fmt: skip
+    runner.execute(plan("oltp_point_select", "oltp_delete", "oltp_insert", kind="suite"), store, rec)
+    shown = [e for e in rec.events if e.startswith("phase durability")]
+    assert shown == [
+        "phase durability: innodb_flush_log_at_trx_commit = 2 (the server's default is 1); "
+        "sync_binlog = 0 (the server's default)",
+        "phase durability: innodb_flush_log_at_trx_commit = 1 (the server's default); "
+        "sync_binlog = 0 (the server's default)",
+    ]

@@ -101,6 +101,7 @@ class FakeTpcc(SysbenchRunner):
         preflight: bool = True,
         hosts: Sequence[ClientHost] | None = None,
         endpoints: Sequence[Endpoint] | None = None,
+        stop: Callable[[], str | None] | None = None,
     ) -> RunResult:
         lines, no, pay = [], 0, 0
         for i, n in enumerate(self.tps, 1):

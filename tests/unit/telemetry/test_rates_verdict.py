@@ -44,10 +44,41 @@ def test_probe_points_cpu_link_disk_and_balancer() -> None:
     assert p[("n1", "net_util")] == 1.0  # the busier direction against the limit
     assert p[("host", "host_cpu_busy")] == 300 / 400
     assert p[("host", "probe_cpu_cores")] == 4 / 100 / 2
-    assert p[("host/vda", "disk_util")] == 0.25 and p[("host/vda", "disk_write_iops")] == 20
-    assert p[("host/vda", "disk_read_mib_s")] == 1.0
+    # vda holds n1's data alone: its figures are n1's disk's
+    assert p[("n1/vda", "disk_util")] == 0.25 and p[("n1/vda", "disk_write_iops")] == 20
+    assert p[("n1/vda", "disk_read_mib_s")] == 1.0
+    assert ("n1/vda", "disk_limit_mib_s") not in p
     assert p[("lb1/n1", "sessions")] == 3 and p[("lb1/n1", "conn_errors_s")] == 1.0
     assert p[("lb1/n2", "up")] == 0 and p[("lb1/n2", "queue")] == 1
+
+
+def test_a_shared_disk_is_the_sites_and_a_throttled_one_is_as_busy_as_its_use_of_the_limit() -> None:
+    shared = Hello(100, 2, {"n1": {"disk": "vda"}, "n2": {"disk": "vda"}})
+    a = line(10.0, 1000, [0, 0, 0, 0], busy=1000)
+    b = line(12.0, 1098, [0, 0, 0, 0], busy=1300)
+    assert as_dict(probe_points("host", shared, a, b, {}))[("host/vda", "disk_util")] == 0.25
+    # 8192 sectors in 2 s = 2 MiB/s written against a 2.5 MiB/s write limit: 80 % of it, while
+    # the device itself was busy 25 % of the time (held requests are not busy time)
+    b["dlim"] = {"vda": [0, 2621440, 0, 0]}
+    p = as_dict(probe_points("host", HELLO, a, b, {}))
+    assert abs(p[("n1/vda", "disk_util")] - 0.8) < 1e-9
+    assert p[("n1/vda", "disk_limit_mib_s")] == 2.5
+    # an operations limit: 20 writes/s against 20 allowed
+    b["dlim"] = {"vda": [0, 0, 0, 20]}
+    p = as_dict(probe_points("host", HELLO, a, b, {}))
+    assert p[("n1/vda", "disk_util")] == 1.0 and p[("n1/vda", "disk_limit_iops")] == 20
+
+
+def test_a_throttled_disk_is_named_with_what_its_limit_allows() -> None:
+    per: dict[str, list[float]] = {
+        "n2/loop1__disk_util": [0.96, 0.99, 0.97], "n2/loop1__disk_limit_mib_s": [1.0, 1.0, 1.0],
+        "n2/loop1__disk_write_mib_s": [0.96, 0.99, 0.97], "n2/loop1__disk_write_iops": [30, 30, 30],
+        "n2__cpu_util": [0.3, 0.3, 0.3], "host__host_cpu_busy": [0.4, 0.4, 0.4],
+    }  # fmt: skip
+    s = series(**per)
+    v = decide(candidates(s, 0, 3, []))
+    assert (v.resource, v.source) == ("disk", "n2/loop1")
+    assert "disk n2/loop1" in v.summary and "wrote 0.97 of the 1.00 MiB/s its limit allows" in v.summary
 
 
 def test_no_quota_means_the_cpus_it_may_use_and_no_limit_means_no_link_utilization() -> None:
@@ -178,6 +209,24 @@ def test_flow_control_names_the_member_furthest_behind() -> None:
     s3 = {k: ([(t, 0.0) for t, _ in p] if k[1] == "flow_control_paused" else p) for k, p in s.items()}
     v3 = decide(candidates(s3, 0, 2, []))
     assert v3.cause == "" and "furthest behind" not in v3.summary
+
+
+def test_the_member_behind_is_named_with_its_own_disk_and_whether_it_was_held_to_a_limit() -> None:
+    per: dict[str, list[float]] = {
+        "n1__flow_control_paused": [0.8, 0.8], "n1__recv_queue": [0, 0], "n1__cpu_util": [0.2, 0.2],
+        "n2__flow_control_paused": [0.8, 0.8], "n2__recv_queue": [20, 30], "n2__cpu_util": [0.03, 0.03],
+        "n2/loop1__disk_util": [0.9, 0.5], "n2/loop1__disk_limit_mib_s": [1.0, 1.0],
+        "n1/loop0__disk_util": [0.1, 0.1],
+    }  # fmt: skip
+    v = decide(candidates(series(**per), 0, 2, []))
+    assert v.cause == "n2"
+    assert (
+        "n2 (applier queue 25.0 on average, up to 30, CPU at 3% of its limit, "
+        "disk n2/loop1 busy 70% of its limit)"
+        in v.summary
+    )
+    del per["n2/loop1__disk_limit_mib_s"]
+    assert "disk n2/loop1 busy 70% of the time)" in decide(candidates(series(**per), 0, 2, [])).summary
 
 
 def test_flow_control_summed_over_sessions_is_at_most_all_of_the_time() -> None:

@@ -158,7 +158,7 @@ def test_group_tests_order_and_bulk_separate() -> None:
     assert len(SYSBENCH_TESTS) == 11
     assert [g.name for g in group_tests(list(SYSBENCH_TESTS))] == ["bulk_insert", "oltp"]
     names = [g.name for g in group_tests(list(KNOWN_TESTS))]
-    assert names == ["bulk_insert", "oltp", "access", "mysqlslap", "tpcc"]
+    assert names == ["bulk_insert", "oltp", "access", "mysqlslap", "tpcc", "http"]
 
 
 def test_schemas_and_tables() -> None:

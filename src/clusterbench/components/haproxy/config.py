@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -42,6 +43,17 @@ GALERA_ROUTES = (
 )
 
 
+# The web tier's front balancer: HTTP mode over the web nodes (components/web/front.py).
+WEB_ROUTES = (
+    Route(
+        "web",
+        0,
+        "/health",
+        "GET /health on each web node: 200 only when its application reaches the database.",
+    ),
+)
+
+
 @dataclass(frozen=True)
 class HAProxyConfig:
     cluster_name: str
@@ -52,6 +64,12 @@ class HAProxyConfig:
     check_port: int = 9200
     vip: str | None = None  # set on each HAProxy of a keepalived pair
     routes: tuple[Route, ...] = GALERA_ROUTES
+    # tcp: the database balancer (MySQL protocol to port 3306); http: the web front, which
+    # balances each request and checks the servers on their own port (check_port = server_port)
+    mode: Literal["tcp", "http"] = "tcp"
+    server_port: int = 3306
+    # http mode: how long a client may take to send a request and a server to answer it (s)
+    http_timeout_s: int = 60
 
     @property
     def cfg_path(self) -> Path:
@@ -80,4 +98,7 @@ def render_haproxy_cfg(cfg: HAProxyConfig) -> str:
         check_port=cfg.check_port,
         vip=cfg.vip,
         routes=list(cfg.routes),
+        mode=cfg.mode,
+        server_port=cfg.server_port,
+        http_timeout=cfg.http_timeout_s,
     )

@@ -48,10 +48,18 @@ class KeepalivedConfig:
     check_timeout: int = 1
     check_fall: int = 1
     check_rise: int = 2
+    # "lb" for the database balancers (lb1, lb2), "fe" for the web tier's front pair (fe1, fe2):
+    # each pair is a VRRP instance of its own, with a router id of its own
+    role_prefix: str = "lb"
 
     @property
     def role(self) -> str:
-        return f"lb{self.index}"
+        return f"{self.role_prefix}{self.index}"
+
+    @property
+    def pair_name(self) -> str:
+        """The pair's name: the cluster's for the database balancers, <cluster>-fe for the front."""
+        return self.cluster_name if self.role_prefix == "lb" else f"{self.cluster_name}-{self.role_prefix}"
 
     @property
     def priority(self) -> int:
@@ -59,7 +67,7 @@ class KeepalivedConfig:
 
     @property
     def vrid(self) -> int:
-        return virtual_router_id(self.cluster_name)
+        return virtual_router_id(self.pair_name)
 
     @property
     def vrrp_version(self) -> int:
@@ -105,7 +113,7 @@ def render_keepalived_conf(cfg: KeepalivedConfig) -> str:
         check_timeout=cfg.check_timeout,
         check_fall=cfg.check_fall,
         check_rise=cfg.check_rise,
-        instance=f"VI_{cfg.cluster_name}",
+        instance=f"VI_{cfg.pair_name.replace('-', '_')}",
         interface=cfg.interface,
         vrid=cfg.vrid,
         priority=cfg.priority,

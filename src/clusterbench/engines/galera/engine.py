@@ -14,7 +14,8 @@ from typing import cast
 
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
-from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site
+from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode, account_sql
 from clusterbench.engines.galera.status import GraState
@@ -52,7 +53,7 @@ class GaleraEngine:
             address=t.node_address(index),
             peers=tuple(t.node_address(i) for i in t.node_indexes()),
             dir=dir,
-            settings=t.mariadb,
+            settings=t.node_settings(index),
         )
 
     def make_node(
@@ -79,6 +80,8 @@ class GaleraEngine:
         }
         if self.topology.mariadb.sst_method == "mariabackup":
             need["mariabackup"] = "Debian package mariadb-backup"
+        if self.topology.cluster.clock == "faketime":
+            need[str(LIBFAKETIME)] = "Debian package faketime"
         return need
 
     def host_packages(self) -> tuple[str, ...]:
@@ -199,6 +202,23 @@ class GaleraEngine:
             site.recorded(n)
             return f"n{index} bootstrapped a new Primary component"
         return self._rejoin(site, n, timeout)
+
+    def rebuild_node(self, site: Site, index: int, timeout: float = JOIN_TIMEOUT) -> str:
+        """Stop the node, wipe its datadir and start it empty: it rejoins by a full SST from a
+        donor the group chooses."""
+        n = _galera(site.node(index))
+        if not any(o.alive() for o in site.nodes() if o.index != index):
+            raise ClusterStateError(
+                f"no other node of '{self.topology.name}' runs, so n{index} has no donor to rebuild from; "
+                "start the cluster first (`clusterbench start`)"
+            )
+        t0 = time.monotonic()
+        n.stop()
+        n.stop_health_agent()
+        wipe_datadir(n)
+        site.recorded(n)
+        line = self._rejoin(site, n, timeout).removeprefix(f"n{index} ")
+        return f"n{index} rebuilt from an empty datadir: {line} ({time.monotonic() - t0:.1f} s in all)"
 
     def _rejoin(self, site: Site, n: GaleraNode, timeout: float) -> str:
         position = None

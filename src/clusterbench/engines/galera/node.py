@@ -173,7 +173,7 @@ class GaleraNode(ServerNode):
         if self.alive():
             assert self.proc is not None
             return self.proc
-        argv = ["mariadbd", f"--defaults-file={self.cfg.cnf_path}"]
+        argv = [*self.clock_env(), "mariadbd", f"--defaults-file={self.cfg.cnf_path}"]
         if bootstrap:
             argv.append("--wsrep-new-cluster")
         if start_position:

@@ -9,6 +9,7 @@ join. They all start from the same empty executed set, so a join recovers only t
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,8 @@ from typing import cast
 
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import Route
-from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site
+from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.group_replication import remote, rootfs
 from clusterbench.engines.group_replication.config import (
     GCS_PORT,
@@ -27,10 +29,10 @@ from clusterbench.engines.group_replication.config import (
     MemberConfig,
     account_sql,
 )
-from clusterbench.engines.group_replication.group import JOIN_TIMEOUT, GRGroup
+from clusterbench.engines.group_replication.group import JOIN_TIMEOUT, READY_TIMEOUT, GRGroup, Membership
 from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.engines.server import HEALTH_PORT
-from clusterbench.errors import ComponentError, PreflightError
+from clusterbench.errors import ClusterStateError, ComponentError, PreflightError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.spec.topology import Topology
 
@@ -107,7 +109,7 @@ class GroupReplicationEngine:
             dir=dir,
             group_name=self.group_name(creds),
             allowlist=self.allowlist(),
-            settings=t.mysql,
+            settings=t.node_settings(index),
             single_primary=self.single_primary,
         )
 
@@ -169,12 +171,15 @@ class GroupReplicationEngine:
             how = "run `clusterbench provision -f FILE` for MySQL with Group Replication"
         else:
             either = str(self.rootfs / rootfs.MYSQLD.lstrip("/"))
-        return {
+        need = {
             either: how,
             "mariadb": "Debian package mariadb-client",  # the health check's client
             "unshare": "Debian package util-linux",
             "rsync": "Debian package rsync",
         }
+        if self.topology.cluster.clock == "faketime":
+            need[str(LIBFAKETIME)] = "Debian package faketime"
+        return need
 
     def host_packages(self) -> tuple[str, ...]:
         # mysqld comes from the rootfs (required()); the host runs the health check's client,
@@ -242,6 +247,46 @@ class GroupReplicationEngine:
     def start_node(self, site: Site, index: int, timeout: float = JOIN_TIMEOUT) -> str:
         g = self.group(site)
         return g.rejoin(g.member(index), timeout)
+
+    def rebuild_node(self, site: Site, index: int, timeout: float = JOIN_TIMEOUT) -> str:
+        """Stop the member, wipe its datadir, give it a fresh one with the cluster's accounts, and
+        join it with a clone forced (group_replication_clone_threshold = 1): a full copy from a
+        donor the group chooses, as after a disk loss."""
+        g = self.group(site)
+        m = g.member(index)
+        others = {o.index: o.status() for o in g.members if o is not m}
+        if Membership(others).majority_view() is None:
+            raise ClusterStateError(
+                f"no member is ONLINE in a group with a majority, so n{index} has nothing to clone from; "
+                "run `clusterbench start` first"
+            )
+        t0 = time.monotonic()
+        m.stop()
+        m.stop_health_agent()
+        wipe_datadir(m)
+        statements = accounts(m.creds)
+        template = None
+        if not self.topology.remote:
+            info = rootfs.read_info(self.rootfs)
+            version = info.mysql_version if info else (rootfs.mysqld_version(self.rootfs) or "unknown")
+            template = rootfs.ensure_template(self.rootfs, version)
+        if template is not None:
+            m.seed_from(template)
+        else:
+            m.initialize(statements)
+        m.start(statements if template is not None else None)
+        site.started(m)
+        try:
+            m.wait_sql(READY_TIMEOUT)
+        finally:
+            m.forget_init()
+        m.install_metrics_component()
+        m.query("SET GLOBAL group_replication_clone_threshold = 1")
+        clone = g.join(m, timeout)
+        m.start_health_agent()
+        site.recorded(m)
+        how = clone.line() if clone is not None else "distributed recovery (no clone was needed)"
+        return f"n{index} rebuilt from an empty datadir by {how}, in {time.monotonic() - t0:.1f} s"
 
     def restart_nodes(self, site: Site, indexes: Sequence[int], timeout: float = JOIN_TIMEOUT) -> list[str]:
         """The heal of kill and stop faults: these members (and any running member outside the

@@ -15,6 +15,7 @@ The rules (never two primaries):
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,6 +90,56 @@ def join_kind(log_text: str) -> str:
     if "incremental recovery" in low or "transfer data using: incremental" in low:
         return "incremental"
     return "none"
+
+
+@dataclass(frozen=True)
+class CloneRun:
+    """A clone as the recipient's performance_schema.clone_status / clone_progress tell it."""
+
+    state: str
+    source: str
+    seconds: float | None
+    bytes: int
+    error: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.state.lower() == "failed"
+
+    def line(self) -> str:
+        if self.failed:
+            return f"the clone from {self.source} failed: {self.error}"
+        took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
+        return f"clone from {self.source} ({self.bytes / 2**20:.1f} MiB{took})"
+
+
+def clone_run(m: GRNode) -> CloneRun | None:
+    """The member's last clone (None when it was never cloned into)."""
+    try:
+        rows = m.query(
+            "SELECT STATE, SOURCE, TIMESTAMPDIFF(MICROSECOND, BEGIN_TIME, END_TIME) / 1e6, ERROR_MESSAGE, "
+            "(SELECT COALESCE(SUM(DATA), 0) FROM performance_schema.clone_progress) "
+            "FROM performance_schema.clone_status",
+            timeout=5.0,
+        )
+    except pymysql.MySQLError:
+        return None
+    if not rows:
+        return None
+    state, source, seconds, error, data = rows[0]
+    return CloneRun(str(state), str(source), float(seconds) if seconds is not None else None, int(data or 0),
+                    str(error or ""))  # fmt: skip
+
+
+def clone_donor(log_text: str) -> str:
+    """The donor a clone was taken from, as the recipient's error log names it ('' if none)."""
+    for line in reversed(log_text.splitlines()):
+        low = line.lower()
+        if "clone" in low and ("donor" in low or "from" in low):
+            m = re.search(r"(\d{1,3}(?:\.\d{1,3}){3}:\d+)", line)
+            if m:
+                return m.group(1)
+    return ""
 
 
 class GRGroup:
@@ -203,13 +254,58 @@ class GRGroup:
         # incarnation (killed, still UNREACHABLE in the view) has been expelled.
         self._wait_expelled(m, self._settle_seconds() + 10)
         offset = m.error_log_size()
-        m.start_group(bootstrap=False)
-        m.wait_state(ONLINE, timeout)
+        clone = self.join(m, timeout)
         m.start_health_agent()
         self.record(m)
+        if clone is not None:
+            took = time.monotonic() - t0
+            return f"n{m.index} rejoined by {clone.line()}, then incremental recovery, in {took:.1f} s"
         kind = join_kind(m.error_log_since(offset))
         how = f" by {kind} recovery" if kind != "none" else ""
         return f"n{m.index} rejoined{how} in {time.monotonic() - t0:.1f} s"
+
+    def join(self, m: GRNode, timeout: float) -> CloneRun | None:
+        """START GROUP_REPLICATION on a running member and wait until it is ONLINE. When the group
+        provisions it by a clone, mysqld restarts itself at the clone's end (its supervisor starts
+        it again) with Group Replication off: it is started again here, and the member recovers
+        the rest incrementally. Returns the clone, if there was one."""
+        deadline = time.monotonic() + timeout
+        assert m.proc is not None
+        pid = m.proc.pid
+        m.start_group(bootstrap=False)
+        clone: CloneRun | None = None
+        while time.monotonic() < deadline:
+            if not m.alive():
+                if m.restarting():  # the clone is done and mysqld is starting again
+                    self.clock.sleep(0.2)
+                    continue
+                raise ComponentError(self._exit_line(m))
+            if m.proc is not None and m.proc.pid != pid:  # restarted after a clone
+                pid = m.proc.pid
+                self.started(m)
+                m.wait_sql(READY_TIMEOUT)
+                clone = clone_run(m)
+                if clone is not None and clone.failed:
+                    raise ComponentError(f"n{m.index}: {clone.line()}; see {m.error_log}")
+                m.start_group(bootstrap=False)
+                continue
+            st = m.status()
+            if st is not None and st.state == ONLINE and st.has_quorum:
+                return clone
+            if st is not None and st.state == ERROR:
+                raise ComponentError(self._exit_line(m, "went to ERROR while joining"))
+            self.clock.sleep(0.1)
+        raise ComponentError(
+            f"n{m.index} not ONLINE after {timeout:g} s; see {m.error_log}: {m.error_log_tail(3)}"
+        )
+
+    @staticmethod
+    def _exit_line(m: GRNode, what: str = "exited while joining") -> str:
+        """Why a join failed, with the clone's donor and error when a clone was under way."""
+        tail = m.error_log_tail(3)
+        donor = clone_donor(m.error_log_since(m.log_offset or 0))
+        via = f" during a clone from {donor}" if donor else ""
+        return f"mysqld of n{m.index} {what}{via}; see {m.error_log}: {tail}"
 
     # ------------------------------------------------------------------ whole group
 

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 WORKLOAD = "list-append"
 FINAL_CLIENT_BASE = 900_000  # client ids of the final reads (one per node), after heal
