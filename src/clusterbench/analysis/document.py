@@ -347,7 +347,13 @@ def build_report(
 def _facts(store: Store, run: Any) -> list[tuple[str, str]]:
     """The header: what the run was, its outcome in one line, where it ran and whether the machine
     itself was the limit; then when, with what labels, from which command."""
-    from clusterbench.analysis.outcome import ENGINE_LABELS, environment_line, label_facts, overview
+    from clusterbench.analysis.outcome import (
+        ENGINE_LABELS,
+        durability_line,
+        environment_line,
+        label_facts,
+        overview,
+    )
 
     ov = overview(store, run.id)
     prov = store.provenance(run.id)
@@ -357,6 +363,7 @@ def _facts(store: Store, run: Any) -> list[tuple[str, str]]:
         ("engine", engine + (f", cluster {ov.cluster}" if ov.cluster else "")),
         ("outcome", ov.outcome + (f": {ov.verdicts.result}" if ov.verdicts.result else "")),
         ("environment", environment_line(store, run.id)),
+        ("durability", durability_line(store, run.id) or "not known (no server answered)"),
         ("status", run.status),
         ("started", run.started_at),
         ("ended", run.ended_at or "—"),

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterbench.durability import durability
 from clusterbench.store import Store
 from clusterbench.store.export import FORMAT_VERSION as FORMAT_VERSION  # every export's
 
@@ -138,6 +139,20 @@ def label_facts(store: Store, run: Any) -> list[tuple[str, str]]:
     if run.command_line:
         facts.append(("command", run.command_line))
     return facts
+
+
+def durability_line(store: Store, run_id: int) -> str:
+    """The durability settings the servers ran with, beside the server's shipped default where
+    they differ (durability.py), from each trial's variables at its start: one line, or one per
+    distinct setting with the trials that ran it ('' when no server answered)."""
+    seen: dict[str, list[int]] = {}
+    for t in store.trials(run_id):
+        line = durability(store.provenance(run_id, t.id).get("server_variables@start")).line()
+        if line:
+            seen.setdefault(line.removeprefix("durability: "), []).append(t.seq)
+    if len(seen) <= 1:
+        return next(iter(seen), "")
+    return "; ".join(f"trials {', '.join(map(str, seqs))}: {line}" for line, seqs in seen.items())
 
 
 def environment_line(store: Store, run_id: int) -> str:

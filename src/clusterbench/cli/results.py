@@ -292,12 +292,15 @@ def results_show(
 
 def print_outcome(store: Store, run_id: int) -> None:
     """What it ran on and how it came out, first; then each verdict with its summary."""
-    from clusterbench.analysis.outcome import ENGINE_LABELS, environment_line, overview
+    from clusterbench.analysis.outcome import ENGINE_LABELS, durability_line, environment_line, overview
 
     ov = overview(store, run_id)
     engine = ", ".join(ENGINE_LABELS.get(e, e) for e in ov.engine.split(","))
     console.out.print(f"  {engine}, cluster {ov.cluster or '-'}: {ov.outcome}", markup=False, soft_wrap=True)
     console.out.print(f"  environment: {environment_line(store, run_id)}", markup=False, soft_wrap=True)
+    durable = durability_line(store, run_id)
+    if durable:
+        console.out.print(f"  durability: {durable}", markup=False, soft_wrap=True)
     v = ov.verdicts
     if v.result is None:
         return

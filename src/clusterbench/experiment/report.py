@@ -380,8 +380,9 @@ def build_experiment_report(store: Store, run_id: int, *, log_latency: bool = Fa
     wall, wall_summary = wall_section(store, run_id)
     if wall_summary:
         facts.append(("wall time", wall_summary + " (last invocation)"))
-    from clusterbench.analysis.outcome import label_facts
+    from clusterbench.analysis.outcome import durability_line, label_facts
 
+    facts.append(("durability", durability_line(store, run_id) or "not known (no server answered)"))
     facts += label_facts(store, run)  # tags are labels of their own since store schema 5
     warnings: list[str] = []
     failed = [t for t in trials if t.status != "completed"]

@@ -76,7 +76,8 @@ def test_markdown_exact_head_and_table(store: tuple[Store, int]) -> None:
     md = render_markdown(st, run)
     assert md.startswith(
         "# Run 1: demo\n\n- run: 1 (bench, demo)\n- engine: external\n- outcome: 2 trials, 1,301-26,077 tps\n"
-        "- environment: a server given by --host\n- status: completed\n"
+        "- environment: a server given by --host\n- durability: not known (no server answered)\n"
+        "- status: completed\n"
         "- started: 2025-01-02T03:04:05.000+00:00\n- ended: 2025-01-02T03:04:05.000+00:00\n"
         "- command: `clusterbench bench demo.toml`\n\n## Overview\n"
     )
