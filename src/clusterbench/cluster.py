@@ -20,7 +20,7 @@ from typing import Any
 from clusterbench.balancers import BalancerOps, balancer_role
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.status import BackendServer
-from clusterbench.datadir_layers import layer_source, layered, start_layers, stop_layers
+from clusterbench.datadir_layers import layer_source, layered, make_durable, start_layers, stop_layers
 from clusterbench.engines import make_engine
 from clusterbench.engines.base import Credentials, DbNode, NodeHealth
 from clusterbench.errors import ClusterbenchError, ClusterStateError
@@ -334,6 +334,7 @@ class Cluster(BalancerOps, NodeOps):
             timings["network"] = time.monotonic() - t0
             self._datadir_filesystems(report)
             self.engine.bring_up(self, report)
+            make_durable(self, report)
             timings["nodes_synced"] = time.monotonic() - t0
             self._up_balancer(report)
             timings["total"] = time.monotonic() - t0

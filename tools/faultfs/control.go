@@ -8,6 +8,7 @@ package main
 //	{"op":"thaw"}                       operations held across a drop are answered EIO
 //	{"op":"set_faults","faults":{...}}  see faultSpec; replaces the faults in force
 //	{"op":"clear_faults"}
+//	{"op":"sync"}                       every file durable as it is now (what a sync(1) would do)
 //
 // Every answer has "ok"; a failed request has "error" (one line) and changes nothing.
 
@@ -107,8 +108,13 @@ func (c *controller) do(req request) (map[string]any, error) {
 	case "clear_faults":
 		c.g.faults.Store(nil)
 		return nil, nil
+	case "sync":
+		if c.g.status().Frozen {
+			return nil, errors.New("the power is off (frozen): thaw first")
+		}
+		return map[string]any{"synced": c.t.writeback(0, time.Now())}, nil
 	}
-	return nil, fmt.Errorf("unknown op %q: status, freeze, drop, thaw, set_faults, clear_faults", req.Op)
+	return nil, fmt.Errorf("unknown op %q: status, freeze, drop, thaw, set_faults, clear_faults, sync", req.Op)
 }
 
 func (c *controller) status() map[string]any {
