@@ -237,6 +237,10 @@ class Cluster(BalancerOps, NodeOps):
     def nodes(self) -> list[DbNode]:
         return [self.node(i) for i in self.topology.node_indexes()]
 
+    @property
+    def template_root(self) -> Path | None:
+        return None if self.topology.remote else self.home / "templates"
+
     def started(self, node: DbNode) -> None:
         """The engine (re)started a node's server: limits first, then the record of its PID."""
         if node.proc is not None:

@@ -309,6 +309,11 @@ class Site(Protocol):
     topology: Topology
     clock: Clock
 
+    @property
+    def template_root(self) -> Path | None:
+        """Where datadir templates are kept (engines/galera/template.py); None where the nodes
+        are not on this machine."""
+
     def node(self, index: int) -> DbNode: ...
 
     def nodes(self) -> list[DbNode]: ...

@@ -26,8 +26,9 @@ from clusterbench.hosts.base import Machine, ProcessRef
 log = logging.getLogger(__name__)
 
 
-def account_sql(c: Credentials, database: str = "sbtest") -> list[str]:
-    """Statements that create the cluster's accounts; one per line (bootstrap mode needs that)."""
+def account_sql(c: Credentials, database: str = "sbtest", replace: bool = False) -> list[str]:
+    """Statements that create the cluster's accounts; one per line (bootstrap mode needs that).
+    `replace`: over accounts of the same names with other passwords (a datadir template's)."""
     out = [f"CREATE DATABASE IF NOT EXISTS {database};"]
     accounts = [
         (c.admin_user, c.admin_password, "ALL PRIVILEGES", " WITH GRANT OPTION"),
@@ -38,7 +39,7 @@ def account_sql(c: Credentials, database: str = "sbtest") -> list[str]:
         for user, password, privileges, grant_option in accounts:
             who = f"{sql_quote(user)}@{sql_quote(host)}"
             out += [
-                f"CREATE USER {who} IDENTIFIED BY {sql_quote(password)};",
+                f"CREATE {'OR REPLACE ' if replace else ''}USER {who} IDENTIFIED BY {sql_quote(password)};",
                 f"GRANT {privileges} ON *.* TO {who}{grant_option};",
             ]
     return out
@@ -157,6 +158,9 @@ class GaleraNode(ServerNode):
             input="FLUSH PRIVILEGES;\n" + "\n".join(statements) + "\n",
             timeout=120,
         )
+
+    def server_version(self) -> str:
+        return self.host.run(["mariadbd", "--version"], timeout=30).stdout.strip()
 
     def grastate(self) -> GraState | None:
         text = self.host.read_file(self.cfg.datadir / "grastate.dat")
