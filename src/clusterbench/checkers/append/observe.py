@@ -1,0 +1,265 @@
+"""What a list-append history says before any graph: who appended each element, each key's
+version order, which transactions committed, and the anomalies visible in single transactions or
+single reads.
+
+Version order (Kingsbury and Alvaro's inference for list-append): a read of a list shows the
+order of every append it contains, so the distinct elements of a key's longest read are its
+version order, and every other read must be a prefix of it. An append that no read shows (an
+acknowledged one whose key was never read again, a history without final reads) still happened
+after everything that was read: it is placed after the longest read, and a key's only appends
+right after its initial empty state. The inference needs every appended value to be unique per
+key; a history that appends one value twice is refused (`duplicate-appends`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.verify.history import Outcome
+from clusterbench.verify.txn import Txn
+
+EXAMPLES = 5
+Found = dict[str, list[dict[str, Any]]]
+
+
+def tname(t: Txn) -> str:
+    return f"T{t.id}"
+
+
+@dataclass
+class Index:
+    """The history's indexes; transactions are referred to by their position in `txns`."""
+
+    txns: Sequence[Txn]
+    writer: dict[int, dict[int, int]] = field(default_factory=dict)  # key -> element -> writer
+    intermediate: dict[int, set[int]] = field(default_factory=dict)  # not the writer's last append
+    order: dict[int, tuple[int, ...]] = field(default_factory=dict)  # key -> version order
+    pos: dict[int, dict[int, int]] = field(default_factory=dict)  # key -> element -> position
+    committed: list[bool] = field(default_factory=list)  # in the graph: ok, or unknown but seen
+    unread: dict[int, list[int]] = field(default_factory=dict)  # key -> committed unread appenders
+    duplicate_appends: list[dict[str, Any]] = field(default_factory=list)
+
+    def writer_of(self, key: int, value: int) -> int | None:
+        return self.writer.get(key, {}).get(value)
+
+
+def desc(found: Found, cls: str, t: Txn) -> dict[str, Any]:
+    """A transaction in an anomaly's evidence: in full for the first few of its class (the
+    examples a report shows), by id only after them (a large history may have thousands)."""
+    return t.describe() if len(found[cls]) < EXAMPLES else {"txn": t.id}
+
+
+def dedup(values: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+def build_index(txns: Sequence[Txn], found: Found) -> Index:
+    """Pass over the history: writers, duplicate appends, each key's longest read, and which
+    transactions committed. Records `duplicate-elements` (a read that shows an element twice;
+    its first occurrences count)."""
+    ix = Index(txns)
+    longest: dict[int, tuple[int, ...]] = {}
+    for i, t in enumerate(txns):
+        mine: dict[int, list[int]] = {}
+        for m in t.mops:
+            if m.f == "append":
+                v = int(m.value)  # type: ignore[arg-type]
+                by_key = ix.writer.setdefault(m.key, {})
+                if v in by_key:
+                    first = txns[by_key[v]]
+                    ix.duplicate_appends.append(
+                        {
+                            "key": m.key,
+                            "value": v,
+                            "txns": [first.describe(), t.describe()],
+                            "why": f"{tname(first)} and {tname(t)} both appended {v} to key {m.key}: "
+                            "list-append needs every appended value to be unique per key",
+                        }
+                    )
+                    continue
+                by_key[v] = i
+                mine.setdefault(m.key, []).append(v)
+            elif t.ok and isinstance(m.value, tuple):
+                r = m.value
+                if len(set(r)) != len(r):
+                    found["duplicate-elements"].append(
+                        {
+                            "key": m.key,
+                            "read": list(r),
+                            "txn": desc(found, "duplicate-elements", t),
+                            "why": f"{tname(t)} read key {m.key} as {list(r)}, with an element twice",
+                        }
+                    )
+                    r = dedup(r)
+                if len(r) > len(longest.get(m.key, ())):
+                    longest[m.key] = r
+        for k, vs in mine.items():
+            if len(vs) > 1:
+                ix.intermediate.setdefault(k, set()).update(vs[:-1])
+    ix.order = longest
+    ix.pos = {k: {v: p for p, v in enumerate(o)} for k, o in longest.items()}
+    ix.committed = [t.ok for t in txns]
+    for k, pos in ix.pos.items():
+        w = ix.writer.get(k, {})
+        for v in pos:
+            seen_by = w.get(v)
+            if seen_by is not None and txns[seen_by].outcome is Outcome.UNKNOWN:
+                ix.committed[seen_by] = True  # its append was seen, so it committed
+    for k, by_value in ix.writer.items():
+        pos = ix.pos.get(k, {})
+        unread = {i for v, i in by_value.items() if v not in pos and ix.committed[i]}
+        if unread:
+            ix.unread[k] = sorted(unread)
+    return ix
+
+
+# ---- anomalies inside one transaction ------------------------------------------------------------
+
+
+def internal_and_future_reads(ix: Index, found: Found) -> None:
+    """`internal` (Cerone et al.'s INT axiom): a read disagrees with what the transaction itself
+    read or appended to the key before (a full list after a read; after appends without a read,
+    the read must end with them). `future-read`: a read shows an element the same transaction
+    appends only later."""
+    for t in ix.txns:
+        if not t.ok:
+            continue
+        known: dict[int, tuple[int, ...]] = {}  # key -> the whole list expected
+        suffix: dict[int, tuple[int, ...]] = {}  # key -> own appends, prefix unknown
+        seen: dict[int, set[int]] = {}
+        for m in t.mops:
+            k = m.key
+            if m.f == "append":
+                v = int(m.value)  # type: ignore[arg-type]
+                if v in seen.get(k, ()):
+                    found["future-read"].append(
+                        {
+                            "key": k,
+                            "element": v,
+                            "txn": desc(found, "future-read", t),
+                            "why": f"{tname(t)} read {v} in key {k} before appending it",
+                        }
+                    )
+                if k in known:
+                    known[k] += (v,)
+                else:
+                    suffix[k] = suffix.get(k, ()) + (v,)
+                continue
+            if not isinstance(m.value, tuple):
+                continue
+            r = m.value
+            expected: list[Any] | None = None
+            if k in known and known[k] != r:
+                expected = list(known[k])
+            elif k in suffix and (len(r) < len(suffix[k]) or r[len(r) - len(suffix[k]) :] != suffix[k]):
+                expected = ["...", *suffix[k]]
+            if expected is not None:
+                found["internal"].append(
+                    {
+                        "key": k,
+                        "read": list(r),
+                        "expected": expected,
+                        "txn": desc(found, "internal", t),
+                        "why": f"{tname(t)} read key {k} as {list(r)} after its own operations "
+                        f"left it {expected}",
+                    }
+                )
+            known[k] = r
+            suffix.pop(k, None)
+            seen.setdefault(k, set()).update(r)
+
+
+def lost_updates(ix: Index, found: Found) -> None:
+    """Lost update as Elle defines it: two or more committed (ok) transactions read the same
+    version of a key (their first read of it) and then appended to it. (Berenson's P4, where the
+    overwriting transaction need not have read the key, shows up as a G-single cycle marked
+    `p4`.)"""
+    groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for i, t in enumerate(ix.txns):
+        if not t.ok:
+            continue
+        first_read: dict[int, tuple[int, ...]] = {}
+        wrote: set[int] = set()
+        for m in t.mops:
+            if m.f == "r" and isinstance(m.value, tuple):
+                first_read.setdefault(m.key, m.value)
+            elif m.f == "append" and m.key not in wrote:
+                wrote.add(m.key)
+                if m.key in first_read:
+                    groups.setdefault((m.key, first_read[m.key]), []).append(i)
+    for (k, version), members in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        if len(members) < 2:
+            continue
+        names = ", ".join(tname(ix.txns[i]) for i in members)
+        found["lost-update"].append(
+            {
+                "key": k,
+                "read": list(version),
+                "definition": "elle",
+                "txns": [desc(found, "lost-update", ix.txns[i]) for i in members],
+                "why": f"{names} all read key {k} as {list(version)} and appended to it: "
+                "each append was computed from a version another one replaced",
+            }
+        )
+
+
+def dirty_updates(ix: Index, found: Found) -> None:
+    """A committed (ok) append ordered right after an element of a transaction that definitely
+    failed (with only unknown-outcome appends between): the ok transaction wrote onto state that
+    was never committed."""
+    for k, o in ix.order.items():
+        w = ix.writer.get(k, {})
+        failed_at: int | None = None
+        for p, v in enumerate(o):
+            i = w.get(v)
+            if i is None or ix.txns[i].outcome is Outcome.UNKNOWN:
+                continue
+            t = ix.txns[i]
+            if t.outcome is Outcome.FAIL:
+                failed_at = p
+                continue
+            if failed_at is not None:
+                bad = ix.txns[w[o[failed_at]]]
+                found["dirty-update"].append(
+                    {
+                        "key": k,
+                        "values": list(o[failed_at : p + 1]),
+                        "failed": desc(found, "dirty-update", bad),
+                        "txn": desc(found, "dirty-update", t),
+                        "why": f"{tname(t)} appended {v} to key {k} after {o[failed_at]}, "
+                        f"appended by {tname(bad)}, which failed",
+                    }
+                )
+            failed_at = None
+
+
+def lost_appends(ix: Index, found: Found) -> None:
+    """Acknowledged appends missing from a key's final read (after heal) on some node."""
+    finals = [t for t in ix.txns if t.final and t.ok]
+    if not finals:
+        return
+    lists = [
+        (f, {m.key: set(m.value) for m in f.mops if m.f == "r" and isinstance(m.value, tuple)})
+        for f in finals
+    ]
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    for t in ix.txns:
+        if not t.ok or t.final:
+            continue
+        for m in t.mops:
+            if m.f != "append":
+                continue
+            v = int(m.value)  # type: ignore[arg-type]
+            missing_on = [f.process for f, by_key in lists if m.key in by_key and v not in by_key[m.key]]
+            if missing_on:
+                out[(m.key, v)] = {
+                    "key": m.key,
+                    "value": v,
+                    "missing_on": missing_on,
+                    "txn": t.describe(),
+                    "why": f"{tname(t)} appended {v} to key {m.key} (acknowledged); the final read on "
+                    f"{', '.join(missing_on)} lacks it",
+                }
+    found["lost-append"].extend(e for _, e in sorted(out.items()))
