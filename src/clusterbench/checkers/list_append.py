@@ -33,7 +33,8 @@ from clusterbench.checkers.append.graph import NAMES, EdgeList, Graph, process_e
 from clusterbench.checkers.append.observe import (
     build_index,
     dirty_updates,
-    internal_and_future_reads,
+    future_reads,
+    internal_reads,
     lost_appends,
     lost_updates,
 )
@@ -91,10 +92,11 @@ class Analysis:
         return all(e.get("p4") for e in self.anomalies.get("G-single", []))
 
     def strongest_models(self) -> list[str]:
-        return models.strongest(self.found())
+        """Empty when even read uncommitted is ruled out, or the history could not be checked."""
+        return [] if self.refused else models.strongest(self.found())
 
     def strongest_level(self) -> str:
-        return models.describe(self.found())
+        return "not checked" if self.refused else models.describe(self.found())
 
 
 def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
@@ -105,10 +107,10 @@ def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
     outcomes = {o: sum(1 for t in txns if str(t.outcome) == o) for o in ("ok", "fail", "unknown")}
     ix = build_index(txns, found)
     keys = len(set(ix.writer) | {m.key for t in txns for m in t.mops})
-    if ix.duplicate_appends:
-        found["duplicate-appends"] = ix.duplicate_appends
-        return Analysis(len(txns), outcomes, 0, {}, keys, {a: v for a, v in found.items() if v})
-    internal_and_future_reads(ix, found)
+    if ix.duplicate_appends:  # nothing else can be inferred: report only why
+        return Analysis(len(txns), outcomes, 0, {}, keys, {"duplicate-appends": ix.duplicate_appends})
+    internal_reads(ix, found)
+    future_reads(ix, found)
     lost_updates(ix, found)
     dirty_updates(ix, found)
     lost_appends(ix, found)
@@ -123,10 +125,10 @@ def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
     p4_of: dict[tuple[int, ...], bool] = {}
 
     def all_p4(cycles: Any) -> bool:
-        for nodes, labels in cycles["G-single"]:
+        for nodes, labels in cycles.get("G-single", []):
             if tuple(nodes) not in p4_of:
                 p4_of[tuple(nodes)] = explain.p4(ix, nodes, labels)
-        return all(p4_of[tuple(n)] for n, _ in cycles["G-single"])
+        return all(p4_of[tuple(n)] for n, _ in cycles.get("G-single", []))
 
     def skip(name: str, so_far: Any) -> str | None:
         now = [a for a, v in found.items() if v] + [c for c, v in so_far.cycles.items() if v]
@@ -135,7 +137,9 @@ def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
     cf = Search(graph, skip).run()
     all_p4(cf.cycles)
     for name in ORDER:
-        ranked = sorted(cf.cycles[name], key=lambda c: (name == "G-single" and p4_of[tuple(c[0])], len(c[0])))
+        ranked = sorted(
+            cf.cycles.get(name, []), key=lambda c: (name == "G-single" and p4_of[tuple(c[0])], len(c[0]))
+        )
         found[name] = [
             _entry(ix, name, nodes, labels, i < EXAMPLES, p4_of) for i, (nodes, labels) in enumerate(ranked)
         ]
@@ -208,7 +212,7 @@ def check_list_append(
         "keys": a.keys,
         "strongest_level": a.strongest_level(),
         "strongest_models": a.strongest_models(),
-        "not": models.weakest_ruled_out(a.found()),
+        "not": [] if a.refused else models.weakest_ruled_out(a.found()),
         "anomalies": {k: _summary(k, v) for k, v in a.anomalies.items()},
         "documented_seen": seen_doc,
         "broken": broken,

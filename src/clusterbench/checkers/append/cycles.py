@@ -146,7 +146,8 @@ class Search:
 
     def _fallback(self, labels: Sequence[int]) -> None:
         """One cycle, whatever its class, in each component of the whole graph where none was
-        found (a component always holds one)."""
+        found (a component always holds one), unless every class it belongs to is one the
+        search skipped as implied by a class found."""
         covered = {labels[v] for v in self.found.nodes}
         lab = np.asarray(labels)
         src, dst, _ = self.g.edges_of(ALL)
@@ -159,6 +160,8 @@ class Search:
             done.add(comp)
             nodes = _shortest_back(self.g, labels, a, b)
             masks = [self.g.mask(x, y) for x, y in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
+            if all(self.skip(name, self.found) for name in classify(masks)):
+                continue  # its classes say nothing the classes found have not said
             for name in self.found.add(nodes, masks):
                 self.found.fallback.append((name, (nodes, masks)))
 

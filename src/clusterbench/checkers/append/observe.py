@@ -55,10 +55,35 @@ def dedup(values: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(values))
 
 
+def duplicate_append(ix: Index, t: Txn, k: int, v: int) -> None:
+    """Records a second append of one value to one key (an input error: refused)."""
+    first = ix.txns[ix.writer[k][v]]
+    ix.duplicate_appends.append(
+        {
+            "key": k,
+            "value": v,
+            "txns": [first.describe(), t.describe()],
+            "why": f"{tname(first)} and {tname(t)} both appended {v} to key {k}: "
+            "list-append needs every appended value to be unique per key",
+        }
+    )
+
+
+def duplicate_elements(found: Found, t: Txn, k: int, r: tuple[int, ...]) -> None:
+    """Records a read that shows an element twice."""
+    found["duplicate-elements"].append(
+        {
+            "key": k,
+            "read": list(r),
+            "txn": desc(found, "duplicate-elements", t),
+            "why": f"{tname(t)} read key {k} as {list(r)}, with an element twice",
+        }
+    )
+
+
 def build_index(txns: Sequence[Txn], found: Found) -> Index:
-    """Pass over the history: writers, duplicate appends, each key's longest read, and which
-    transactions committed. Records `duplicate-elements` (a read that shows an element twice;
-    its first occurrences count)."""
+    """Pass over the history: writers, duplicate appends, each key's longest read (a read with
+    an element twice counts with its first occurrences), and which transactions committed."""
     ix = Index(txns)
     longest: dict[int, tuple[int, ...]] = {}
     for i, t in enumerate(txns):
@@ -68,30 +93,14 @@ def build_index(txns: Sequence[Txn], found: Found) -> Index:
                 v = int(m.value)  # type: ignore[arg-type]
                 by_key = ix.writer.setdefault(m.key, {})
                 if v in by_key:
-                    first = txns[by_key[v]]
-                    ix.duplicate_appends.append(
-                        {
-                            "key": m.key,
-                            "value": v,
-                            "txns": [first.describe(), t.describe()],
-                            "why": f"{tname(first)} and {tname(t)} both appended {v} to key {m.key}: "
-                            "list-append needs every appended value to be unique per key",
-                        }
-                    )
+                    duplicate_append(ix, t, m.key, v)
                     continue
                 by_key[v] = i
                 mine.setdefault(m.key, []).append(v)
             elif t.ok and isinstance(m.value, tuple):
                 r = m.value
                 if len(set(r)) != len(r):
-                    found["duplicate-elements"].append(
-                        {
-                            "key": m.key,
-                            "read": list(r),
-                            "txn": desc(found, "duplicate-elements", t),
-                            "why": f"{tname(t)} read key {m.key} as {list(r)}, with an element twice",
-                        }
-                    )
+                    duplicate_elements(found, t, m.key, r)
                     r = dedup(r)
                 if len(r) > len(longest.get(m.key, ())):
                     longest[m.key] = r
@@ -100,48 +109,63 @@ def build_index(txns: Sequence[Txn], found: Found) -> Index:
                 ix.intermediate.setdefault(k, set()).update(vs[:-1])
     ix.order = longest
     ix.pos = {k: {v: p for p, v in enumerate(o)} for k, o in longest.items()}
-    ix.committed = [t.ok for t in txns]
+    _committed(ix)
+    return ix
+
+
+def _committed(ix: Index) -> None:
+    """Ok transactions and those of unknown outcome whose appends a read showed are in the
+    graph; their appends that no read showed are placed after the longest read."""
+    ix.committed = [t.ok for t in ix.txns]
     for k, pos in ix.pos.items():
         w = ix.writer.get(k, {})
         for v in pos:
-            seen_by = w.get(v)
-            if seen_by is not None and txns[seen_by].outcome is Outcome.UNKNOWN:
-                ix.committed[seen_by] = True  # its append was seen, so it committed
+            i = w.get(v)
+            if i is not None and ix.txns[i].outcome is Outcome.UNKNOWN:
+                ix.committed[i] = True  # its append was seen, so it committed
     for k, by_value in ix.writer.items():
         pos = ix.pos.get(k, {})
         unread = {i for v, i in by_value.items() if v not in pos and ix.committed[i]}
         if unread:
             ix.unread[k] = sorted(unread)
-    return ix
 
 
 # ---- anomalies inside one transaction ------------------------------------------------------------
 
 
-def internal_and_future_reads(ix: Index, found: Found) -> None:
+def future_reads(ix: Index, found: Found) -> None:
+    """`future-read`: a read shows an element the same transaction appends only later."""
+    for t in ix.txns:
+        if not t.ok:
+            continue
+        seen: dict[int, set[int]] = {}
+        for m in t.mops:
+            if m.f == "r" and isinstance(m.value, tuple):
+                seen.setdefault(m.key, set()).update(m.value)
+            elif m.f == "append" and m.value in seen.get(m.key, ()):
+                found["future-read"].append(
+                    {
+                        "key": m.key,
+                        "element": m.value,
+                        "txn": desc(found, "future-read", t),
+                        "why": f"{tname(t)} read {m.value} in key {m.key} before appending it",
+                    }
+                )
+
+
+def internal_reads(ix: Index, found: Found) -> None:
     """`internal` (Cerone et al.'s INT axiom): a read disagrees with what the transaction itself
-    read or appended to the key before (a full list after a read; after appends without a read,
-    the read must end with them). `future-read`: a read shows an element the same transaction
-    appends only later."""
+    read or appended to the key before: after a read, the list read plus its own appends since;
+    after appends without a read, a list that ends with them."""
     for t in ix.txns:
         if not t.ok:
             continue
         known: dict[int, tuple[int, ...]] = {}  # key -> the whole list expected
         suffix: dict[int, tuple[int, ...]] = {}  # key -> own appends, prefix unknown
-        seen: dict[int, set[int]] = {}
         for m in t.mops:
             k = m.key
             if m.f == "append":
                 v = int(m.value)  # type: ignore[arg-type]
-                if v in seen.get(k, ()):
-                    found["future-read"].append(
-                        {
-                            "key": k,
-                            "element": v,
-                            "txn": desc(found, "future-read", t),
-                            "why": f"{tname(t)} read {v} in key {k} before appending it",
-                        }
-                    )
                 if k in known:
                     known[k] += (v,)
                 else:
@@ -162,13 +186,11 @@ def internal_and_future_reads(ix: Index, found: Found) -> None:
                         "read": list(r),
                         "expected": expected,
                         "txn": desc(found, "internal", t),
-                        "why": f"{tname(t)} read key {k} as {list(r)} after its own operations "
-                        f"left it {expected}",
+                        "why": f"{tname(t)} read key {k} as {list(r)}; its own operations left it {expected}",
                     }
                 )
             known[k] = r
             suffix.pop(k, None)
-            seen.setdefault(k, set()).update(r)
 
 
 def lost_updates(ix: Index, found: Found) -> None:
