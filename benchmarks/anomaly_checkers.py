@@ -51,7 +51,8 @@ from clusterbench.verify.txn import MicroOp, Txn
 OK, FAIL, UNK = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
 APPENDS_PER_KEY = 32
 CLIENTS = 3
-TXN_S = 0.006  # each transaction lasts this long; one starts every TXN_S / CLIENTS seconds
+TXN_S = 0.006  # one transaction starts every TXN_S / CLIENTS seconds (a client's every TXN_S)
+BUSY_S = 0.005  # and lasts this long: a client's next one begins 1 ms after (never an equal time)
 
 
 class _Key:
@@ -110,7 +111,7 @@ def list_append_history(n: int, *, keys: int, stale: float, seed: int, max_lag: 
                 if appended[k] >= APPENDS_PER_KEY and k in active:
                     active[active.index(k)] = next(next_key)
         t0 = i * TXN_S / CLIENTS
-        txns.append(Txn(i, i % CLIENTS, f"node:{i % CLIENTS + 1}", outcome, tuple(mops), t0, t0 + TXN_S))
+        txns.append(Txn(i, i % CLIENTS, f"node:{i % CLIENTS + 1}", outcome, tuple(mops), t0, t0 + BUSY_S))
     t = n * TXN_S / CLIENTS + 1.0
     for node in range(CLIENTS):
         finals = tuple(MicroOp("r", k, tuple(lists[k].elems)) for k in sorted(lists))

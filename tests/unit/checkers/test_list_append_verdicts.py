@@ -1,0 +1,146 @@
+"""What a list-append verdict waves through and what it never does: documented limitations
+cover only classes that rule out no stronger model than the documented ones; the model
+hierarchy, with every expected set worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterbench.checkers.append import models
+from clusterbench.checkers.list_append import check_list_append
+from clusterbench.checkers.verdict import Result, combine
+
+from .list_append_cases import X, Y, Z, a, history, r, t
+
+GALERA_DEFAULT = ("lost-update", "internal", "stale-read", "G2-item")  # engines/galera/node.py
+SSS, SRC, SSI = "strong-session-serializable", "strong-read-committed", "strong-snapshot-isolation"
+
+NONADJACENT = history([t(a(X, 1)), t(r(X, 1), r(Y)), t(a(Y, 1)), t(r(Y, 1), r(X))])  # rw wr rw wr
+WRITE_SKEW = history([t(r(X), a(Y, 1)), t(r(Y), a(X, 1))])
+READ_SKEW = history([t(a(X, 1), a(Y, 1)), t(r(X), r(Y, 1))])  # x's append never read, no final read
+P4 = [t(a(X, 1)), t(r(X, 1), a(X, 3)), t(a(X, 2)), t(r(X, 1, 2, 3), final=True)]
+
+
+@pytest.mark.parametrize("documented", [("G2-item",), GALERA_DEFAULT])
+def test_g_nonadjacent_breaks_si_even_with_write_skew_documented(documented: tuple[str, ...]) -> None:
+    v = check_list_append(NONADJACENT, documented=documented)
+    assert v.result is Result.FAIL and not v.documented_limitation
+    assert v.evidence["broken"] == ["G-nonadjacent"] and v.evidence["documented_seen"] == []
+    assert v.evidence["not"] == ["snapshot-isolation", "repeatable-read"]
+    assert "snapshot-isolation" not in v.evidence["strongest_models"]
+    assert "promise broken: G-nonadjacent" in v.summary
+    assert combine([v]) is Result.FAIL
+    ex = v.evidence["anomalies"]["G-nonadjacent"]["examples"][0]
+    assert [s["type"] for s in ex["steps"]] == ["rw", "wr", "rw", "wr"]
+
+
+def test_write_skew_alone_is_documented_where_g2_item_is() -> None:
+    v = check_list_append(WRITE_SKEW, documented=("G2-item",))
+    assert v.result is Result.FAIL and v.documented_limitation
+    assert v.evidence["documented_seen"] == ["G2-item"] and v.evidence["broken"] == []
+    assert combine([v]) is Result.PASS
+    assert check_list_append(WRITE_SKEW).documented_limitation is False
+
+
+def test_g_single_among_unread_appends_without_final_read_fails() -> None:
+    v = check_list_append(READ_SKEW, documented=GALERA_DEFAULT)
+    assert v.result is Result.FAIL and not v.documented_limitation
+    assert set(v.evidence["anomalies"]) == {"G-single"} and v.evidence["broken"] == ["G-single"]
+    ex = v.evidence["anomalies"]["G-single"]["examples"][0]
+    assert ex["p4"] is False and [s["type"] for s in ex["steps"]] == ["rw", "wr"]
+    assert ex["steps"][0]["why"] == "T1 read key 1 as [], without T0's append of 1"
+
+
+def test_g_single_is_documented_with_lost_updates_only_when_every_one_is_p4() -> None:
+    only_p4 = check_list_append(history(P4), documented=("lost-update",))
+    assert only_p4.documented_limitation and only_p4.evidence["documented_seen"] == ["G-single"]
+    assert only_p4.evidence["anomalies"]["G-single"]["p4"] == 1
+    # the same P4 next to an unrelated read skew on other keys: one G-single is not a lost update
+    mixed = history([*P4, t(a(Y, 1), a(Z, 1)), t(r(Y), r(Z, 1))])
+    v = check_list_append(mixed, documented=("lost-update",))
+    g = v.evidence["anomalies"]["G-single"]
+    assert (g["count"], g["p4"]) == (2, 1)
+    assert v.evidence["broken"] == ["G-single"] and not v.documented_limitation
+    assert g["examples"][0]["p4"] is False  # the one that breaks the promise comes first
+
+
+def test_stale_reads_documented_cover_realtime_single_but_not_a_read_from_the_future() -> None:
+    chain = history([t(a(X, 1), at=(0, 1)), t(a(Y, 1), at=(2, 3)), t(r(Y, 1), r(X))])
+    v = check_list_append(chain, documented=("stale-read",))
+    assert set(v.evidence["anomalies"]) == {"G-single-realtime"} and v.documented_limitation
+    future = history([t(r(X, 1), at=(0, 1)), t(a(X, 1), at=(2, 3))])  # G1c-realtime
+    f = check_list_append(future, documented=("stale-read",))
+    assert f.evidence["broken"] == ["G1c-realtime"] and not f.documented_limitation
+    write_order = history([t(a(X, 1), at=(0, 1)), t(a(X, 2), at=(2, 3)), t(r(X, 2, 1))])  # G0-realtime
+    assert check_list_append(write_order, documented=GALERA_DEFAULT).evidence["broken"] == ["G0-realtime"]
+
+
+def test_a_documented_class_covers_its_process_and_realtime_variants() -> None:
+    skew_rt = history([t(a(Y, 1), at=(0, 1)), t(r(X), at=(2, 3)), t(a(X, 1), r(Y))])
+    v = check_list_append(skew_rt, documented=("G2-item",))
+    assert set(v.evidence["anomalies"]) == {"G2-item-realtime"} and v.documented_limitation
+    skew_session = history([t(a(Y, 1), c=1, at=(0, 1)), t(r(X), c=1, at=(2, 3)), t(a(X, 1), r(Y))])
+    assert check_list_append(skew_session, documented=("G2-item",)).documented_limitation
+    # a lost update documented does not cover a session that misses its own write
+    own = history([t(a(X, 1), c=1, at=(0, 1)), t(a(Y, 1), c=1, at=(2, 3)), t(r(Y, 1), r(X))])
+    s = check_list_append(own, documented=GALERA_DEFAULT)
+    assert s.evidence["broken"] == ["G-single-process"] and not s.documented_limitation
+
+
+def test_duplicate_appends_make_the_history_unknown() -> None:
+    v = check_list_append(history([t(a(X, 1)), t(a(X, 1)), t(r(X, 1))]))
+    assert v.result is Result.UNKNOWN and combine([v]) is Result.UNKNOWN
+    assert v.summary == (
+        "cannot check this history: T0 and T1 both appended 1 to key 1: "
+        "list-append needs every appended value to be unique per key"
+    )
+    assert v.evidence["strongest_models"] == [] and v.evidence["strongest_level"] == "not checked"
+
+
+def test_lost_update_evidence_names_its_definition() -> None:
+    v = check_list_append(history([t(a(X, 0)), t(r(X, 0), a(X, 1)), t(r(X, 0), a(X, 2))]))
+    lu = v.evidence["anomalies"]["lost-update"]
+    assert lu["definition"].startswith("lost-update: Elle's definition")
+    assert lu["examples"][0]["definition"] == "elle"
+    assert [x["txn"] for x in lu["examples"][0]["txns"]] == [1, 2] and lu["examples"][0]["read"] == [0]
+
+
+# ---- the model hierarchy ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("found", "strongest", "weakest_out"),
+    [
+        ([], ["strict-serializable"], []),
+        (["G0"], [], ["read-uncommitted"]),
+        (["G1a"], ["strong-read-uncommitted"], ["read-committed"]),
+        (["G-single"], ["strong-read-committed"], ["snapshot-isolation", "repeatable-read"]),
+        (["G-nonadjacent"], ["strong-read-committed"], ["snapshot-isolation", "repeatable-read"]),
+        (["G2-item"], ["strong-snapshot-isolation"], ["repeatable-read"]),
+        (["internal"], ["repeatable-read", "strong-read-committed"], ["snapshot-isolation"]),
+        (["G2-item", "internal"], ["strong-read-committed"], ["snapshot-isolation", "repeatable-read"]),
+        (["G0-process"], ["serializable"], ["strong-session-read-uncommitted"]),
+        (["G1c-process"], ["serializable", "strong-read-uncommitted"], ["strong-session-read-committed"]),
+        (["G-single-process"], ["serializable", SRC], ["strong-session-snapshot-isolation"]),
+        (["G2-item-process"], ["serializable", "strong-snapshot-isolation"], ["strong-session-serializable"]),
+        (["G0-realtime"], ["strong-session-serializable"], ["strong-read-uncommitted"]),
+        (["stale-read"], [SSS, SRC], [SSI]),
+        (["G2-item-realtime"], [SSS, SSI], ["strict-serializable"]),
+        (["duplicate-appends"], ["strict-serializable"], []),  # an input error rules out nothing
+    ],
+)
+def test_strongest_models(found: list[str], strongest: list[str], weakest_out: list[str]) -> None:
+    assert models.strongest(found) == strongest
+    assert models.weakest_ruled_out(found) == weakest_out
+
+
+def test_every_model_and_anomaly_is_known_and_the_hierarchy_has_no_cycle() -> None:
+    assert set(models.IMPLIES) == set(models.MODELS) and len(models.MODELS) == 13
+    for model, weaker in models.IMPLIES.items():
+        assert set(weaker) <= set(models.MODELS)
+        assert all(models.MODELS.index(w) > models.MODELS.index(model) for w in weaker)
+    assert {m for ms in models.FORBIDDEN_BY.values() for m in ms} <= set(models.MODELS)
+    assert models.implied("strict-serializable") == frozenset(models.MODELS)
+    assert models.ruled_out(["read-uncommitted-nonsense"]) == frozenset()
+    assert models.describe(["G0"]) == "none"
+    assert models.describe(["stale-read"]) == "strong-session-serializable and strong-read-committed"
