@@ -28,9 +28,10 @@ from typing import Any
 from clusterbench.checkers.append import documented as docmod
 from clusterbench.checkers.append import explain, models
 from clusterbench.checkers.append.classes import ORDER
-from clusterbench.checkers.append.cycles import Search
+from clusterbench.checkers.append.cycles import Cycle, Search
 from clusterbench.checkers.append.graph import NAMES, EdgeList, Graph, process_edges, realtime_edges, ww_edges
 from clusterbench.checkers.append.observe import (
+    Index,
     build_index,
     dirty_updates,
     future_reads,
@@ -102,7 +103,6 @@ class Analysis:
 def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
     """`documented` only decides which process and realtime variants need no search (a class
     already found that is a promise broken, or documents them, implies them)."""
-    doc = set(documented)
     found: dict[str, list[dict[str, Any]]] = {a: [] for a in ANOMALIES}
     outcomes = {o: sum(1 for t in txns if str(t.outcome) == o) for o in ("ok", "fail", "unknown")}
     ix = build_index(txns, found)
@@ -122,27 +122,20 @@ def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
     counts = {name: edges.count(bit) for bit, name in NAMES.items()}
     graph = Graph(len(txns), edges)
     del edges
-    p4_of: dict[tuple[int, ...], bool] = {}
-
-    def all_p4(cycles: Any) -> bool:
-        for nodes, labels in cycles.get("G-single", []):
-            if tuple(nodes) not in p4_of:
-                p4_of[tuple(nodes)] = explain.p4(ix, nodes, labels)
-        return all(p4_of[tuple(n)] for n, _ in cycles.get("G-single", []))
+    p4 = _P4(ix)
+    doc = set(documented)
 
     def skip(name: str, so_far: Any) -> str | None:
         now = [a for a, v in found.items() if v] + [c for c, v in so_far.cycles.items() if v]
-        return docmod.needless(name, now, doc, all_p4(so_far.cycles))
+        return docmod.needless(name, now, doc, p4.all(so_far.cycles))
 
     cf = Search(graph, skip).run()
-    all_p4(cf.cycles)
+    p4.all(cf.cycles)
     for name in ORDER:
         ranked = sorted(
-            cf.cycles.get(name, []), key=lambda c: (name == "G-single" and p4_of[tuple(c[0])], len(c[0]))
+            cf.cycles.get(name, []), key=lambda c: (name == "G-single" and p4.of[tuple(c[0])], len(c[0]))
         )
-        found[name] = [
-            _entry(ix, name, nodes, labels, i < EXAMPLES, p4_of) for i, (nodes, labels) in enumerate(ranked)
-        ]
+        found[name] = [_entry(ix, name, c, i < EXAMPLES, p4.of) for i, c in enumerate(ranked)]
     for name, (nodes, _) in cf.fallback:
         for e in found[name]:
             if e["txn_ids"] == [txns[x].id for x in nodes]:
@@ -159,14 +152,32 @@ def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
     )
 
 
-def _entry(
-    ix: Any, name: str, nodes: list[int], labels: list[int], full: bool, p4_of: dict[tuple[int, ...], bool]
-) -> dict[str, Any]:
+class _P4:
+    """Whether each G-single cycle found is Berenson's P4, worked out once per cycle."""
+
+    def __init__(self, ix: Index) -> None:
+        self.ix = ix
+        self.of: dict[tuple[int, ...], bool] = {}
+        self.done = 0
+        self.every = True
+
+    def all(self, cycles: dict[str, list[Cycle]]) -> bool:
+        found = cycles.get("G-single", [])
+        for nodes, labels in found[self.done :]:
+            self.of[tuple(nodes)] = is_p4 = explain.p4(self.ix, nodes, labels)
+            self.every = self.every and is_p4
+        self.done = len(found)
+        return self.every
+
+
+def _entry(ix: Index, name: str, c: Cycle, full: bool, p4_of: dict[tuple[int, ...], bool]) -> dict[str, Any]:
     """A cycle's evidence: in full (each edge explained) for the examples, else its shape."""
-    if full:
-        e = explain.cycle(ix, name, nodes, labels)
-    else:
-        e = {"length": len(nodes), "types": [NAMES[t] for t in labels]}
+    nodes, labels = c
+    e = (
+        explain.cycle(ix, name, nodes, labels)
+        if full
+        else {"length": len(nodes), "types": [NAMES[t] for t in labels]}
+    )
     e["txn_ids"] = [ix.txns[x].id for x in nodes]
     if name == "G-single":
         e["p4"] = p4_of[tuple(nodes)]

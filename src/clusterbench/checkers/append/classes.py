@@ -126,10 +126,29 @@ def base(name: str) -> str:
     return name.removesuffix("-process").removesuffix("-realtime")
 
 
+def _possible(spec: Spec, masks: list[int]) -> bool:
+    """A quick necessary condition: every step has a type the class may use, and the types it
+    needs (rw edges, a wr edge, a process or realtime edge) occur often enough."""
+    if not all(m & spec.allowed for m in masks):
+        return False
+    rw = sum(1 for m in masks if m & RW)
+    need_rw = {"G0": 0, "G1c": 0, "G-single": 1}.get(spec.family, 2)
+    anywhere = 0
+    for m in masks:
+        anywhere |= m
+    if rw < need_rw or (spec.family == "G1c" and not anywhere & WR):
+        return False
+    return not (spec.variant == "process" and not anywhere & PROCESS) and not (
+        spec.variant == "realtime" and not anywhere & REALTIME
+    )
+
+
 def _witness(spec: Spec, masks: list[int]) -> list[int] | None:
     """Edge types, one per step of a cycle with these type bits, that make it a cycle of
     `spec`'s class; None when no choice does. Data types are preferred over process and
     realtime ones."""
+    if not _possible(spec, masks):
+        return None
     best: list[int] | None = None
     for first in range(len(LABELS)):
         t0 = LABELS[first]
@@ -164,11 +183,11 @@ def classify(masks: list[int]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     covered: frozenset[str] = frozenset()
     for name in ORDER:
-        labels = _witness(SPECS[name], masks)
-        if labels is None:
-            continue
         models = ruled_out([name])
         if models <= covered:
+            continue
+        labels = _witness(SPECS[name], masks)
+        if labels is None:
             continue
         out[name] = labels
         covered |= models

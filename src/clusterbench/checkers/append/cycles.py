@@ -34,6 +34,7 @@ SEARCH_BUDGET_S = 30.0
 ALL = WW | WR | RW | PROCESS | REALTIME
 
 Cycle = tuple[list[int], list[int]]  # transactions (the first not repeated at the end), edge types
+Skip = Callable[[str, "Found"], "str | None"]  # why a class need not be searched for, or None
 
 
 @dataclass
@@ -47,9 +48,10 @@ class Found:
     not_searched: dict[str, str] = field(default_factory=dict)
     fallback: list[tuple[str, Cycle]] = field(default_factory=list)
 
-    def add(self, nodes: list[int], masks: list[int]) -> list[str]:
-        """Record a cycle under the classes it belongs to; returns them."""
-        classes = classify(masks)
+    def add(self, nodes: list[int], masks: list[int], skip: Skip) -> list[str]:
+        """Record a cycle under the classes it belongs to, except those a class already found
+        makes needless (`skip`); returns the classes it was recorded under."""
+        classes = {n: labels for n, labels in classify(masks).items() if not skip(n, self)}
         for name, labels in classes.items():
             i = nodes.index(min(nodes))
             rot_nodes, rot_labels = nodes[i:] + nodes[:i], labels[i:] + labels[:i]
@@ -62,7 +64,7 @@ class Found:
 
 
 class Search:
-    def __init__(self, graph: Graph, skip: Callable[[str, Found], str | None]) -> None:
+    def __init__(self, graph: Graph, skip: Skip) -> None:
         self.g = graph
         self.skip = skip
         self.found = Found()
@@ -105,7 +107,7 @@ class Search:
             tried[comp] = tried.get(comp, 0) + 1
             for nodes, _ in self._walks(spec, a, b, lab_a, lab_h):
                 masks = [self.g.mask(x, y) for x, y in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
-                if spec.name in self.found.add(nodes, masks):
+                if spec.name in self.found.add(nodes, masks, self.skip):
                     kept[comp] = kept.get(comp, 0) + 1
                     break
 
@@ -160,9 +162,7 @@ class Search:
             done.add(comp)
             nodes = _shortest_back(self.g, labels, a, b)
             masks = [self.g.mask(x, y) for x, y in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
-            if all(self.skip(name, self.found) for name in classify(masks)):
-                continue  # its classes say nothing the classes found have not said
-            for name in self.found.add(nodes, masks):
+            for name in self.found.add(nodes, masks, self.skip):
                 self.found.fallback.append((name, (nodes, masks)))
 
 
