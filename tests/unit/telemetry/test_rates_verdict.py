@@ -224,3 +224,27 @@ def test_a_shared_machine_says_who_kept_its_cpus_busy() -> None:
     assert c.detail == (
         "2 CPU(s) busy 95%: nodes 0.80, balancers 0.40, load clients 0.20, everything else 0.50 CPUs"
     )
+
+
+def test_of_two_near_resources_the_more_loaded_one_is_the_verdict() -> None:
+    a = Candidate("cpu", "n1", 0.95, 0.9, "CPU of n1", "0.95 of 1")
+    b = Candidate("link", "n2", 0.99, 0.9, "link of n2", "99 of 100 Mbit/s")
+    for order in ([a, b], [b, a]):
+        v = decide(order)
+        assert (v.resource, v.source, v.utilization) == ("link", "n2", 0.99)
+        assert v.summary == (
+            "link of n2 was nearest its limit: 99% (99 of 100 Mbit/s); also near their limit: "
+            "CPU of n1 at 95% (0.95 of 1)"
+        )
+    # exactly at the threshold is near; just under it is not
+    at = Candidate("disk", "host/vda", 0.90, 0.9, "disk host/vda", "busy")
+    under = Candidate("disk", "host/vda", 0.899, 0.9, "disk host/vda", "busy")
+    assert decide([at]).resource == "disk"
+    assert decide([under]).resource == "none"
+    # a server's own limit comes before a client even when the client is busier
+    client = Candidate("client", "client 0", 1.0, 0.9, "load client 0 on local", "saturated")
+    assert decide([client, a]).source == "n1"
+    # flow control is measured against its own 25 %
+    fc = Candidate("flow_control", "n3", 0.3, 0.25, "flow control at n3", "held back", cause="n2")
+    v = decide([fc, Candidate("cpu", "n1", 0.5, 0.9, "CPU of n1", "x")])
+    assert (v.resource, v.cause) == ("flow_control", "n2")

@@ -223,8 +223,8 @@ def lost_updates(ix: Index, found: Found) -> None:
                 "read": list(version),
                 "definition": "elle",
                 "txns": [desc(found, "lost-update", ix.txns[i]) for i in members],
-                "why": f"lost update (Elle: one version read, then appended to, by each): {names} read key {k} "
-                f"as {list(version)} and appended to it",
+                "why": f"lost update (Elle: one version read, then appended to, by each): {names} "
+                f"read key {k} as {list(version)} and appended to it",
             }
         )
 

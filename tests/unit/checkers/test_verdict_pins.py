@@ -1,0 +1,185 @@
+"""Pins for the comparisons that decide PASS/FAIL/UNKNOWN in the checkers, each with a failing
+case whose expected value is worked out by hand (benchmarks/mutation.py measures how many small
+mutations of this code the unit tests notice)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterbench.checkers import (
+    ConvergenceSnapshot,
+    FaultWindow,
+    MonitorSample,
+    NodeState,
+    Result,
+    Verdict,
+    availability,
+    availability_verdict,
+    check_bank,
+    check_convergence,
+    check_split_brain,
+    combine,
+)
+from clusterbench.checkers.counter import check_counter
+from clusterbench.checkers.verdict import exit_code
+from clusterbench.verify.history import Op, Outcome
+from tests.unit.verify.fakes_verify import op
+
+OK, F, U = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
+
+
+# ---- combine() ----------------------------------------------------------------------------------
+
+PASS_ = Verdict("a", Result.PASS, "")
+DOC_FAIL = Verdict("b", Result.FAIL, "", documented_limitation=True)
+FAIL_ = Verdict("c", Result.FAIL, "")
+UNK = Verdict("d", Result.UNKNOWN, "")
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "want", "code"),
+    [
+        ([PASS_], Result.PASS, 0),
+        ([DOC_FAIL], Result.PASS, 0),  # a documented limitation seen does not fail the run
+        ([PASS_, DOC_FAIL], Result.PASS, 0),
+        ([DOC_FAIL, UNK], Result.UNKNOWN, 2),
+        ([FAIL_], Result.FAIL, 1),
+        ([UNK, FAIL_], Result.FAIL, 1),  # a broken promise outranks an unknown
+        ([DOC_FAIL, FAIL_], Result.FAIL, 1),
+        ([PASS_, UNK], Result.UNKNOWN, 2),
+        ([], Result.UNKNOWN, 2),  # nothing ran: never PASS
+    ],
+)
+def test_combine(verdicts: list[Verdict], want: Result, code: int) -> None:
+    assert combine(verdicts) is want
+    assert exit_code(combine(verdicts)) == code
+
+
+def test_verdict_json() -> None:
+    v = Verdict("x", Result.FAIL, "s", {"k": 1}, documented_limitation=True)
+    assert v.to_json() == {
+        "checker": "x", "result": "FAIL", "summary": "s", "evidence": {"k": 1}, "documented_limitation": True,
+    }  # fmt: skip
+
+
+# ---- bank: a balance just below zero ------------------------------------------------------------
+
+
+def _read(balances: dict[str, int]) -> Op:
+    return op(None, OK, 1.0, workload="bank", kind="read", value=json.dumps(balances))
+
+
+def test_bank_flags_minus_one_but_not_zero() -> None:
+    transfer = op("1>2", OK, workload="bank", kind="transfer", value="1")
+    final = {"n1": {"1": 0, "2": 200, "3": 100}}
+    bad = check_bank([transfer, _read({"1": -1, "2": 201, "3": 100})], final, accounts=[1, 2, 3], total=300)
+    assert bad.result is Result.FAIL
+    assert bad.evidence["bad_reads"]["examples"][0]["problems"] == ["negative balances {'1': -1}"]
+    good = check_bank([transfer, _read({"1": 0, "2": 200, "3": 100})], final, accounts=[1, 2, 3], total=300)
+    assert good.result is Result.PASS
+
+
+# ---- counter: a loss is measured against the lowest node ----------------------------------------
+
+
+def _inc(outcome: Outcome) -> Op:
+    return Op("counter", 1, "node:1", "x", "incr", "increment/1", None, 0, 0, 0.0, 0.01, outcome)
+
+
+def test_counter_loss_is_against_the_lowest_node() -> None:
+    final = {"n1": {"increment/1": 10}, "n2": {"increment/1": 8}}
+    v = check_counter([_inc(OK)] * 10, final, mode="increment")
+    assert v.result is Result.FAIL
+    assert v.evidence["lost"] == 2 and v.evidence["keys"]["increment/1"]["lost"] == 2
+    assert "increment/1: 10 acknowledged increments, value 8: 2 lost" in v.summary
+
+
+def test_counter_value_exactly_at_the_bounds_passes() -> None:
+    ops = [_inc(OK)] * 4 + [_inc(U)] * 2
+    for value in (4, 6):  # ok and ok + unknown are both allowed
+        assert check_counter(ops, {"n1": {"increment/1": value}}, mode="increment").result is Result.PASS
+    for value in (3, 7):
+        assert check_counter(ops, {"n1": {"increment/1": value}}, mode="increment").result is Result.FAIL
+
+
+# ---- convergence: position, group id and quorum each fail on their own --------------------------
+
+
+def _node(name: str, **kw: object) -> NodeState:
+    base: dict[str, object] = {
+        "answered": True, "local_state": "Synced", "cluster_status": "Primary", "ready": True, "size": 3,
+        "conf_id": 5, "state_uuid": "u-1", "last_committed": 100, "position": "100",
+        "tables": {"sbtest.t": (10, 1)},
+    }  # fmt: skip
+    base.update(kw)
+    return NodeState(name, **base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("odd", "summary"),
+    [
+        ({"position": "101"}, "replication position differs: n1=100, n2=100, n3=101"),
+        ({"state_uuid": "u-2"}, "group id differs: n1=u-1, n2=u-1, n3=u-2"),
+        ({"cluster_status": "non-Primary"}, "n3: status non-Primary"),
+        ({"ready": False}, "n3: state Synced, not ready"),
+        ({"size": 4}, "n3: size 4 != 3"),
+    ],
+)
+def test_convergence_each_difference_fails_alone(odd: dict[str, object], summary: str) -> None:
+    v = check_convergence(ConvergenceSnapshot([_node("n1"), _node("n2"), _node("n3", **odd)], True), 3)
+    assert (v.result, v.summary) == (Result.FAIL, summary)
+
+
+def test_convergence_needs_more_than_one_readable_node_to_compare() -> None:
+    snap = ConvergenceSnapshot([_node("n1", position="7"), NodeState("n2", False, "down")], True)
+    v = check_convergence(snap, 3)
+    assert (v.result, v.summary) == (Result.UNKNOWN, "could not read n2 (down)")
+
+
+# ---- split brain: the sizes of a component's views sum as its largest one -----------------------
+
+
+def _sample(t: float, n: str, size: int, conf: int, members: str) -> MonitorSample:
+    return MonitorSample(t, 1e9 + t, n, True, "Primary", size, conf, "u-1", "Synced", True, 10, members)
+
+
+def test_split_brain_sums_each_component_by_its_largest_view() -> None:
+    # one component in transition (same history, overlapping members): views of 4 and 2 members
+    small = _sample(0.0, "n2", 2, 8, "a:1,b:1")
+    big = _sample(0.1, "n1", 4, 7, "a:1,b:1,c:1,d:1")
+    v = check_split_brain([big, small], 3)
+    assert v.result is Result.FAIL and v.evidence["violations"]["examples"][0]["size_sum"] == 4
+    assert v.summary == "1 components with quorum (sizes sum 4 of 3) at t=0.1 s; 1 samples in violation"
+    assert check_split_brain([big, small], 4).result is Result.PASS
+
+
+# ---- availability: recovery is an ok probe that began after the last failure -------------------
+
+
+def _probe(t0: float, t1: float, outcome: Outcome) -> Op:
+    return op(None, outcome, t0, t1, workload="probe", kind="probe", process="balancer")
+
+
+def test_availability_ok_before_or_during_the_last_failure_is_no_recovery() -> None:
+    ops = [_probe(9.0, 9.1, OK), _probe(10.0, 12.0, OK), _probe(10.5, 10.6, F)]
+    figs = availability(ops, [FaultWindow("kill", 10.0, 20.0)])
+    (path,) = figs[0].paths
+    assert (path.recovered, path.unavailable, path.unavailable_until) == (False, None, None)
+    v = availability_verdict(figs)
+    assert (v.result, v.summary) == (Result.FAIL, "never recovered: kill/balancer")
+    # an ok probe that starts exactly when the last failed one started did not start after it
+    same = [_probe(10.5, 10.6, F), _probe(10.5, 10.7, OK)]
+    assert availability(same, [FaultWindow("kill", 10.0, 20.0)])[0].paths[0].recovered is False
+    later = [_probe(10.5, 10.6, F), _probe(10.6, 10.7, OK)]
+    (p,) = availability(later, [FaultWindow("kill", 10.0, 20.0)])[0].paths
+    assert (p.recovered, p.unavailable, p.first_error_after) == (True, pytest.approx(0.2), pytest.approx(0.6))
+
+
+def test_availability_budget_is_inclusive() -> None:
+    ops = [_probe(10.0, 10.1, F), _probe(10.2, 10.5, OK)]  # unavailable 10.0 .. 10.5
+    figs = availability(ops, [FaultWindow("kill", 10.0, 20.0)])
+    assert availability_verdict(figs, max_unavailable=0.5).result is Result.PASS
+    v = availability_verdict(figs, max_unavailable=0.4)
+    assert (v.result, v.summary) == (Result.FAIL, "over the 0.4 s budget: kill/balancer 0.5 s")
