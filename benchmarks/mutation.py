@@ -64,6 +64,9 @@ SCOPE: list[tuple[str, list[str] | None]] = [
 ]
 KILLED = {"killed", "timeout", "caught by type check"}
 COPIED = ("src", "benchmarks", "examples", "docs", "scripts")  # what the unit tests read besides tests/
+# Detects the user's shell from the processes above pytest, which are mutmut's here, not a shell;
+# it tests the command line's completion, no verdict.
+SHELL_TEST = "tests/unit/test_cli.py::test_shell_completion_script"
 
 
 def _module_pattern(path: str) -> str:
@@ -94,7 +97,8 @@ source_paths = ["src"]
 only_mutate = [{only}]
 also_copy = [{", ".join(f'"{c}"' for c in COPIED if c != "src")}]
 pytest_add_cli_args_test_selection = ["tests/unit"]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", "--deselect", "{SHELL_TEST}"]
+use_setproctitle = false
 """
     (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + section)
 
