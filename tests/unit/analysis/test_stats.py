@@ -95,3 +95,36 @@ def test_median_ci_below_six_values_is_min_max_with_its_real_coverage() -> None:
     assert median_ci([4, 1, 3, 2]).coverage == pytest.approx(1 - 2 / 16)
     with pytest.raises(ValueError):
         median_ci([])
+
+
+def test_comparison_verdict_at_its_edges() -> None:
+    from clusterbench.analysis.stats import Comparison
+
+    def verdict(change: float | None, p: float | None, higher_is_better: bool = True) -> str:
+        return Comparison(100.0, 110.0, change, p, None, "welch", 0.05).verdict(higher_is_better)
+
+    assert verdict(0.1, 0.05) == "no significant difference"  # p must be below alpha
+    assert verdict(0.1, 0.0499) == "faster"
+    assert verdict(-0.1, 0.01) == "slower"
+    assert verdict(0.1, 0.01, higher_is_better=False) == "slower"
+    assert verdict(-0.1, 0.01, higher_is_better=False) == "faster"
+    for change, p in ((0.0, 0.01), (None, 0.01), (0.1, None), (0.1, float("nan"))):
+        assert verdict(change, p) == "no significant difference"
+    assert Comparison(1.0, 2.0, 1.0, 0.5, 0.01, "mwu", 0.05).p == 0.01
+
+
+def test_compare_in_full() -> None:
+    from scipy import stats as sps
+
+    c = compare([1, 2, 3], [4, 5, 6])
+    assert (c.median_a, c.median_b, c.change, c.test, c.alpha) == (2, 5, 1.5, "welch", 0.05)
+    # Welch: difference 3, standard error sqrt(1/3 + 1/3), 4 degrees of freedom
+    t = 3 / (2 / 3) ** 0.5
+    assert c.p_welch == pytest.approx(2 * float(sps.t.sf(t, 4)), rel=1e-9)
+    # Mann-Whitney, exact: U = 0, one of C(6, 3) = 20 orderings each way
+    assert c.p_mwu == pytest.approx(2 / 20)
+    assert compare([0, 0], [1, 1]).change is None
+    assert mwu_p([], [1.0]) is None and mwu_p([1.0], []) is None
+    x = [9.0, 11.0]
+    assert cv_flag(x, threshold=cv(x) or 0.0) is False  # strictly above the threshold
+    assert cv_flag(x, threshold=(cv(x) or 0.0) - 1e-12) is True

@@ -533,3 +533,111 @@ def test_availability_evidence_in_full() -> None:
     assert tps_recovery([(4.9, 0.0), (5.0, 100.0), (10.0, 99.0)], 10.0, 5.0) == (100.0, 0.0)
     assert tps_recovery([(5.0, 100.0), (10.0, 50.0)], 10.0, 5.0) == (100.0, None)
     assert tps_recovery([(10.0, 50.0)], 10.0) == (None, None)
+
+
+# ---- counter --------------------------------------------------------------------------------------
+
+
+def test_counter_evidence_in_full() -> None:
+    from clusterbench.checkers.counter import check_counter, mode_of
+
+    def incs(key: str, outcome: Outcome, n: int) -> list[Op]:
+        return [Op("counter", 1, "node:1", "x", "incr", key, None, 0, 0, 0.0, 0.01, outcome)] * n
+
+    r = "read-modify-write"
+    ops = [
+        *incs(f"{r}/1", OK, 5),
+        *incs(f"{r}/1", U, 1),
+        *incs(f"{r}/1", F, 1),
+        *incs(f"{r}/2", OK, 3),
+        *incs(f"{r}/3", OK, 2),
+        *incs(f"{r}/4", OK, 1),
+        *incs(f"{r}/5", F, 1),
+        *incs("increment/1", OK, 4),
+    ]
+    final: dict[str, dict[str, int] | str] = {
+        "n1": {f"{r}/1": 3, f"{r}/2": 3, f"{r}/4": 0, f"{r}/5": 2, "increment/1": 4},
+        "n2": {f"{r}/1": 4, f"{r}/2": 3, f"{r}/3": 2, f"{r}/4": 0, f"{r}/5": 2},
+        "n3": "down",
+    }
+    v = check_counter(ops, final, mode=r, documented=("lost-update",))
+    assert v.to_json() == {
+        "checker": "counter:read-modify-write",
+        "result": "FAIL",
+        "summary": f"{r}/1: nodes disagree (n1=3, n2=4); {r}/1: 5 acknowledged increments, value 3: 2 lost; "
+        f"{r}/3: no row on n1; {r}/4: 1 acknowledged increments, value 0: 1 lost; ... 1 more",
+        "evidence": {
+            "mode": r,
+            "keys": {
+                f"{r}/1": {
+                    "ok": 5,
+                    "unknown": 1,
+                    "fail": 1,
+                    "final": {"n1": 3, "n2": 4},
+                    "diverged": True,
+                    "lost": 2,
+                    "excess": 0,
+                },
+                f"{r}/2": {
+                    "ok": 3,
+                    "unknown": 0,
+                    "fail": 0,
+                    "final": {"n1": 3, "n2": 3},
+                    "lost": 0,
+                    "excess": 0,
+                },
+                f"{r}/3": {
+                    "ok": 2,
+                    "unknown": 0,
+                    "fail": 0,
+                    "final": {"n1": None, "n2": 2},
+                    "lost": 0,
+                    "excess": 0,
+                },
+                f"{r}/4": {
+                    "ok": 1,
+                    "unknown": 0,
+                    "fail": 0,
+                    "final": {"n1": 0, "n2": 0},
+                    "lost": 1,
+                    "excess": 0,
+                },
+                f"{r}/5": {
+                    "ok": 0,
+                    "unknown": 0,
+                    "fail": 1,
+                    "final": {"n1": 2, "n2": 2},
+                    "lost": 0,
+                    "excess": 2,
+                },
+            },
+            "increments": {"ok": 11, "unknown": 1, "fail": 2},
+            "lost": 3,
+            "excess": 2,
+            "unreadable_nodes": {"n3": "down"},
+            "lost_fraction": 0.2727,
+        },
+        "documented_limitation": False,  # divergence and excess are never documented
+    }
+    assert mode_of(f"{r}/a/b") == r
+    only = [*incs(f"{r}/1", OK, 2)]
+    d = check_counter(only, {"n1": {f"{r}/1": 1}}, mode=r, documented=("lost-update",))
+    assert d.documented_limitation and d.summary.endswith(
+        "(documented limitation: read-modify-write without a lock loses updates)"
+    )
+    missing_row = check_counter(only, {"n1": {}}, mode=r, documented=("lost-update",))
+    assert (missing_row.result, missing_row.documented_limitation) == (Result.FAIL, False)
+    assert check_counter(only, {}, mode=r).summary == "no node was read"
+    assert (
+        check_counter(only, {"n2": "x", "n1": "y"}, mode=r).summary == "could not read the counters on n1, n2"
+    )
+    none_ok = [*incs(f"{r}/1", U, 1), *incs(f"{r}/1", F, 1)]
+    assert check_counter(none_ok, {"n1": {f"{r}/1": 0}}, mode=r).summary == (
+        "no acknowledged increment among 2 attempts"
+    )
+    ok = check_counter(only, {"n1": {f"{r}/1": 2}}, mode=r, keys=[f"{r}/1"])
+    assert (
+        ok.summary
+        == "2 acknowledged increments on 1 counter(s), every node's value within [ok, ok + unknown]; "
+        "none lost"
+    )

@@ -10,7 +10,7 @@ from clusterbench.checkers.append import models
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.verdict import Result, combine
 
-from .list_append_cases import X, Y, Z, a, history, r, t
+from .list_append_cases import U, X, Y, Z, a, history, r, t
 
 GALERA_DEFAULT = ("lost-update", "internal", "stale-read", "G2-item")  # engines/galera/node.py
 SSS, SRC, SSI = "strong-session-serializable", "strong-read-committed", "strong-snapshot-isolation"
@@ -144,3 +144,91 @@ def test_every_model_and_anomaly_is_known_and_the_hierarchy_has_no_cycle() -> No
     assert models.ruled_out(["read-uncommitted-nonsense"]) == frozenset()
     assert models.describe(["G0"]) == "none"
     assert models.describe(["stale-read"]) == "strong-session-serializable and strong-read-committed"
+
+
+def _d(i: int, ops: list[list[object]], outcome: str = "ok") -> dict[str, object]:
+    """A transaction of list_append_cases.history as the evidence describes it."""
+    return {"txn": i, "client": 100 + i, "process": f"node:{100 + i}", "outcome": outcome, "ops": ops,
+            "t_start": round(i * 0.001, 4), "t_end": 1000.0}  # fmt: skip
+
+
+def test_read_anomalies_evidence_in_full() -> None:
+    from .list_append_cases import FAIL
+
+    h = history([
+        t(a(X, 1), out=FAIL),  # T0 failed
+        t(r(X, 1, 7)),  # T1: the failed 1 and a 7 nobody appended
+        t(r(X, 1, 7)),  # T2: the same again: each reported once
+        t(a(Y, 1), a(Y, 2)),  # T3
+        t(r(Y, 1)),  # T4: T3's intermediate append
+        t(r(Y, 2, 1)),  # T5: the longest read of y (the first of length 2)
+        t(r(Y, 1, 2)),  # T6: not a prefix of it
+    ])  # fmt: skip
+    v = check_list_append(h)
+    t3 = _d(3, [["append", 2, 1], ["append", 2, 2]])
+    assert v.evidence["anomalies"] == {
+        "G1a": {"count": 1, "examples": [
+            {"key": 1, "value": 1, "writer": _d(0, [["append", 1, 1]], "fail"),
+             "reader": _d(1, [["r", 1, [1, 7]]]),
+             "why": "T1 read 1 in key 1, appended by T0, which failed"}]},
+        "G1b": {"count": 2, "examples": [
+            {"key": 2, "read": [1], "writer": t3, "reader": _d(4, [["r", 2, [1]]]),
+             "why": "T4 read key 2 ending at 1, an intermediate append of T3"},
+            {"key": 2, "read": [2, 1], "writer": t3, "reader": _d(5, [["r", 2, [2, 1]]]),
+             "why": "T5 read key 2 ending at 1, an intermediate append of T3"}]},
+        "incompatible-order": {"count": 2, "examples": [
+            {"key": 2, "read": [1], "longest_read": [2, 1], "txn": _d(4, [["r", 2, [1]]]),
+             "why": "T4 read key 2 as [1], not a prefix of [2, 1]"},
+            {"key": 2, "read": [1, 2], "longest_read": [2, 1], "txn": _d(6, [["r", 2, [1, 2]]]),
+             "why": "T6 read key 2 as [1, 2], not a prefix of [2, 1]"}]},
+        "phantom-value": {"count": 1, "examples": [
+            {"key": 1, "value": 7, "read_by": [1],
+             "why": "T1 read 7 in key 1, which no transaction appended"}]},
+    }  # fmt: skip
+    assert v.summary == (
+        "G1a x1, G1b x2, incompatible-order x2, phantom-value x1; consistent with none at best; "
+        "promise broken: G1a, G1b, incompatible-order, phantom-value"
+    )
+
+
+def test_transaction_anomalies_evidence_in_full() -> None:
+    from .list_append_cases import FAIL
+
+    h = history([
+        t(a(X, 1), out=FAIL),  # T0
+        t(a(X, 2)),  # T1: appended right after a failed append
+        t(r(X, 1, 2)),  # T2
+        t(r(Y, 5), a(Y, 5), r(Y, 5)),  # T3: reads its own later append; then [5] again, not [5, 5]
+        t(a(Z, 3), r(Z, 3), r(Z, 3, 9)),  # T4: a phantom 9 in its second read
+        t(a(U, 1)), t(r(U, 1), a(U, 2)), t(r(U, 1), a(U, 3)), t(r(U, 1, 2, 3)),  # T5..T8
+        t(r(U, 9, 9)),  # T9
+        t(a(X, 4), a(X, 4)),  # T10: one value twice: the history is refused
+    ])  # fmt: skip
+    refused = check_list_append(h)
+    assert refused.evidence["anomalies"] == {"duplicate-appends": {"count": 1, "examples": [
+        {"key": 1, "value": 4, "txns": [_d(10, [["append", 1, 4], ["append", 1, 4]])] * 2,
+         "why": "T10 and T10 both appended 4 to key 1: "
+                "list-append needs every appended value to be unique per key"},
+    ]}}  # fmt: skip
+    v = check_list_append(h[:10])
+    ev = v.evidence["anomalies"]
+    assert ev["dirty-update"] == {"count": 1, "examples": [
+        {"key": 1, "values": [1, 2], "failed": _d(0, [["append", 1, 1]], "fail"),
+         "txn": _d(1, [["append", 1, 2]]),
+         "why": "T1 appended 2 to key 1 after 1, appended by T0, which failed"}]}  # fmt: skip
+    assert ev["future-read"] == {"count": 1, "examples": [
+        {"key": 2, "element": 5, "txn": _d(3, [["r", 2, [5]], ["append", 2, 5], ["r", 2, [5]]]),
+         "why": "T3 read 5 in key 2 before appending it"}]}  # fmt: skip
+    assert [(e["txn"]["txn"], e["key"], e["read"], e["expected"]) for e in ev["internal"]["examples"]] == [
+        (3, 2, [5], [5, 5]), (4, 3, [3, 9], [3]),
+    ]
+    assert ev["internal"]["examples"][1]["why"] == "T4 read key 3 as [3, 9]; its own operations left it [3]"
+    assert ev["lost-update"]["examples"] == [
+        {"key": 4, "read": [1], "definition": "elle", "txns": [_d(6, [["r", 4, [1]], ["append", 4, 2]]),
+                                                                _d(7, [["r", 4, [1]], ["append", 4, 3]])],
+         "why": "lost update (Elle: one version read, then appended to, by each): "
+                "T6, T7 read key 4 as [1] and "
+                "appended to it"}]  # fmt: skip
+    assert ev["duplicate-elements"] == {"count": 1, "examples": [
+        {"key": 4, "read": [9, 9], "txn": _d(9, [["r", 4, [9, 9]]]),
+         "why": "T9 read key 4 as [9, 9], with an element twice"}]}  # fmt: skip

@@ -183,3 +183,59 @@ def test_availability_budget_is_inclusive() -> None:
     assert availability_verdict(figs, max_unavailable=0.5).result is Result.PASS
     v = availability_verdict(figs, max_unavailable=0.4)
     assert (v.result, v.summary) == (Result.FAIL, "over the 0.4 s budget: kill/balancer 0.5 s")
+
+
+# ---- trial: each tolerance at its edge ----------------------------------------------------------
+
+
+def test_trial_tolerances_at_their_edges() -> None:
+    from clusterbench.checkers.trial import FaultRun, TrialRun, VerifierRun, check_trial, in_windows, outside
+
+    def trial(**kw: object) -> TrialRun:
+        base: dict[str, object] = {"load_status": "completed", "load_failure": None, "planned_s": 60.0,
+                                   "measured_s": 60.0}  # fmt: skip
+        base.update(kw)
+        return TrialRun(**base)  # type: ignore[arg-type]
+
+    # 60 s planned: measured must reach min(0.9 x 60, 60 - 1.5) = 54 s
+    assert check_trial(trial(measured_s=54.0)).result is Result.PASS
+    short = check_trial(trial(measured_s=53.96))
+    want = "not as planned: the load was measured for 54 of 60 s"
+    assert (short.result, short.summary) == (Result.UNKNOWN, want)
+    # 8 s planned: min(7.2, 6.5) = 6.5 s
+    assert check_trial(trial(planned_s=8.0, measured_s=6.5)).result is Result.PASS
+    assert check_trial(trial(planned_s=8.0, measured_s=6.4)).result is Result.UNKNOWN
+    assert check_trial(trial(planned_s=0.0, measured_s=0.0)).result is Result.PASS
+    # a fault may start up to 5 s late and be healed up to 0.5 s early
+    on_edge = FaultRun("kill-node n2", 10.0, 20.0, 15.0, 19.5)
+    assert check_trial(trial(faults=[on_edge])).summary == (
+        "ran as planned: 60 s of load, 1 fault(s) applied and healed on time"
+    )
+    late = check_trial(trial(faults=[FaultRun("kill-node n2", 10.0, 20.0, 15.05, 19.45)]))
+    assert late.summary == (
+        "not as planned: kill-node n2 was applied at 15.1 s, planned at 10 s; "
+        "kill-node n2 was healed at 19.4 s, planned at 20 s"
+    )
+    never = check_trial(trial(faults=[FaultRun("pause-node n1", 3.5, None, None, None)]))
+    assert never.summary == "not as planned: pause-node n1 was never applied (planned at 3.5 s)"
+    # a verifier must record half of what its rate asks, once it asks for 10 or more
+    assert check_trial(trial(verifiers=[VerifierRun("ledger", 10.0, 5)])).summary.endswith(
+        ", verifiers at their rates"
+    )
+    few = check_trial(trial(verifiers=[VerifierRun("ledger", 10.0, 4)]))
+    assert few.summary == (
+        "not as planned: the ledger verifier recorded 4 operations outside faults, about 10 expected"
+    )
+    assert check_trial(trial(verifiers=[VerifierRun("bank", 9.9, 0)])).result is Result.PASS
+    failed = check_trial(trial(load_status="failed", measured_s=60.04))
+    assert failed.summary == "not as planned: the load failed: no reason recorded"
+    load = {"status": "failed", "failure": None, "planned_s": 60.0, "measured_s": 60.0}
+    assert failed.evidence["load"] == load
+    # seconds outside overlapping windows, and inside them
+    assert outside(0.0, 10.0, [(2.0, 4.0), (3.0, 5.0), (7.0, 8.0), (12.0, 13.0)]) == 6.0
+    assert outside(0.0, 10.0, [(-1.0, 1.0), (9.0, 11.0)]) == 8.0
+    assert outside(0.0, 10.0, [(2.0, 4.0), (4.0, 6.0)]) == 6.0
+    assert outside(5.0, 5.0, [(0.0, 10.0)]) == 0.0
+    assert (in_windows(2.0, [(2.0, 4.0)]), in_windows(4.0, [(2.0, 4.0)]), in_windows(4.1, [(2.0, 4.0)])) == (
+        True, True, False,
+    )  # fmt: skip

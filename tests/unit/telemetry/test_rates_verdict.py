@@ -248,3 +248,35 @@ def test_of_two_near_resources_the_more_loaded_one_is_the_verdict() -> None:
     fc = Candidate("flow_control", "n3", 0.3, 0.25, "flow control at n3", "held back", cause="n2")
     v = decide([fc, Candidate("cpu", "n1", 0.5, 0.9, "CPU of n1", "x")])
     assert (v.resource, v.cause) == ("flow_control", "n2")
+
+
+def test_short_tags_and_the_window() -> None:
+    from clusterbench.telemetry.verdict import Bottleneck, _cores, _shares, in_window
+
+    def short(resource: str, source: str, util: float = 0.97) -> str:
+        c = Candidate(resource, source, util, 0.9, "x", "y")
+        return Bottleneck(resource, source, util, "", [c]).short
+
+    assert short("host_cpu", "host") == "machine cpu 97%"
+    assert short("host_cpu", "host:db1") == "host:db1 cpu 97%"
+    assert short("flow_control", "n1") == "flow control n1 97%"
+    assert short("client", "client 0") == "client 0 97%"
+    assert short("link", "n3") == "link n3 97%"
+    low = Candidate("cpu", "n1", 0.45, 0.9, "x", "y")
+    assert Bottleneck("none", "", None, "", [low]).short == "none (cpu n1 45%)"
+    assert Bottleneck("unknown", "", None, "", []).short == "unknown"
+    # CPUs: two decimals without trailing zeros below 10, whole numbers from 10
+    assert [_cores(x) for x in (0.5, 1.0, 1.25, 9.999, 10.0, 12.4)] == ["0.5", "1", "1.25", "10", "10", "12"]
+    # the measured seconds (start, end], and the last half second
+    pts = [(1.0, 1.0), (1.5, 2.0), (3.0, 3.0), (3.5, 4.0), (3.6, 5.0)]
+    assert in_window(pts, 1.0, 3.0) == [2.0, 3.0, 4.0]
+    # who kept a shared machine busy: nodes, balancers, load clients, the rest
+    series = {("n1", "cpu_cores"): [(1.0, 0.5)], ("lb1", "cpu_cores"): [(1.0, 0.25)],
+              ("host", "cpu_cores"): [(1.0, 9.0)], ("n1/x", "cpu_cores"): [(1.0, 9.0)]}  # fmt: skip
+    clients = [ClientFacts(0, "local", (), 0.3, cores=0.75), ClientFacts(1, "local", (), 0.3)]
+    assert _shares(series, 0.0, 2.0, clients, 2.0) == (
+        "nodes 0.50, balancers 0.25, load clients 0.75, everything else 0.50 CPUs"
+    )
+    assert _shares({("n2", "cpu_cores"): [(9.0, 1.0)]}, 0.0, 2.0, [], 0.1) == (
+        "nodes 0.00, balancers 0.00, load clients 0.00, everything else 0.10 CPUs"
+    )

@@ -199,3 +199,16 @@ def test_merged_average_latency_is_weighted_by_events() -> None:
                    hist=hist({}))  # fmt: skip
     both_idle = merge_summaries([none, none])
     assert both_idle is not None and both_idle.lat_avg_ms == 0.0
+
+
+def test_fairness_in_full() -> None:
+    f = fairness([1.0, 2.0, 3.0])
+    assert f is not None
+    # mean 2; population sd sqrt(2/3); Jain (1+2+3)^2 / (3 * (1+4+9)) = 36/42
+    assert f.to_json() == {
+        "n": 3, "min": 1.0, "max": 3.0, "mean": 2.0, "cv": pytest.approx((2 / 3) ** 0.5 / 2),
+        "jain": pytest.approx(36 / 42), "spread": 1.0,
+    }  # fmt: skip
+    idle = fairness([0.0, 0.0])
+    assert idle is not None and (idle.cv, idle.jain, idle.spread) == (0.0, 1.0, 0.0)
+    assert fairness([]) is None

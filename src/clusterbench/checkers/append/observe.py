@@ -43,8 +43,6 @@ class Index:
     unread: dict[int, list[int]] = field(default_factory=dict)  # key -> committed unread appenders
     duplicate_appends: list[dict[str, Any]] = field(default_factory=list)
 
-    def writer_of(self, key: int, value: int) -> int | None:
-        return self.writer.get(key, {}).get(value)
 
 
 def desc(found: Found, cls: str, t: Txn) -> dict[str, Any]:
