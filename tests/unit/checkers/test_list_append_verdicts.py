@@ -232,3 +232,32 @@ def test_transaction_anomalies_evidence_in_full() -> None:
     assert ev["duplicate-elements"] == {"count": 1, "examples": [
         {"key": 4, "read": [9, 9], "txn": _d(9, [["r", 4, [9, 9]]]),
          "why": "T9 read key 4 as [9, 9], with an element twice"}]}  # fmt: skip
+
+
+def test_stale_read_and_incompatible_read_evidence() -> None:
+    from .list_append_cases import FAIL
+
+    h = history([
+        t(a(X, 1), a(Y, 5), at=(0.0, 1.0)),  # T0, acknowledged at 1.0
+        t(r(X), at=(1.23456, 1.5)),  # T1 began 234.56 ms later without it
+        t(a(Z, 1), out=FAIL),  # T2 failed
+        t(a(Z, 2)),  # T3
+        t(r(Z, 2, 3, 4)),  # T4: the longest read of z
+        t(r(Z, 1, 8)),  # T5: incompatible, with the failed 1 and a phantom 8
+        t(a(Z, 3)), t(a(Z, 4)),  # T6, T7
+    ])  # fmt: skip
+    ev = check_list_append(h).evidence["anomalies"]
+    assert ev["stale-read"]["examples"] == [{
+        "key": 1, "read": [], "missed": 1, "acknowledged_before_read_ms": 234.6,
+        "reader": {"txn": 1, "client": 101, "process": "node:101", "outcome": "ok", "ops": [["r", 1, []]],
+                   "t_start": 1.2346, "t_end": 1.5},
+        "writer": {"txn": 0, "client": 100, "process": "node:100", "outcome": "ok",
+                   "ops": [["append", 1, 1], ["append", 2, 5]], "t_start": 0.0, "t_end": 1.0},
+        "why": "T1 (node:101) read key 1 without 1, appended by T0 (node:100) and acknowledged "
+               "234.6 ms before the read began",
+    }]  # fmt: skip
+    assert [(e["key"], e["value"], e["reader"]["txn"]) for e in ev["G1a"]["examples"]] == [(3, 1, 5)]
+    assert [(e["key"], e["value"], e["read_by"]) for e in ev["phantom-value"]["examples"]] == [(3, 8, [5])]
+    assert [(e["key"], e["read"], e["longest_read"]) for e in ev["incompatible-order"]["examples"]] == [
+        (3, [1, 8], [2, 3, 4])
+    ]

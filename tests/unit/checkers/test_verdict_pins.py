@@ -239,3 +239,42 @@ def test_trial_tolerances_at_their_edges() -> None:
     assert (in_windows(2.0, [(2.0, 4.0)]), in_windows(4.0, [(2.0, 4.0)]), in_windows(4.1, [(2.0, 4.0)])) == (
         True, True, False,
     )  # fmt: skip
+
+
+def test_trial_outside_more_windows_and_a_later_start() -> None:
+    from clusterbench.checkers.trial import outside
+
+    assert outside(0.0, 10.0, [(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]) == 7.0  # three separate windows
+    assert outside(5.0, 10.0, [(6.0, 7.0)]) == 4.0
+
+
+def test_unknown_verdicts_keep_their_name_and_evidence() -> None:
+    from clusterbench.checkers.vip import VipSample, check_vip
+
+    bank_ops = [op("1>2", OK, workload="bank", kind="transfer", value="5")]
+    good = {"1": 100, "2": 100, "3": 100}
+    for v, name, key, value in (
+        (check_bank(bank_ops, {}, accounts=[1, 2, 3], total=300), "bank", "unreadable_nodes", {}),
+        (check_bank([], {"n1": good}, accounts=[1, 2, 3], total=300), "bank", "transfers",
+         {"ok": 0, "fail": 0, "unknown": 0}),
+        (check_bank(bank_ops, {"n1": "down"}, accounts=[1, 2, 3], total=300), "bank", "unreadable_nodes",
+         {"n1": "down"}),
+        (check_counter([_inc(OK)], {}, mode="increment"), "counter:increment", "unreadable_nodes", {}),
+        (check_counter([_inc(OK)], {"n1": "x"}, mode="increment"), "counter:increment", "unreadable_nodes",
+         {"n1": "x"}),
+        (check_counter([_inc(U)], {"n1": {"increment/1": 0}}, mode="increment"), "counter:increment", "lost",
+         0),
+        (check_vip([VipSample(0.0, 0.0, ("lb1",))]), "vip", "samples", 1),
+    ):  # fmt: skip
+        assert (v.checker, v.evidence[key]) == (name, value), v.summary
+    from clusterbench.checkers import check_ledger
+
+    for v in (check_ledger([], {}), check_ledger([], {"n1": "x"}), check_ledger([], {"n1": set()})):
+        assert v.checker == "ledger" and v.result is Result.UNKNOWN and v.evidence["ops"] == {
+            "ok": 0, "fail": 0, "unknown": 0}  # fmt: skip
+    snaps = (ConvergenceSnapshot([_node("n1"), _node("n2")], False, waited=1.0),
+             ConvergenceSnapshot([_node("n1"), NodeState("n2", False)], True))  # fmt: skip
+    for snap in snaps:
+        c = check_convergence(snap, 3)
+        assert c.checker == "convergence" and c.evidence["nodes"]["n1"]["position"] == "100"
+    assert check_convergence(snaps[1], 3).summary == "could not read n2 (no answer)"

@@ -324,3 +324,10 @@ def test_busy_only_reference_counts_every_slow_second() -> None:
     assert (s.seconds, s.runs) == ((1, 2, 3, 5), ((1, 3), (5, 1)))
     assert tpcc.detect_stalls([(1, 8.0), (2, 100.0), (3, 100.0)], fraction=0.05).count == 0
     assert tpcc.detect_stalls([(1, 8.0), (2, 100.0), (3, 100.0)], fraction=0.1).count == 1
+
+
+def test_stalls_json_rounds_to_three_decimals() -> None:
+    s = tpcc.detect_stalls([(1, 10.12345), (2, 10.12345), (3, 0.0)], fraction=0.123456)
+    j = s.to_json()
+    assert (j["median_tps"], j["threshold_tps"]) == (10.123, 1.25)  # 0.123456 * 10.12345 = 1.24979...
+    assert (j["count"], j["longest"], j["seconds"], j["runs"]) == (1, 1, [3], [[3, 1]])

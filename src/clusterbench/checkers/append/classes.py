@@ -118,7 +118,10 @@ def make_spec(family: str, variant: str) -> Spec:
     return Spec(name, family, variant, allowed, anchor, rest, step, accept, options)
 
 
-SPECS = {s.name: s for s in (make_spec(f, v) for v in VARIANTS for f in FAMILIES)}
+def make_specs() -> dict[str, Spec]:
+    """Every class's search tables, by name (a few milliseconds: built for each check rather than
+    once at import, so that the check always runs the code above)."""
+    return {s.name: s for s in (make_spec(f, v) for v in VARIANTS for f in FAMILIES)}
 
 
 def base(name: str) -> str:
@@ -177,7 +180,7 @@ def _weight(labels: list[int]) -> int:
     return sum(1 for t in labels if t in (PROCESS, REALTIME))
 
 
-def classify(masks: list[int]) -> dict[str, list[int]]:
+def classify(masks: list[int], specs: dict[str, Spec]) -> dict[str, list[int]]:
     """The classes a cycle (its steps' type bits) is reported under, with the edge types that
     make it one, in the order of ORDER."""
     out: dict[str, list[int]] = {}
@@ -186,7 +189,7 @@ def classify(masks: list[int]) -> dict[str, list[int]]:
         models = ruled_out([name])
         if models <= covered:
             continue
-        labels = _witness(SPECS[name], masks)
+        labels = _witness(specs[name], masks)
         if labels is None:
             continue
         out[name] = labels

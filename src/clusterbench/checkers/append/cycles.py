@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clusterbench.checkers.append.classes import LABELS, ORDER, SPECS, Spec, classify
+from clusterbench.checkers.append.classes import LABELS, ORDER, Spec, classify, make_specs
 from clusterbench.checkers.append.graph import PROCESS, REALTIME, RW, WR, WW, Graph
 
 CYCLES_PER_SCC = 5
@@ -41,6 +41,7 @@ Skip = Callable[[str, "Found"], "str | None"]  # why a class need not be searche
 class Found:
     """Cycles found per class, each once (as a rotation starting at its smallest vertex)."""
 
+    specs: dict[str, Spec] = field(default_factory=make_specs)
     cycles: dict[str, list[Cycle]] = field(default_factory=lambda: {c: [] for c in ORDER})
     seen: set[tuple[str, tuple[int, ...]]] = field(default_factory=set)
     nodes: set[int] = field(default_factory=set)
@@ -51,7 +52,7 @@ class Found:
     def add(self, nodes: list[int], masks: list[int], skip: Skip) -> list[str]:
         """Record a cycle under the classes it belongs to, except those a class already found
         makes needless (`skip`); returns the classes it was recorded under."""
-        classes = {n: labels for n, labels in classify(masks).items() if not skip(n, self)}
+        classes = {n: labels for n, labels in classify(masks, self.specs).items() if not skip(n, self)}
         for name, labels in classes.items():
             i = nodes.index(min(nodes))
             rot_nodes, rot_labels = nodes[i:] + nodes[:i], labels[i:] + labels[:i]
@@ -79,7 +80,7 @@ class Search:
             if why:
                 self.found.not_searched[name] = why
                 continue
-            self._search(SPECS[name])
+            self._search(self.found.specs[name])
         self._fallback(labels)
         return self.found
 
