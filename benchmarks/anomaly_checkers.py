@@ -19,7 +19,14 @@ run with anomaly verdicts), each anomaly class's count from the stored verdicts,
 time the anomaly workloads ran (the span of their operations in the trial), summed over trials:
 class | mode | trials | trials where seen | count | per minute.
 
+Targets (issue 22): after the table, one serial and one anomalous list-append history of
+`--target-n` transactions (default 100,000) are each checked once in a fresh process, which
+prints the check's CPU seconds and the process's peak memory (the interpreter, the history and
+the check: what a user's machine needs) against the targets, <= 5 s CPU and <= 300 MB; the
+exit status is 1 when one is over.
+
 Usage: python benchmarks/anomaly_checkers.py [--sizes 1000,10000,30000] [--keys 6] [--repeat 3]
+                                             [--target-n 100000]
        python benchmarks/anomaly_checkers.py --results PATH [--run ID ...]
 """
 
@@ -31,7 +38,9 @@ import itertools
 import json
 import os
 import random
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -43,15 +52,19 @@ from clusterbench.checkers.counter import check_counter
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.stale_read import check_stale_reads
 from clusterbench.checkers.verdict import Verdict
-from clusterbench.scenario.anomalies import LIST_APPEND_ROWS
+from clusterbench.history.ops import Op, Outcome
+from clusterbench.history.txn import MicroOp, Txn
 from clusterbench.store import Store
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.txn import MicroOp, Txn
 
 OK, FAIL, UNK = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
+DOCUMENTED = ("lost-update", "internal", "G2-item", "stale-read")  # Galera's default session
+TARGET_N = 100_000  # issue 22: a history this long is checked in
+TARGET_CPU_S = 5.0  # at most this much CPU
+TARGET_MB = 300.0  # and this much memory (the whole process: interpreter, history and check)
 APPENDS_PER_KEY = 32
 CLIENTS = 3
-TXN_S = 0.006  # each transaction lasts this long; one starts every TXN_S / CLIENTS seconds
+TXN_S = 0.006  # one transaction starts every TXN_S / CLIENTS seconds (a client's every TXN_S)
+BUSY_S = 0.005  # and lasts this long: a client's next one begins 1 ms after (never an equal time)
 
 
 class _Key:
@@ -110,7 +123,7 @@ def list_append_history(n: int, *, keys: int, stale: float, seed: int, max_lag: 
                 if appended[k] >= APPENDS_PER_KEY and k in active:
                     active[active.index(k)] = next(next_key)
         t0 = i * TXN_S / CLIENTS
-        txns.append(Txn(i, i % CLIENTS, f"node:{i % CLIENTS + 1}", outcome, tuple(mops), t0, t0 + TXN_S))
+        txns.append(Txn(i, i % CLIENTS, f"node:{i % CLIENTS + 1}", outcome, tuple(mops), t0, t0 + BUSY_S))
     t = n * TXN_S / CLIENTS + 1.0
     for node in range(CLIENTS):
         finals = tuple(MicroOp("r", k, tuple(lists[k].elems)) for k in sorted(lists))
@@ -168,7 +181,7 @@ def _time(fn: Callable[[], Verdict], repeat: int) -> tuple[float, float, Verdict
 def timings(sizes: Sequence[int], keys: int, repeat: int) -> int:
     print(f"checker time, median of {repeat} runs (one thread; this machine: {_cores()} cores, shared)")
     print(f"{'checker':<12} {'history':<10} {'N':>7} {'wall s':>7} {'CPU s':>7} {'CPU ms/1k':>9}  verdict")
-    documented = ("lost-update", "internal", "G2-item", "stale-read")
+    documented = DOCUMENTED
     bad = 0
     for n in sizes:
         for kind, stale in (("serial", 0.0), ("anomalous", 0.2)):
@@ -192,6 +205,40 @@ def timings(sizes: Sequence[int], keys: int, repeat: int) -> int:
     return 1 if bad else 0
 
 
+def one_check(kind: str, n: int, keys: int) -> dict[str, Any]:
+    """Build one list-append history and check it once, in this (fresh) process: CPU and wall
+    seconds of the check, the process's peak memory before it (interpreter, imports, history)
+    and after it."""
+    txns = list_append_history(n, keys=keys, stale=0.2 if kind == "anomalous" else 0.0, seed=n)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0, c0 = time.perf_counter(), time.process_time()
+    v = check_list_append(txns, documented=DOCUMENTED)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"kind": kind, "n": n, "cpu_s": cpu, "wall_s": wall, "history_mb": before, "peak_mb": peak,
+            "result": v.result.value, "summary": v.summary}  # fmt: skip
+
+
+def targets(n: int, keys: int) -> int:
+    """The issue's bar: each history kind checked in a fresh process (so the peak is its own)."""
+    print(f"\nlist-append at N = {n:,} (targets: <= {TARGET_CPU_S:g} s CPU, <= {TARGET_MB:g} MB peak, "
+          "the whole process)")  # fmt: skip
+    cols = f"{'history':<10} {'CPU s':>7} {'wall s':>7} {'peak MB':>8} {'history MB':>10}"
+    print(f"{cols}  within targets  verdict")
+    over = 0
+    for kind in ("serial", "anomalous"):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", kind, "--target-n", str(n), "--keys", str(keys)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        r = json.loads(out.stdout)
+        ok = r["cpu_s"] <= TARGET_CPU_S and r["peak_mb"] <= TARGET_MB
+        over += not ok
+        figures = f"{r['cpu_s']:>7.2f} {r['wall_s']:>7.2f} {r['peak_mb']:>8.0f} {r['history_mb']:>10.0f}"
+        print(f"{kind:<10} {figures}  {'yes' if ok else 'NO':<14}  {r['result']}: {r['summary'][:70]}")
+    return 1 if over else 0
+
+
 def _row(checker: str, history: str, n: int, wall: float, cpu: float, verdict: str) -> str:
     return f"{checker:<12} {history:<10} {n:>7} {wall:>7.3f} {cpu:>7.3f} {1e6 * cpu / n:>9.2f}  {verdict}"
 
@@ -209,6 +256,8 @@ def _count(v: dict[str, Any]) -> list[tuple[str, str, int]]:
     if checker.startswith("stale-read:"):
         return [("stale-read", f"probe {checker.split(':', 1)[1]}", int(ev.get("stale", 0) or 0))]
     if checker.startswith("list-append"):
+        from clusterbench.scenario.anomalies import LIST_APPEND_ROWS
+
         mode = "list-append " + (checker.split(":", 1)[1] if ":" in checker else "")
         found = ev.get("anomalies") or {}
         classes = [
@@ -226,6 +275,7 @@ ANOMALY_WORKLOADS = ("counter", "stale-read", "list-append")
 
 
 def per_minute(path: Path, run_ids: Sequence[int]) -> int:
+
     if not path.exists():
         print(f"error: --results {path}: no such store; give the path of a results database", file=sys.stderr)
         return 2
@@ -273,7 +323,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (the median is shown)")
     ap.add_argument("--results", type=Path, help="a results store: anomalies per minute of its runs")
     ap.add_argument("--run", type=int, action="append", default=[], help="only this run (repeat for several)")
+    ap.add_argument("--target-n", type=int, default=TARGET_N,
+                    help="also check one list-append history of this many transactions against the "
+                    "CPU and memory targets, in a fresh process (0: skip)")  # fmt: skip
+    ap.add_argument("--one", choices=("serial", "anomalous"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.one:
+        print(json.dumps(one_check(a.one, a.target_n, a.keys)))
+        return 0
     if a.results:
         return per_minute(a.results, a.run)
     try:
@@ -286,7 +343,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.keys < 1 or a.repeat < 1:
         print("error: --keys and --repeat must be at least 1", file=sys.stderr)
         return 2
-    return timings(sizes, a.keys, a.repeat)
+    rc = timings(sizes, a.keys, a.repeat)
+    if a.target_n > 0:
+        rc |= targets(a.target_n, a.keys)
+    return rc
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 # Installs what clusterbench needs on Debian, as root: the servers and tools from Debian's packages,
 # the Python package with pinned dependencies, the sysbench reconnect shim and our Go helpers.
 # Usage: scripts/setup.sh [--test] [--no-rootfs]
-#   --test adds what the test suite needs (chromium); --no-rootfs skips the MySQL root file system
+#   --test adds what the test suite needs (chromium, promtool from prometheus); --no-rootfs skips the MySQL root file system
 #   that only Group Replication needs (`make demo` runs Galera and does without it).
 set -euo pipefail
 
@@ -23,9 +23,9 @@ fi
 
 PKGS="mariadb-server mariadb-client galera-4 haproxy sysbench iproute2 keepalived rsync mariadb-backup socat
       iptables libmariadb-dev gcc libc6-dev procps openssl openssh-server openssh-client debootstrap
-      nginx php8.2-fpm php8.2-mysql php8.2-cli curl"
+      nginx php8.2-fpm php8.2-mysql php8.2-cli curl faketime"
 if [ -n "$TEST" ]; then
-  PKGS="$PKGS chromium"
+  PKGS="$PKGS chromium prometheus"   # prometheus: promtool checks the OpenMetrics export
 fi
 
 missing=""

@@ -20,13 +20,15 @@ from typing import Any
 from clusterbench.balancers import BalancerOps, balancer_role
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.status import BackendServer
-from clusterbench.datadir_layers import layered, start_layers, stop_layers
+from clusterbench.datadir_layers import layer_source, layered, make_durable, start_layers, stop_layers
 from clusterbench.engines import make_engine
 from clusterbench.engines.base import Credentials, DbNode, NodeHealth
 from clusterbench.errors import ClusterbenchError, ClusterStateError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost
 from clusterbench.lifecycle import NodeOps
+from clusterbench.paths import clusters_dir, home_dir
+from clusterbench.paths import known_clusters as known_clusters  # re-exported for the commands
 from clusterbench.providers import make_provider
 from clusterbench.providers.datadirfs import DiskSpace, disk_space
 from clusterbench.providers.naming import Names
@@ -36,24 +38,6 @@ from clusterbench.telemetry.sites import ProbeSite, Watch
 from clusterbench.webtier import WebOps, WebTierStatus
 
 log = logging.getLogger(__name__)
-
-DEFAULT_HOME = Path("/var/lib/clusterbench")
-
-
-def home_dir() -> Path:
-    return Path(os.environ.get("CLUSTERBENCH_HOME", str(DEFAULT_HOME)))
-
-
-def clusters_dir(home: Path) -> Path:
-    return home / "clusters"
-
-
-def known_clusters(home: Path) -> list[str]:
-    d = clusters_dir(home)
-    if not d.is_dir():
-        return []
-    return sorted(p.name for p in d.iterdir() if (p / "state.json").exists())
-
 
 def generate_credentials() -> Credentials:
     def pw() -> str:
@@ -177,10 +161,12 @@ class Cluster(BalancerOps, WebOps, NodeOps):
         server, every HAProxy (both levels) and every web node (nginx and php-fpm with their
         workers), by PID, followed through their pid files across restarts."""
         watches = []
+        layers = layered(self)
         for n in self.nodes():
             p = n.proc
+            data = layer_source(n.datadir) if n.index in layers else n.datadir  # the layer's disk
             watches.append(Watch(n.name, p.pid if p else None, p.start_ticks if p else None,
-                                 pidfile=n.pid_file, datadir=n.datadir))  # fmt: skip
+                                 pidfile=n.pid_file, datadir=data))  # fmt: skip
         for k, h in zip(self.topology.balancer_indexes(), self.haproxies(), strict=True):
             p = h.proc
             watches.append(Watch(balancer_role(k), p.pid if p else None, p.start_ticks if p else None,
@@ -242,7 +228,7 @@ class Cluster(BalancerOps, WebOps, NodeOps):
         st = self.state.get("nodes", {}).get(str(index), {})
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
         check = ProcessRef.from_json(st["check"]) if st.get("check") else None
-        return self.engine.make_node(
+        node = self.engine.make_node(
             index,
             self.host(self.names.node_role(index)),
             self.node_dir(index),
@@ -251,9 +237,15 @@ class Cluster(BalancerOps, WebOps, NodeOps):
             check,
             self.clock,
         )
+        node.fake_clock = self.topology.cluster.clock == "faketime"
+        return node
 
     def nodes(self) -> list[DbNode]:
         return [self.node(i) for i in self.topology.node_indexes()]
+
+    @property
+    def template_root(self) -> Path | None:
+        return None if self.topology.remote else self.home / "templates"
 
     def started(self, node: DbNode) -> None:
         """The engine (re)started a node's server: limits first, then the record of its PID."""
@@ -352,6 +344,7 @@ class Cluster(BalancerOps, WebOps, NodeOps):
             timings["network"] = time.monotonic() - t0
             self._datadir_filesystems(report)
             self.engine.bring_up(self, report)
+            make_durable(self, report)
             timings["nodes_synced"] = time.monotonic() - t0
             self._up_balancer(report)
             timings["balancers"] = time.monotonic() - t0
@@ -374,16 +367,19 @@ class Cluster(BalancerOps, WebOps, NodeOps):
             raise
 
     def _datadir_filesystems(self, report: Report) -> None:
-        """Nodes with `datadir_size` get a file system of their own for their datadir (what the
-        disk-full fault fills); `down` unmounts it. Nodes with the power-loss layer get it at their
-        datadir (over that file system, when they have one)."""
+        """Nodes with `datadir_fs` tmpfs or loop (or a `datadir_size`) get a file system of their
+        own for their datadir (what disk-full fills and throttle-disk slows); `down` unmounts it.
+        Nodes with the power-loss layer get it at their datadir (over that file system, when they
+        have one)."""
         start_layers(self, report)
         layers = layered(self)
         for i in self.topology.node_indexes():
             size = self.topology.node_datadir_size(i)
             if size and i not in layers:
-                self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size)
-                report(f"n{i}: datadir on a file system of its own ({size}, tmpfs)")
+                fs = self.topology.node_datadir_fs(i)
+                self.provider.make_datadir_fs(self.names.node_role(i), self.node(i).datadir, size, fs)
+                kind = "ext4 on a loop device" if fs == "loop" else fs
+                report(f"n{i}: datadir on a file system of its own ({size}, {kind})")
 
     def down(
         self, report: Report = _quiet, keep_files: bool = False, keep_remote: bool | None = None

@@ -47,11 +47,33 @@ def start_layers(cluster: Any, report: Callable[[str], None]) -> None:
         layer = layer_of(cluster, i)
         size = cluster.topology.node_datadir_size(i)
         if size:
-            cluster.provider.make_datadir_fs(cluster.names.node_role(i), layer.source, size)
+            fs = cluster.topology.node_datadir_fs(i)
+            cluster.provider.make_datadir_fs(cluster.names.node_role(i), layer.source, size, fs)
         proc = layer.start(owner="mysql")
         cluster.state.setdefault("layers", {})[f"n{i}"] = proc.to_json()
         cluster.save()
         report(f"n{i}: datadir on the power-loss layer (cb-faultfs over {layer.source})")
+
+
+def make_durable(cluster: Any, report: Callable[[str], None]) -> None:
+    """At the end of `up`: everything the bring-up wrote (initialised or copied datadirs, which no
+    one fsynced) is made durable, as a data directory that existed before the trial would be. A
+    power loss then loses what was written since, not the server's own files."""
+    for i in layered(cluster):
+        n = layer_of(cluster, i).sync()
+        report(f"n{i}: its datadir as brought up made durable on the power-loss layer ({n} file(s))")
+
+
+def remount(cluster: Any, index: int) -> None:
+    """Node `index`'s layer stopped and mounted again, as its machine would come back from a power
+    cut: nothing of the dead machine's kernel state outlives it (a write error the kernel recorded
+    on a file when the victim's last writes were refused would otherwise fail the next start's
+    msync or fsync). Only while the node's server is down."""
+    layer = layer_of(cluster, index)
+    layer.stop()
+    proc = layer.start(owner="mysql")
+    cluster.state.setdefault("layers", {})[f"n{index}"] = proc.to_json()
+    cluster.save()
 
 
 def stop_layers(cluster: Any) -> list[str]:

@@ -109,6 +109,9 @@ def leftovers(name: str) -> list[str]:
         point = line.split(" ")[4]
         if f"/clusters/{name}/" in point:
             found.append(f"mount {point}")
+    for line in os.popen("losetup -l -n -O NAME,BACK-FILE").read().splitlines():
+        if f"/clusters/{name}/" in line:
+            found.append(f"loop device {line.strip()}")
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue

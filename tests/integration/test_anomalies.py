@@ -29,17 +29,17 @@ from clusterbench.cluster import Cluster
 from clusterbench.faults import leftovers
 from clusterbench.faults.actions import CoordinatedCrash
 from clusterbench.faults.spec import FaultSpec, plan
+from clusterbench.history.ops import History, Timebase
+from clusterbench.history.txn import txns_from_ops
 from clusterbench.scenario.drill import Drill
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.store import Store
 from clusterbench.verify.counter import CounterWorkload
 from clusterbench.verify.edn import list_append_edn, run_list_append_edn
-from clusterbench.verify.history import History, Timebase
 from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.list_append import ListAppendWorkload
 from clusterbench.verify.sessions import documented, statements
 from clusterbench.verify.stale_read import StaleReadProbe, ring_pairs
-from clusterbench.verify.txn import txns_from_ops
 from clusterbench.workloads import SysbenchRunner, build_shim
 
 from .conftest import acknowledged_missing

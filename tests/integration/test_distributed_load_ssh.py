@@ -67,7 +67,7 @@ def test_clients_over_ssh_start_together_and_are_sampled(lab: SshLab, tmp_path: 
         SshTarget("h1", lab.address(1), key=lab.key), known_hosts=KnownHosts(tmp_path / "kh")
     )
     ep = Endpoint(name="none", addresses=(Address(host="127.0.0.1", port=9),), user="u", password="p",
-                  tls_dir=None, galera=False)  # fmt: skip
+                  tls_dir=None, auto_inc_off=False)  # fmt: skip
     try:
         # A shim path that exists only here: the client machine must build its own and preload that.
         res = SysbenchRunner(cpu_interval=0.5, shim=Path("/nonexistent/here/sbfix.so")).run(
@@ -78,7 +78,10 @@ def test_clients_over_ssh_start_together_and_are_sampled(lab: SshLab, tmp_path: 
         print("start", res.start_ns, "launch skew", res.launch_skew,
               [(c.pid, c.started_ns, c.clock_offset, c.cpu) for c in res.clients])  # fmt: skip
         assert [c.host for c in res.clients] == ["h1", "h1"] and all(c.own_host for c in res.clients)
-        assert all(len(c.samples) == 2 for c in res.clients)
+        # two reports each and the tail after the last one: the events add up to each summary
+        assert all(len({round(s.t) for s in c.samples}) >= 2 for c in res.clients)
+        assert all(c.summary is not None and sum(s.events for s in c.samples) == c.summary.events
+                   for c in res.clients)  # fmt: skip
         # the start line came back over the channel; exec kept the PID the ssh provider reported
         assert all(c.pid is not None and c.started_ns is not None for c in res.clients)
         assert res.start_ns is not None and all(c.started_ns >= res.start_ns for c in res.clients)  # type: ignore[operator]

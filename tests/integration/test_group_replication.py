@@ -575,7 +575,7 @@ def test_coordinated_crash_with_flush_0_on_a_group_loses_what_the_ledger_says(gr
     from clusterbench.checkers.verdict import Result
     from clusterbench.faults.actions import CoordinatedCrash
     from clusterbench.faults.spec import FaultSpec, plan
-    from clusterbench.verify.history import History, Timebase
+    from clusterbench.history.ops import History, Timebase
     from clusterbench.verify.ledger import LedgerWorkload
 
     c = gr_cluster
@@ -646,7 +646,7 @@ def test_keepalived_pair_in_front_of_the_primary_moves_the_vip(cb_home: Path) ->
         from clusterbench.providers import datadirfs
 
         n3 = c.node(3)
-        assert datadirfs.tmpfs_of_its_own(n3.host, n3.datadir, 512 * 2**20)
+        assert datadirfs.fs_of_its_own(n3.host, n3.datadir, 512 * 2**20)
         assert (n3.datadir / "mysql.ibd").exists()  # the member's files are on it
         assert c.wait_vip(15) == "lb1"
         (primary,) = writers(c)
@@ -674,3 +674,38 @@ def test_keepalived_pair_in_front_of_the_primary_moves_the_vip(cb_home: Path) ->
     finally:
         c.down()
     assert leftovers(name) == []
+
+
+def test_a_group_replication_run_is_described_as_one(gr_cluster: Cluster, tmp_path: Path) -> None:
+    """Issue 24 item 5: the run records MySQL (not the host's MariaDB), auto_inc_off (not "galera"),
+    the engine; its outputs name the engine; its variables report finds nothing that differs by
+    design (local address, read_only, super_read_only, init_file), so the report opens without the
+    'did not all run as the topology says' warning; --json of show carries the same."""
+    import json
+
+    from clusterbench.analysis.document import build_report
+    from clusterbench.analysis.variables import variable_report
+    from clusterbench.store import Store
+
+    c = gr_cluster
+    env = {**os.environ, "CLUSTERBENCH_HOME": str(c.home), "COLUMNS": "200"}
+    db = tmp_path / "r.db"
+    res = subprocess.run(
+        [sys.executable, "-m", "clusterbench", "run", "-w", "oltp_read_write", "--duration", "5",
+         "--threads", "2", "--tables", "1", "--table-size", "1000", "-n", c.topology.name,
+         "--results", str(db), "--no-telemetry"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    with Store.open(db) as s:
+        run = s.list_runs()[-1].id
+        prov = s.provenance(run)
+        assert "mysql_server" in prov["versions"] and "mariadb" not in prov["versions"], prov["versions"]
+        assert prov["endpoint"]["auto_inc_off"] is True and "galera" not in prov["endpoint"]
+        assert variable_report(s, run).findings == [], [r.name for r in variable_report(s, run).findings]
+        rep = build_report(s, run)
+        assert not any("did not all run as the topology says" in w for w in rep.warnings), rep.warnings
+        assert dict(rep.facts)["engine"].startswith("MySQL Group Replication")
+    argv = [sys.executable, "-m", "clusterbench", "results", "show", str(run), "--json", "--results", str(db)]
+    show = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert json.loads(show.stdout)["run"]["engine"] == "group_replication"

@@ -19,7 +19,7 @@ from clusterbench.cluster import Cluster
 from clusterbench.datadir_layers import layer_of
 from clusterbench.faults.kinds import make_action
 from clusterbench.faults.spec import FaultSpec, plan
-from clusterbench.verify.history import History, Timebase
+from clusterbench.history.ops import History, Timebase
 from clusterbench.verify.ledger import LedgerWorkload
 
 from .conftest import acknowledged_missing, clear_stale, leftovers, make_topology

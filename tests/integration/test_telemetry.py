@@ -221,7 +221,7 @@ def test_what_users_see_show_export_report(cluster: Cluster, store_path: Path, t
     assert "bottlenecks" in show.stdout and "oltp_point_select" in show.stdout
     exp = cb("results", "export", "last", "--format", "telemetry", "--results", str(store_path))
     lines = exp.stdout.splitlines()
-    assert lines[0] == "run_id,trial_seq,workload,t,wall,source,metric,unit,value"
+    assert lines[0] == "run_id,trial_seq,workload,t_s,wall_s,source,metric,unit,value,format_version"
     assert any(",n2,cpu_util,fraction," in ln for ln in lines) and len(lines) > 200
     with Store.open(store_path) as store:
         run_id = store.list_runs()[-1].id

@@ -30,6 +30,7 @@ from clusterbench.checkers import (
     check_split_brain,
 )
 from clusterbench.cluster import Cluster
+from clusterbench.history.ops import Op
 from clusterbench.store import Store
 from clusterbench.trial.recorder import Recorder, TrialRecord
 from clusterbench.verify import (
@@ -44,7 +45,6 @@ from clusterbench.verify import (
     load_monitor_samples,
     load_ops,
 )
-from clusterbench.verify.history import Op
 
 from .conftest import leftovers, make_topology
 

@@ -102,7 +102,7 @@ def endpoint(server: Path) -> Endpoint:
         user="sbtest",
         password="sbpass",
         tls_dir=None,
-        galera=False,
+        auto_inc_off=False,
     )
 
 
@@ -112,10 +112,13 @@ def runner(tmp_path_factory: pytest.TempPathFactory, server: Path) -> SysbenchRu
 
 
 def check_samples(samples: list[Sample], seconds: int) -> None:
-    # one sample per second; the report due at the very end races sysbench's exit and may be missing
-    assert len(samples) in (seconds - 1, seconds)
-    assert [round(s.t) for s in samples] == list(range(1, len(samples) + 1))
+    # one sample per second; the report due at the very end races sysbench's exit, and what it did
+    # not report is the tail, a sample of its own (in the last second when that was reported)
+    seen = sorted({round(s.t) for s in samples})
+    assert len(seen) in (seconds - 1, seconds, seconds + 1) and seen == list(range(1, len(seen) + 1))
     for s in samples:
+        if s.interval < 0.5 and s.hist is None:
+            continue  # a short tail without a histogram of its own
         assert s.tps > 0
         assert s.lat_min_ms is not None and s.lat_avg_ms is not None and s.lat_max_ms is not None
         assert s.lat_min_ms <= s.lat_avg_ms <= s.lat_max_ms

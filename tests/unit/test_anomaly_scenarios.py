@@ -18,11 +18,11 @@ from clusterbench.checkers.stale_read import check_stale_reads
 from clusterbench.cli.drill import parse_duration
 from clusterbench.cli.main import main
 from clusterbench.errors import InputError
+from clusterbench.history.ops import Op, Outcome
+from clusterbench.history.txn import MicroOp, Txn
 from clusterbench.scenario.anomalies import anomaly_rows
 from clusterbench.scenario.drill import soak_spec
 from clusterbench.scenario.spec import load_scenario
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.txn import MicroOp, Txn
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -187,11 +187,11 @@ def test_a_list_append_class_seen_in_one_trial_counts_every_trial_of_its_mode() 
 
 
 def test_anomaly_workloads_report_their_operations_to_the_trial_checker() -> None:
+    from clusterbench.history.ops import History, Timebase
     from clusterbench.scenario.anomalies import AnomalyVerification
     from clusterbench.scenario.anomaly_spec import AnomalySpec
     from clusterbench.spec.endpoint import Address, Endpoint
     from clusterbench.verify.counter import CounterWorkload
-    from clusterbench.verify.history import History, Timebase
 
     eps = [Endpoint(name=f"node:{i}", addresses=(Address(host=f"10.0.0.{i}"),), user="u", password="p")
            for i in (1, 2, 3)]  # fmt: skip

@@ -144,7 +144,7 @@ def test_results_list_show_export(stored: Path, tmp_path: Path, capsys: pytest.C
 
     assert main(["results", "export", "1", "--format", "csv", "--results", str(stored)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("run_id,trial_seq,workload,client,t,")
+    assert lines[0].startswith("run_id,trial_seq,workload,client,t_s,")
     assert len(lines) == 3 and lines[1].startswith("1,1,oltp_point_select,0,1.")
 
     target = tmp_path / "run.json"
@@ -154,7 +154,9 @@ def test_results_list_show_export(stored: Path, tmp_path: Path, capsys: pytest.C
     assert data["run"]["status"] == "completed" and len(data["trials"][0]["samples"]) == 2
 
     assert main(["results", "export", "1", "--format", "xml", "--results", str(stored)]) == 2
-    assert one_error(capsys) == "error: --format must be one of csv, summary, json, edn, telemetry, got 'xml'"
+    assert one_error(capsys) == (
+        "error: --format must be one of csv, summary, json, edn, telemetry, openmetrics, got 'xml'"
+    )
     assert main(["results", "show", "7", "--results", str(stored)]) == 2
     assert "no run 7 in the store" in one_error(capsys)
 

@@ -98,11 +98,12 @@ def test_results_list_json_tags_notes_and_the_command_as_typed(
     assert [x["id"] for x in only] == [1]
     assert main(["results", "list", "--results", r]) == 0
     table = capsys.readouterr().out
-    assert "#baseline #v1 n3 by hand" in table and "clusterbench scenario x.toml" in table
+    assert "#baseline #v1 n3 by hand" in table  # the command line is in --json and `results show`
     assert main(["results", "tag", "1", "--tag", "two words", "--results", r]) == 2
     assert (
         one_error(capsys)
-        == "error: --tag 'two words': a tag is one word without spaces or commas, e.g. --tag baseline"
+        == "error: --tag 'two words': a tag is key=value (or a key alone), without spaces or commas, e.g. "
+        "--tag env=lab --tag nightly"
     )
 
 
@@ -114,7 +115,8 @@ def test_results_show_json_has_the_summary_numbers(stored: Path, capsys: pytest.
     assert first["test"] == "oltp_point_select" and first["tps"] == pytest.approx(52256 / 2.003936678)
     assert first["lat_p95_ms"] == pytest.approx(0.10413466108439286) and first["lat_p99_ms"] is not None
     assert set(data) == {
-        "run", "summary", "clients", "server_variables", "bottlenecks", "provenance", "events"
+        "format", "format_version", "run", "verdicts", "summary", "clients", "server_variables",
+        "bottlenecks", "provenance", "events",
     }  # fmt: skip
 
 
@@ -184,7 +186,7 @@ def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_status_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from clusterbench.cli import main as cli_main
+    from clusterbench.cli import operate as cli_main
     from clusterbench.cluster import BalancerView, ClusterStatus, NodeView
     from clusterbench.components.haproxy.status import BackendServer
     from clusterbench.engines.galera.node import health_of

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.cluster import Cluster, known_clusters
+from clusterbench.cluster import Cluster
 from clusterbench.engines.galera.node import Credentials, GaleraNode
 from clusterbench.engines.galera.status import GraState, WsrepStatus
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import ProcessRef
 from clusterbench.hosts.procs import LIST_PROCS
+from clusterbench.paths import known_clusters
 from clusterbench.providers.network import HostPlan
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.spec.topology import Topology

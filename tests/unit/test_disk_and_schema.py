@@ -26,7 +26,15 @@ from clusterbench.engines.base import SessionSql
 from clusterbench.errors import PreflightError
 from clusterbench.faults.actions import DiskFull
 from clusterbench.faults.spec import FaultSpec, plan
-from clusterbench.providers.datadirfs import DiskSpace, mount_argv, mounts_under, parse_df, source_name
+from clusterbench.providers.datadirfs import (
+    DiskSpace,
+    image_path,
+    loop_devices,
+    mount_argv,
+    mounts_under,
+    parse_df,
+    source_name,
+)
 from clusterbench.spec.topology import Topology, size_bytes
 from clusterbench.verify.convergence import read_definitions
 
@@ -76,6 +84,38 @@ def test_topology_datadir_size() -> None:
         Topology.model_validate({"node": [{"index": 3, "datadir_size": "64M"}]})
     with pytest.raises(ValidationError, match="is not a size like"):
         Topology.model_validate({"node": [{"index": 3, "datadir_size": "lots"}]})
+
+
+def test_topology_datadir_fs_loop_for_every_node_or_one() -> None:
+    t = Topology.model_validate({"node": [{"index": 3, "datadir_size": "256M"}]})
+    assert [t.node_datadir_fs(i) for i in (1, 2, 3)] == ["host", "host", "tmpfs"]
+    t = Topology.model_validate(
+        {"cluster": {"datadir_fs": "loop"}, "node": [{"index": 2, "datadir_size": "512M"}]}
+    )
+    assert [t.node_datadir_fs(i) for i in (1, 2, 3)] == ["loop", "loop", "loop"]
+    assert [t.node_datadir_size(i) for i in (1, 2, 3)] == ["2G", "512M", "2G"]
+    t = Topology.model_validate(
+        {"node": [{"index": 1, "datadir_fs": "loop"}, {"index": 2, "datadir_fs": "tmpfs"}]}
+    )
+    assert [(t.node_datadir_fs(i), t.node_datadir_size(i)) for i in (1, 2, 3)] == [
+        ("loop", "2G"), ("tmpfs", "1G"), ("host", None),
+    ]  # fmt: skip
+    with pytest.raises(
+        ValidationError,
+        match='datadir_size is the size of a file system of its own; with datadir_fs = "host"',
+    ):
+        Topology.model_validate({"node": [{"index": 1, "datadir_fs": "host", "datadir_size": "256M"}]})
+
+
+def test_loop_devices_over_images_under_a_cluster_only() -> None:
+    listing = (
+        "/dev/loop0 /var/lib/cb/clusters/lab/n1/data.img\n"
+        "/dev/loop1 /var/lib/cb/clusters/lab2/n1/data.img\n"
+        "/dev/loop2 /var/lib/cb/clusters/lab/n2/data.img (deleted)\n"
+        "/dev/loop3 \n"
+    )
+    assert loop_devices(listing, Path("/var/lib/cb/clusters/lab")) == ["/dev/loop0", "/dev/loop2"]
+    assert image_path(Path("/x/n1/data")) == Path("/x/n1/data.img")
 
 
 def spec(**kw: Any) -> FaultSpec:

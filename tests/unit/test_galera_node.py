@@ -126,6 +126,9 @@ def test_account_sql_web_account_reads_and_inserts_in_the_schema_only() -> None:
     ]
     # secrets without a web password (a cluster made before the web tier): no such account
     assert not [s for s in account_sql(CREDS) if "cbweb" in s]
+    # over a datadir template's accounts (another cluster's passwords): replaced
+    assert [s for s in account_sql(c, replace=True) if "cbweb" in s][0] == (
+        "CREATE OR REPLACE USER 'cbweb'@'localhost' IDENTIFIED BY 'web-pw';")  # fmt: skip
 
 
 # ---------------------------------------------------------------- start

@@ -202,13 +202,13 @@ def test_no_warning_for_odd_counts(n: int) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     p = tmp_path / "nope.toml"
-    assert error_of(p) == f"{p}: no such topology file; see examples/ for ready-made ones"
+    assert error_of(p) == f"{p}: no such topology file; see examples/topologies/ for ready-made ones"
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
     p = tmp_path / "adir.toml"
     p.mkdir()
-    assert error_of(p) == f"{p}: cannot read topology file (Is a directory)"
+    assert error_of(p) == f"{p}: is a directory, not a topology file; give the file"
 
 
 def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
@@ -243,7 +243,8 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
 
 def test_unknown_cluster_key(tmp_path: Path) -> None:
     p = write(tmp_path, '[cluster]\nnmae = "x"\n')
-    assert error_of(p) == f"{p}: unknown key 'cluster.nmae' (known keys: datadir_layer, name, nodes, subnet)"
+    known = "clock, datadir_fs, datadir_layer, name, nodes, subnet"
+    assert error_of(p) == f"{p}: unknown key 'cluster.nmae' (known keys: {known})"
 
 
 def test_unknown_mariadb_key(tmp_path: Path) -> None:
@@ -254,8 +255,8 @@ def test_unknown_mariadb_key(tmp_path: Path) -> None:
 def test_unknown_key_in_node_list(tmp_path: Path) -> None:
     p = write(tmp_path, "[cluster]\nnodes = 3\n[[node]]\nindex = 1\ncpu = 1\n")
     assert error_of(p) == (
-        f"{p}: unknown key 'node[0].cpu' (known keys: bandwidth, cpu_quota, cpuset, datadir_layer, "
-        "datadir_size, index, mariadb, mysql)"
+        f"{p}: unknown key 'node[0].cpu' (known keys: bandwidth, cpu_quota, cpuset, datadir_fs, "
+        "datadir_layer, datadir_size, index, mariadb, mysql)"
     )
 
 

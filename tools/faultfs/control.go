@@ -8,6 +8,7 @@ package main
 //	{"op":"thaw"}                       operations held across a drop are answered EIO
 //	{"op":"set_faults","faults":{...}}  see faultSpec; replaces the faults in force
 //	{"op":"clear_faults"}
+//	{"op":"sync"}                       every file durable as it is now (what a sync(1) would do)
 //
 // Every answer has "ok"; a failed request has "error" (one line) and changes nothing.
 
@@ -28,6 +29,31 @@ type request struct {
 	TimeoutS float64    `json:"timeout_s,omitempty"`
 	NewFiles string     `json:"new_files,omitempty"`
 	Faults   *faultSpec `json:"faults,omitempty"`
+}
+
+// writeback runs the tracker's writeback of files dirty for `age`, unless the power is off (a
+// freeze, and the drop that follows it, are under way): one request at a time, like the others.
+func (c *controller) writeback(age time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.g.status().Frozen {
+		return 0
+	}
+	return c.t.writeback(age, time.Now())
+}
+
+// writebackLoop runs writeback every `period` until `stop` closes.
+func (c *controller) writebackLoop(age, period time.Duration, stop <-chan struct{}) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			c.writeback(age)
+		}
+	}
 }
 
 type controller struct {
@@ -82,8 +108,13 @@ func (c *controller) do(req request) (map[string]any, error) {
 	case "clear_faults":
 		c.g.faults.Store(nil)
 		return nil, nil
+	case "sync":
+		if c.g.status().Frozen {
+			return nil, errors.New("the power is off (frozen): thaw first")
+		}
+		return map[string]any{"synced": c.t.writeback(0, time.Now())}, nil
 	}
-	return nil, fmt.Errorf("unknown op %q: status, freeze, drop, thaw, set_faults, clear_faults", req.Op)
+	return nil, fmt.Errorf("unknown op %q: status, freeze, drop, thaw, set_faults, clear_faults, sync", req.Op)
 }
 
 func (c *controller) status() map[string]any {

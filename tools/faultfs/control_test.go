@@ -102,3 +102,31 @@ func TestControlFaultsAndErrors(t *testing.T) {
 		t.Fatalf("thaw when not frozen: %v", r)
 	}
 }
+
+func TestControlSyncMakesEverythingDurableButNotWhileFrozen(t *testing.T) {
+	f := newFixture(t)
+	f.put("A", fill('a', 100))
+	st, _ := f.open("A")
+	f.write(st, 0, fill('X', 10))
+	f.tr.release(st)
+	call := dial(t, &controller{g: newGate(), t: f.tr, source: f.root, mount: "/m"})
+	if r := call(`{"op":"freeze","timeout_s":1}`); r["ok"] != true {
+		t.Fatalf("freeze: %v", r)
+	}
+	if r := call(`{"op":"sync"}`); r["ok"] != false || r["error"] != "the power is off (frozen): thaw first" {
+		t.Fatalf("sync while frozen: %v", r)
+	}
+	call(`{"op":"thaw"}`)
+	if r := call(`{"op":"sync"}`); r["ok"] != true || r["synced"] != 1.0 {
+		t.Fatalf("sync: %v", r)
+	}
+	if files := call(`{"op":"status"}`)["files"].(map[string]any); files["unsynced_files"] != 0.0 {
+		t.Fatalf("still unsynced after sync: %v", files)
+	}
+	call(`{"op":"freeze","timeout_s":1}`)
+	call(`{"op":"drop"}`)
+	call(`{"op":"thaw"}`)
+	if got := f.read("A"); string(got[:10]) != string(fill('X', 10)) {
+		t.Fatalf("the synced write was dropped: %q", got[:10])
+	}
+}

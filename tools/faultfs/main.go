@@ -34,6 +34,7 @@ type config struct {
 	debug                  bool
 	cpuProfile             string
 	cacheTimeout           time.Duration
+	writeback              time.Duration
 }
 
 func main() {
@@ -44,6 +45,8 @@ func main() {
 	flag.BoolVar(&cfg.debug, "debug", false, "log every FUSE request")
 	flag.DurationVar(&cfg.cacheTimeout, "cache-timeout", time.Second, "kernel entry/attribute cache time")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run here (tuning)")
+	flag.DurationVar(&cfg.writeback, "writeback", 30*time.Second,
+		"a file dirty this long is durable, as after the kernel's writeback (0: never, until an fsync)")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("cb-faultfs: ")
@@ -126,7 +129,13 @@ func run(cfg config) error {
 		return fmt.Errorf("control socket %s: %w", cfg.control, err)
 	}
 	go ctl.serve(l)
-	log.Printf("serving %s at %s; control socket %s", source, cfg.mount, cfg.control)
+	stopWriteback := make(chan struct{})
+	defer close(stopWriteback)
+	if cfg.writeback > 0 {
+		// the kernel's writeback thread wakes every 5 s (dirty_writeback_centisecs)
+		go ctl.writebackLoop(cfg.writeback, min(5*time.Second, cfg.writeback), stopWriteback)
+	}
+	log.Printf("serving %s at %s; control socket %s; writeback after %s", source, cfg.mount, cfg.control, cfg.writeback)
 
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"time"
 )
 
 const pageSize = 4096
@@ -77,7 +78,8 @@ type fileState struct {
 	named     bool  // the name of a created file is durable (dir fsync, rename, link)
 	path      string
 	refs      int
-	gone      bool // no longer in the tracker's table (unlinked, or removed by a drop)
+	gone      bool      // no longer in the tracker's table (unlinked, or removed by a drop)
+	dirtied   time.Time // when it became dirty (first change or creation since its last sync)
 }
 
 func (st *fileState) dirty() bool { return st.changed || st.created }
@@ -152,6 +154,9 @@ func (st *fileState) modify(from, to int64, do func() (int, error)) (int, error)
 	}
 	n, err := do()
 	st.mu.Lock()
+	if !st.dirty() {
+		st.dirtied = time.Now()
+	}
 	st.changed = true
 	st.written += int64(max(n, 0))
 	st.mu.Unlock()
@@ -272,7 +277,36 @@ func (t *tracker) synced(key fileKey) error {
 func (t *tracker) created(st *fileState, rel string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if !st.dirty() {
+		st.dirtied = time.Now()
+	}
 	st.created, st.named, st.path = true, false, rel
+}
+
+// writeback makes durable every file that has been dirty for `age` or longer, as the kernel's
+// writeback does with a file's dirty pages once the oldest is older than dirty_expire_centisecs
+// (30 s by default; its journal commits the file's name within a few seconds too). Returns how
+// many files it wrote back. The caller makes sure no power loss is under way.
+func (t *tracker) writeback(age time.Duration, now time.Time) int {
+	t.mu.Lock()
+	var due []*fileState
+	for _, st := range t.files {
+		st.mu.Lock()
+		if st.dirty() && now.Sub(st.dirtied) >= age {
+			st.refs++
+			due = append(due, st)
+		}
+		st.mu.Unlock()
+	}
+	t.mu.Unlock()
+	n := 0
+	for _, st := range due {
+		if st.markSynced() == nil {
+			n++
+		}
+		t.release(st)
+	}
+	return n
 }
 
 // named records that the file's name was made durable by a metadata operation (rename, link).

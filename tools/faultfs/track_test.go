@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // stubLoc is a locator for a file at a fixed path in directory dir.
@@ -301,4 +302,41 @@ func TestParseNewFiles(t *testing.T) {
 	if _, err := parseNewFiles("gone"); err == nil {
 		t.Fatal("accepted gone")
 	}
+}
+
+func TestWritebackMakesOnlyFilesDirtyLongEnoughDurable(t *testing.T) {
+	f := newFixture(t)
+	f.put("old", fill('o', 8192))
+	f.put("new", fill('n', 8192))
+	f.put("made", nil)
+	old, _ := f.open("old")
+	f.write(old, 0, fill('X', 100))
+	made, _ := f.open("made")
+	f.tr.created(made, "made")
+	f.write(made, 0, fill('m', 50))
+	f.tr.release(made) // closed and dirty: still tracked until written back
+	now := time.Now()
+	newer, _ := f.open("new")
+	f.write(newer, 0, fill('Y', 100))
+	newer.mu.Lock()
+	newer.dirtied = now.Add(10 * time.Second) // dirtied well after the others
+	newer.mu.Unlock()
+	if n := f.tr.writeback(30*time.Second, now.Add(20*time.Second)); n != 0 {
+		t.Fatalf("nothing is 30 s old yet, %d written back", n)
+	}
+	if n := f.tr.writeback(30*time.Second, now.Add(31*time.Second)); n != 2 {
+		t.Fatalf("want old and made written back, got %d", n)
+	}
+	f.drop(newFilesEmpty)
+	if got := f.read("old"); !bytes.Equal(got[:100], fill('X', 100)) {
+		t.Fatalf("old's written-back change was lost")
+	}
+	if got := f.read("made"); !bytes.Equal(got, fill('m', 50)) {
+		t.Fatalf("made was emptied after its writeback: %q", got)
+	}
+	if got := f.read("new"); !bytes.Equal(got[:100], fill('n', 100)) {
+		t.Fatalf("new's change was kept though it was not written back yet")
+	}
+	f.tr.release(old)
+	f.tr.release(newer)
 }

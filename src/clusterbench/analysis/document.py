@@ -17,6 +17,7 @@ import markupsafe
 
 from clusterbench.analysis import plots
 from clusterbench.analysis.compare import CAVEAT, compare_runs
+from clusterbench.analysis.histograms import histogram_section
 from clusterbench.analysis.report import (
     AVAILABILITY_HEADER,
     CLIENT_HEADER,
@@ -39,7 +40,7 @@ from clusterbench.analysis.report import (
     verdict_rows,
     verification_latency_rows,
 )
-from clusterbench.analysis.sections import Figure, Report, Section, Table
+from clusterbench.analysis.sections import Figure, Report, Section, Table, provenance_section
 from clusterbench.analysis.variables import cell as variable_cell
 from clusterbench.analysis.variables import variable_report
 from clusterbench.analysis.workload_tables import (
@@ -304,32 +305,12 @@ def _variables_section(store: Store, run_id: int, problems: list[str]) -> Sectio
 def build_report(
     store: Store, run_id: int, *, baseline: int | None = None, log_latency: bool = False
 ) -> Report:
+    """The report of a run: what it ran on and how it came out first (the outcome, the verdicts
+    with the outage each path saw), then the numbers, then the record (settings, provenance, events)."""
     run = store.get_run(run_id)
     trials = store.trials(run_id)
     rows = summary_rows(store, run_id)
-    prov = store.provenance(run_id)
-    facts: list[tuple[str, str]] = [
-        ("run", f"{run.id} ({run.kind}{', ' + run.name if run.name else ''})"),
-        ("status", run.status),
-        ("started", run.started_at),
-        ("ended", run.ended_at or "—"),
-    ]
-    ep = prov.get("endpoint")
-    if isinstance(ep, dict):
-        facts.append(("endpoint", f"{ep.get('name')} ({', '.join(ep.get('addresses') or [])})"))
-    tags = prov.get("tags")
-    if tags:
-        facts.append(("tags", ", ".join(tags)))
-    if run.notes:
-        facts.append(("notes", run.notes))
-    if run.command_line:
-        facts.append(("command", run.command_line))
-    warnings = []
-    sat = saturation_lines(store, run_id)
-    seqs = {t.id: t.seq for t in trials}
-    if sat:
-        warnings.append(f"{SATURATION_WARNING}: " + "; ".join(
-            f"trial {seqs.get(t, '?') if t is not None else '?'}: {w}" for t, w in sat))  # fmt: skip
+    warnings = _saturation_warnings(store, run_id, trials)
     sections: list[Section] = []
     base_rows = None
     base_trials: dict[str, int] = {}
@@ -340,6 +321,7 @@ def build_report(
             base_trials.setdefault(t.workload, t.id)
     if len(rows) > 1 or baseline is not None:
         sections.append(_overview_section(rows, base_rows, baseline))
+    sections += _outcome_sections(store, run_id)
     sections.append(_summary_section(store, run_id, rows, trials, warnings))
     neck = bottleneck_section(store, run_id)
     if neck is not None:
@@ -352,14 +334,88 @@ def build_report(
         tele = telemetry_section(store, run_id, trials)
         if tele is not None:
             sections.append(tele)
+        hist = histogram_section(store, trials)
+        if hist is not None:
+            sections.append(hist)
     sections += _tpcc_and_stall_sections(store, run_id, trials)
+    sections += _load_sections(store, run_id, trials)
+    sections += _record_sections(store, run_id, trials, warnings)
+    title = f"Run {run.id}: {run.name or run.kind}"
+    return Report(run.id, title, _facts(store, run), {"command"}, warnings, sections, log_latency)
+
+
+def _facts(store: Store, run: Any) -> list[tuple[str, str]]:
+    """The header: what the run was, its outcome in one line, where it ran and whether the machine
+    itself was the limit; then when, with what labels, from which command."""
+    from clusterbench.analysis.outcome import (
+        ENGINE_LABELS,
+        durability_line,
+        environment_line,
+        label_facts,
+        overview,
+    )
+
+    ov = overview(store, run.id)
+    prov = store.provenance(run.id)
+    engine = ", ".join(ENGINE_LABELS.get(e, e) for e in ov.engine.split(","))
+    facts: list[tuple[str, str]] = [
+        ("run", f"{run.id} ({run.kind}{', ' + run.name if run.name else ''})"),
+        ("engine", engine + (f", cluster {ov.cluster}" if ov.cluster else "")),
+        ("outcome", ov.outcome + (f": {ov.verdicts.result}" if ov.verdicts.result else "")),
+        ("environment", environment_line(store, run.id)),
+        ("durability", durability_line(store, run.id) or "not known (no server answered)"),
+        ("status", run.status),
+        ("started", run.started_at),
+        ("ended", run.ended_at or "—"),
+    ]
+    ep = prov.get("endpoint")
+    if isinstance(ep, dict):
+        facts.append(("endpoint", f"{ep.get('name')} ({', '.join(ep.get('addresses') or [])})"))
+    return facts + label_facts(store, run)
+
+
+def _saturation_warnings(store: Store, run_id: int, trials: list[Any]) -> list[str]:
+    sat = saturation_lines(store, run_id)
+    seqs = {t.id: t.seq for t in trials}
+    if not sat:
+        return []
+    return [f"{SATURATION_WARNING}: " + "; ".join(
+        f"trial {seqs.get(t, '?') if t is not None else '?'}: {w}" for t, w in sat)]  # fmt: skip
+
+
+def _outcome_sections(store: Store, run_id: int) -> list[Section]:
+    """The verdicts and the outage each entry point saw: first, before any telemetry."""
+    out = []
+    verdicts = verdict_rows(store, run_id)
+    if verdicts:
+        seqs = {t.id: t.seq for t in store.trials(run_id)}
+        head = ["trial", "checker", "result", "summary"]
+        vr = [[str(seqs.get(v["trial_id"], "-")), v["checker"],
+               v["result"] + (" (documented limitation)" if v["documented_limitation"] else ""),
+               v["summary"]] for v in verdicts]  # fmt: skip
+        styles = {(i, 2): v["result"].lower() for i, v in enumerate(verdicts)}
+        table = Table(head, vr, ["r", "l", "l", "l"], styles=styles)
+        out.append(Section("verdicts", "Verdicts", tables=[table]))
+    avail = availability_rows(verdicts)
+    if avail:
+        out.append(Section(
+            "availability", "Availability",
+            intro=["Per entry point: a fresh connection and a small write every 100 ms."],
+            tables=[Table(AVAILABILITY_HEADER, avail, _align(AVAILABILITY_HEADER, [0, 1, 5]))],
+        ))  # fmt: skip
+    return out
+
+
+def _load_sections(store: Store, run_id: int, trials: list[Any]) -> list[Section]:
+    """Access methods, mysqlslap, per-client tables, verification latency and the faults."""
+    out = []
     access = access_table(store, run_id)
     if access:
-        sections.append(Section("access-methods", "Access methods", tables=[
+        out.append(Section("access-methods", "Access methods", tables=[
             Table(ACCESS_HEADER, access, _align(ACCESS_HEADER, [1]))], paragraphs=[ACCESS_NOTE]))  # fmt: skip
     slap = slap_table(store, run_id)
     if slap:
-        sections.append(Section("mysqlslap", "mysqlslap", tables=[
+        out.append(Section("mysqlslap", "mysqlslap", tables=[
             Table(SLAP_HEADER, slap, _align(SLAP_HEADER, []))], paragraphs=[SLAP_NOTE]))  # fmt: skip
     for tr in trials:
         if multi_client(store, tr.id):
@@ -368,61 +424,38 @@ def build_report(
                 Table(CLIENT_HEADER, client_rows(store, tr.id), _align(CLIENT_HEADER, [1, 2, 3, 12]))
             )
             sec.paragraphs += client_notes(store, run_id, tr.id)
-            sections.append(sec)
-    verdicts = verdict_rows(store, run_id)
-    if verdicts:
-        head = ["checker", "result", "summary"]
-        vr = [[v["checker"], v["result"] + (" (documented limitation)" if v["documented_limitation"] else ""),
-               v["summary"]] for v in verdicts]  # fmt: skip
-        vt = Table(
-            head, vr, ["l", "l", "l"], styles={(i, 1): v["result"].lower() for i, v in enumerate(verdicts)}
-        )
-        sections.append(Section("verdicts", "Verdicts", tables=[vt]))
-    avail = availability_rows(verdicts)
-    if avail:
-        sections.append(
-            Section(
-                "availability",
-                "Availability",
-                intro=["Per entry point: a fresh connection and a small write every 100 ms."],
-                tables=[Table(AVAILABILITY_HEADER, avail, _align(AVAILABILITY_HEADER, [0, 1, 5]))],
-            )
-        )
+            out.append(sec)
     vlat = verification_latency_rows(store, run_id)
     if vlat:
-        sections.append(
-            Section(
-                "verification-latency",
-                "Verification latency",
-                intro=["Successful operations; percentiles from the sum of the clients' HDR histograms."],
-                tables=[Table(VERIFY_LATENCY_HEADER, vlat, _align(VERIFY_LATENCY_HEADER, [1, 9]))],
-            )
-        )
+        out.append(Section(
+            "verification-latency", "Verification latency",
+            intro=["Successful operations; percentiles from the sum of the clients' HDR histograms."],
+            tables=[Table(VERIFY_LATENCY_HEADER, vlat, _align(VERIFY_LATENCY_HEADER, [1, 9]))],
+        ))  # fmt: skip
     faults = fault_rows(store, run_id)
     if faults:
         head = ["t s", "fault", "phase", "detail"]
-        sections.append(Section("faults", "Faults", tables=[Table(head, faults, ["r", "l", "l", "l"])]))
+        out.append(Section("faults", "Faults", tables=[Table(head, faults, ["r", "l", "l", "l"])]))
+    return out
+
+
+def _record_sections(store: Store, run_id: int, trials: list[Any], warnings: list[str]) -> list[Section]:
+    """What the run ran with: server variables as run, provenance, events."""
+    out = []
     var = _variables_section(store, run_id, warnings)
     if var is not None:
-        sections.append(var)
-    if prov:
-        sec = Section("provenance", "Provenance")
-        sec.intro.append("What the run ran on and with, as stored with it.")
-        for k, v in prov.items():
-            text = json.dumps(v, sort_keys=True)
-            if len(text) > 160:
-                sec.details.append((k, json.dumps(v, sort_keys=True, indent=1)))
-            else:
-                sec.bullets.append(f"{k}: {text}")
-        sections.append(sec)
+        out.append(var)
+    prov = provenance_section(store.provenance(run_id), "What the run ran on and with, as stored with it.")
+    if prov is not None:
+        out.append(prov)
     events = store.events(run_id)
     if events:
+        seqs = {t.id: t.seq for t in trials}
         head = ["at", "t s", "trial", "event", "detail"]
         er = [[e["at"], _fmt(e["t"], ".1f"), str(seqs.get(e["trial_id"], "")) if e["trial_id"] else "",
                e["kind"], json.dumps(e["detail"], sort_keys=True)] for e in events]  # fmt: skip
-        sections.append(Section("events", "Events", tables=[Table(head, er, ["l", "r", "r", "l", "l"])]))
-    title = f"Run {run.id}: {run.name or run.kind}"
-    return Report(run.id, title, facts, {"command"}, warnings, sections, log_latency)
+        out.append(Section("events", "Events", tables=[Table(head, er, ["l", "r", "r", "l", "l"])]))
+    return out
 
 
 # ---- rendering ---------------------------------------------------------------------------------------

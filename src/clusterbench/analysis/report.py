@@ -79,8 +79,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 def measured_row(store: Store, run_id: int, tr: Any) -> SummaryRow | None:
     """A trial without a stored summary (its load failed or was interrupted), summarized from the
-    per-second samples it stored: rates are the mean over the measured seconds, latencies come
-    from the sum of the samples' histograms, counts add up. None when it stored no sample."""
+    per-second samples it stored: rates are the counts over the measured time (as the summary's
+    are), latencies come from the sum of the samples' histograms, counts add up. None when it
+    stored no sample."""
     samples = trial_samples(store, tr.id)
     if not samples:
         return None
@@ -91,10 +92,11 @@ def measured_row(store: Store, run_id: int, tr: Any) -> SummaryRow | None:
         if smp.hist is not None:
             hist = smp.hist if hist is None else hist.merge(smp.hist)
 
-    def mean(f: Any) -> float:
-        return sum(f(m.sample) for m in series) / n
-
     seconds = sum(m.sample.interval for m in series)
+
+    def mean(f: Any) -> float:
+        return sum(f(m.sample) * m.sample.interval for m in series) / seconds if seconds else 0.0
+
     threads = max(m.sample.threads for m in series)
     qr, qw, qo = mean(lambda x: x.qps_read), mean(lambda x: x.qps_write), mean(lambda x: x.qps_other)
     return SummaryRow(

@@ -3,7 +3,9 @@ walk. Shared by the run report (analysis.document), telemetry, and the experimen
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -62,3 +64,17 @@ class Report:
     def switch_at(self) -> str:
         """The section that carries the page's one log-scale switch: the first with a latency plot."""
         return next((s.key for s in self.sections if any(f.kind == "latency" for f in s.figures)), "")
+
+
+def provenance_section(prov: dict[str, Any], intro: str) -> Section | None:
+    """A run's provenance as a section: short values as bullets, long ones folded away."""
+    if not prov:
+        return None
+    sec = Section("provenance", "Provenance", intro=[intro])
+    for k, v in prov.items():
+        text = json.dumps(v, sort_keys=True)
+        if len(text) > 160:
+            sec.details.append((k, json.dumps(v, sort_keys=True, indent=1)))
+        else:
+            sec.bullets.append(f"{k}: {text}")
+    return sec

@@ -195,11 +195,13 @@ def compare(
     snaps: list[tuple[str, dict[str, dict[str, str]], dict[str, str]]],
     expected: Mapping[str, str],
     node_settings: Mapping[str, Mapping[str, str]] | None = None,
+    by_design: frozenset[str] = frozenset(),
 ) -> VariableReport:
     """Rows for the key variables, every variable the topology sets, and every variable that
     differs between nodes or changed during the run. `node_settings`: settings single nodes have of
     their own; such a node is held against its own value (the difference between nodes still
-    shows: a heterogeneous cluster is a finding to read)."""
+    shows: a heterogeneous cluster is a finding to read). `by_design`: variables the engine's nodes
+    differ in by design (a member's own address, a secondary's read_only): never a finding."""
     nodes: list[str] = []
     history: dict[str, dict[str, list[tuple[str, str]]]] = {}  # var -> node -> [(value, where)]
     unanswered: dict[str, str] = {}
@@ -233,7 +235,7 @@ def compare(
     rows: list[VariableRow] = []
     for var in sorted(known):
         per_node = history[var]
-        if PER_NODE.match(var) and var not in wanted:
+        if (PER_NODE.match(var) or var in by_design) and var not in wanted:
             continue
         firsts = {normalize(v[0][0]) for v in per_node.values()}
         lasts = {normalize(v[-1][0]) for v in per_node.values()}
@@ -261,8 +263,15 @@ def _node_key(n: str) -> tuple[int, str]:
 
 
 def variable_report(store: Store, run_id: int) -> VariableReport:
+    """The report of a run; each engine says which of its variables differ between nodes by design."""
+    from clusterbench.engines import per_node_variables
+
     topology = store.provenance(run_id).get("topology")
-    return compare(snapshots(store, run_id), expected_from_topology(topology), node_expected(topology))
+    kinds = {str((topology or {}).get("engine", {}).get("kind") or "galera")} if topology else set()
+    kinds |= {str(t.params["engine"]) for t in store.trials(run_id) if t.params.get("engine")}
+    by_design = frozenset().union(*(per_node_variables(k) for k in kinds)) if kinds else frozenset()
+    expected = expected_from_topology(topology)
+    return compare(snapshots(store, run_id), expected, node_expected(topology), by_design)
 
 
 def cell(row: VariableRow, node: str) -> str:

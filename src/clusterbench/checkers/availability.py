@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clusterbench.checkers.verdict import Result, Verdict
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 NAME = "availability"
 TPS_RECOVERED = 0.95
@@ -132,29 +132,41 @@ def availability(
     return out
 
 
-def availability_verdict(figures: Sequence[FaultFigures], max_unavailable: float | None = None) -> Verdict:
-    """UNKNOWN without ops; FAIL when a path never recovered or stayed unavailable longer than
-    `max_unavailable` seconds (a budget to calibrate, RELIABILITY 5.2); PASS otherwise."""
+Budget = float | dict[str, float] | None
+
+
+def budget_of(budget: Budget, process: str) -> float | None:
+    """A path's outage budget (s): its own, its entry point's ('all-nodes' for 'all-nodes/<ip>'),
+    or the one for every path; None when none is set."""
+    if budget is None or isinstance(budget, int | float):
+        return budget
+    return budget.get(process, budget.get(process.split("/", 1)[0]))
+
+
+def availability_verdict(figures: Sequence[FaultFigures], max_unavailable: Budget = None) -> Verdict:
+    """UNKNOWN without ops; FAIL when a path never recovered or stayed unavailable longer than its
+    budget (`max_unavailable`: seconds for every path, or per entry point; the scenario's
+    `max_outage_s`, `--max-outage`), naming the window; PASS otherwise."""
     evidence = {"faults": [f.to_json() for f in figures], "max_unavailable": max_unavailable}
     paths = [(f.fault.name, p) for f in figures for p in f.paths]
     if not paths:
         return Verdict(NAME, Result.UNKNOWN, "no probe operations during the faults", evidence)
     stuck = [f"{n}/{p.process}" for n, p in paths if not p.recovered]
-    over = [
-        f"{n}/{p.process} {p.unavailable:.1f} s"
-        for n, p in paths
-        if max_unavailable is not None and p.unavailable is not None and p.unavailable > max_unavailable
-    ]
+    over = []
+    for n, p in paths:
+        limit = budget_of(max_unavailable, p.process)
+        if limit is not None and p.unavailable is not None and p.unavailable > limit:
+            over.append(f"{p.process} unavailable {p.unavailable:.1f} s (from {p.unavailable_from:.1f} s to "
+                        f"{p.unavailable_until:.1f} s, {n}), over its {limit:g} s budget")  # fmt: skip
     if stuck or over:
-        parts = ([f"never recovered: {', '.join(stuck)}"] if stuck else []) + (
-            [f"over the {max_unavailable:g} s budget: {', '.join(over)}"] if over else []
-        )
+        parts = ([f"never recovered: {', '.join(stuck)}"] if stuck else []) + over
         return Verdict(NAME, Result.FAIL, "; ".join(parts), evidence)
     worst = max(paths, key=lambda np: np[1].unavailable or 0.0)
+    unset = "" if max_unavailable is not None else "; no outage budget set (max_outage_s, --max-outage)"
     return Verdict(
         NAME,
         Result.PASS,
         f"every path recovered; longest window {worst[1].unavailable or 0.0:.2f} s "
-        f"({worst[0]}/{worst[1].process})",
+        f"({worst[0]}/{worst[1].process}){unset}",
         evidence,
     )

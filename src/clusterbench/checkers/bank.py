@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clusterbench.checkers.verdict import Result, Verdict
-from clusterbench.verify.bank import WORKLOAD
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 NAME = "bank"
+WORKLOAD = "bank"  # the operations' workload name in the history
 EXAMPLES = 20
 
 

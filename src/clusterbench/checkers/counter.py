@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from clusterbench.checkers.verdict import Result, Verdict
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 NAME = "counter"
 WORKLOAD = "counter"

@@ -28,7 +28,7 @@ from typing import Any
 
 from clusterbench.checkers.availability import path_figures
 from clusterbench.checkers.split_brain import MonitorSample
-from clusterbench.verify.history import Op
+from clusterbench.history.ops import Op
 
 # Faults after which the survivors must route around the victims.
 FAILOVER_KINDS = ("kill-node", "stop-node", "pause-node", "isolate-node")

@@ -15,11 +15,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clusterbench.checkers.verdict import Result, Verdict
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.ledger import WORKLOAD, Key, ledger_key, parse_key
+from clusterbench.history.ops import Op, Outcome
 
 EXAMPLES = 20
 NAME = "ledger"
+WORKLOAD = "ledger"  # the operations' workload name in the history
+
+Key = tuple[int, int]  # (client, seq): a ledger row's primary key
+
+
+def ledger_key(client: int, seq: int) -> str:
+    return f"{client}:{seq}"
+
+
+def parse_key(key: str) -> Key:
+    c, s = key.split(":")
+    return int(c), int(s)
 
 
 def _examples(keys: set[Key], where: Mapping[Key, list[str]] | None = None) -> list[Any]:

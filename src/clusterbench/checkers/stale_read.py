@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from clusterbench.checkers.verdict import Result, Verdict
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 NAME = "stale-read"
 WORKLOAD = "stale-read"

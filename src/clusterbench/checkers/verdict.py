@@ -7,8 +7,12 @@ never PASS.
 from __future__ import annotations
 
 import enum
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 class Result(enum.StrEnum):
@@ -47,6 +51,23 @@ def combine(verdicts: list[Verdict]) -> Result:
     return Result.PASS
 
 
+# A drill's exit codes (docs/faults.md#exit-codes, README): scripts tell "it failed" (1) from "it
+# could not decide" (3) from "you typed it wrong, or it broke" (2). 130: interrupted.
+EXIT_CODES = {Result.PASS: 0, Result.FAIL: 1, Result.UNKNOWN: 3}
+EXIT_ERROR = 2
+
+
 def exit_code(result: Result) -> int:
-    """Jepsen-style: 0 all PASS, 1 some FAIL, 2 UNKNOWN (or error)."""
-    return {Result.PASS: 0, Result.FAIL: 1, Result.UNKNOWN: 2}[result]
+    """0 all PASS, 1 some FAIL, 3 UNKNOWN (2 is bad input or an error, never a verdict)."""
+    return EXIT_CODES[result]
+
+
+def guarded(name: str, fn: Callable[[], Verdict]) -> Verdict:
+    """A checker that crashes gives UNKNOWN, never PASS."""
+    try:
+        v = fn()
+        assert isinstance(v, Verdict)
+        return v
+    except Exception as exc:  # noqa: BLE001
+        log.exception("checker %s", name)
+        return Verdict(name, Result.UNKNOWN, f"checker crashed: {type(exc).__name__}: {exc}")

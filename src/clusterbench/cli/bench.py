@@ -7,10 +7,7 @@ builds a plan from the flags, shows samples live and prints tables from the stor
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,28 +15,15 @@ from typing import Annotated, Any
 import pymysql  # type: ignore[import-untyped, unused-ignore]
 import typer
 from rich import box
-from rich.console import Group
 from rich.table import Table
 
 from clusterbench.analysis.document import write_report
-from clusterbench.analysis.report import (
-    CLIENT_HEADER,
-    SATURATION_WARNING,
-    client_notes,
-    client_rows,
-    multi_client,
-    saturation_lines,
-    summary_parts,
-    summary_rows,
-    table_align,
-    table_cells,
-)
 from clusterbench.analysis.workload_tables import ACCESS_HEADER, SLAP_HEADER, access_table, slap_table
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     CustomersOpt,
     ItemsOpt,
-    JsonOpt,
+    MetricsPortOpt,
     MixOpt,
     NameOpt,
     NotesOpt,
@@ -50,19 +34,18 @@ from clusterbench.cli.common import (
     WarehousesOpt,
     check_tags,
     command_line,
-    label_run,
     load_cluster,
     parse_mix_option,
-    print_json,
-    results_path,
+    serve_metrics,
     store_at,
     store_path_of,
     sysbench_runner,
-    typer_app,
 )
 from clusterbench.cli.live import LiveView
-from clusterbench.cluster import Cluster, home_dir
+from clusterbench.cli.tables import bottlenecks_table, print_clients, summary_table
+from clusterbench.cluster import Cluster
 from clusterbench.errors import InputError, WorkloadError
+from clusterbench.paths import home_dir
 from clusterbench.runner import (
     BenchInterrupted,
     BenchOutcome,
@@ -80,7 +63,7 @@ from clusterbench.runner.bench import choose_client_hosts, default_clients
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.store import Store
 from clusterbench.trial.data import check_tpcc
-from clusterbench.workloads import KNOWN_TESTS, tpcc
+from clusterbench.workloads import KNOWN_TESTS
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.sysbench import HTTP_TESTS, SYSBENCH_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
 
@@ -152,20 +135,6 @@ SlapQueryOpt = Annotated[
 SlapEngineOpt = Annotated[str, typer.Option(help="mysqlslap: storage engine of the auto-generated table.")]
 
 
-def register(app: typer.Typer) -> None:
-    """Add run, suite, report and results to the main app."""
-    app.command("run")(run)
-    app.command("suite")(suite)
-    app.command("report")(report)
-    app.command("tpcc-check")(tpcc_check)
-    results_app = typer_app(help="List, show, label and export stored runs.")
-    results_app.command("list")(results_list)
-    results_app.command("show")(results_show)
-    results_app.command("tag")(results_tag)
-    results_app.command("export")(results_export)
-    app.add_typer(results_app, name="results")
-
-
 # ---- endpoint and plan ---------------------------------------------------------------------------
 
 
@@ -209,7 +178,7 @@ def _resolve_target(
             password=password,
             database=database,
             tls_dir=None,
-            galera=galera,
+            auto_inc_off=galera,
         )
         return Target(ep, EndpointProbe(ep), None, f"{user}@{host}:{port}")
     cluster = load_cluster(name)
@@ -259,67 +228,6 @@ def _socket_target(cluster: Cluster, tgt: str, database: str, client_hosts: str)
 
 
 # ---- printing results ---------------------------------------------------------------------------
-
-
-def summary_table(store: Store, run_id: int, title: str) -> Group:
-    """sysbench's layout, as the report has it: per test tps, queries per second, errors and
-    reconnects; then latency min / avg / p95 / p99 / max."""
-    header, cells = table_cells(summary_rows(store, run_id))
-    align = table_align()
-    tables = []
-    for caption, cols in summary_parts():
-        table = Table(title=f"{title}: {caption}", title_justify="left", box=box.SIMPLE_HEAD,
-                      collapse_padding=True, pad_edge=False)  # fmt: skip
-        for i in cols:
-            table.add_column(header[i], justify="left" if align[i] == "l" else "right", no_wrap=True)
-        for row in cells:
-            table.add_row(*(row[i] for i in cols))
-        tables.append(table)
-    return Group(*tables)
-
-
-def clients_table(store: Store, trial_id: int, title: str) -> Table:
-    """Per client: host, schema, its own tps and p95, --rate asked and reached, CPU, flags."""
-    table = Table(
-        title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
-    )
-    for i, h in enumerate(CLIENT_HEADER):
-        table.add_column(h, justify="left" if i in (1, 2, 3, 12) else "right", no_wrap=True)
-    for row in client_rows(store, trial_id):
-        table.add_row(*row)
-    return table
-
-
-def print_clients(store: Store, run_id: int) -> None:
-    """Per-client tables and fairness of trials with several clients, then the saturation warning."""
-    for tr in store.trials(run_id):
-        if multi_client(store, tr.id):
-            console.out.print(clients_table(store, tr.id, f"clients of trial {tr.seq} ({tr.workload})"))
-            for note in client_notes(store, run_id, tr.id):
-                console.out.print(f"  {note}", markup=False, soft_wrap=True)
-    sat = saturation_lines(store, run_id)
-    if sat:
-        seqs = {t.id: t.seq for t in store.trials(run_id)}
-        console.out.print(f"[bold yellow]warning:[/] {SATURATION_WARNING}", soft_wrap=True)
-        for trial_id, line in sat:
-            where = seqs.get(trial_id or -1, "?")
-            console.out.print(f"  trial {where}: {line}", markup=False, soft_wrap=True)
-
-
-def bottlenecks_table(store: Store, run_id: int) -> Table | None:
-    """Per trial the bottleneck verdict (None when no trial has one)."""
-    from clusterbench.telemetry.report import BOTTLENECK_HEADER, bottleneck_rows
-
-    rows = bottleneck_rows(store, run_id)
-    if not rows:
-        return None
-    table = Table(title="bottlenecks (docs/telemetry.md)", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)  # fmt: skip
-    for i, h in enumerate(BOTTLENECK_HEADER):
-        table.add_column(h, justify="right" if i == 0 else "left", overflow="fold")
-    for row in rows:
-        table.add_row(*(console.escape(c) for c in row))
-    return table
 
 
 def _print_outcome(store: Store, outcome: BenchOutcome, title: str) -> None:
@@ -428,6 +336,7 @@ def run(
     database: DatabaseOpt = "sbtest",
     galera: GaleraOpt = True,
     results: ResultsOpt = None,
+    metrics_port: MetricsPortOpt = None,
     name: NameOpt = None,
     prepare: PrepareOpt = True,
     cleanup: Annotated[bool, typer.Option(help="Drop the tables at the end.")] = False,
@@ -456,7 +365,7 @@ def run(
         slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
         http_max_workers=http_max_workers, http_keepalive=http_keepalive,
     )  # fmt: skip
-    with store_at(results) as store:
+    with serve_metrics(metrics_port, results), store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,
                               client_hosts=client_hosts)  # fmt: skip
@@ -476,7 +385,8 @@ def suite(
         str | None,
         typer.Option(
             "--workload", "-w", "--tests",
-            help="Comma-separated sysbench tests (default: all eleven; alias: --tests).",
+            help="Comma-separated workloads, each as `run -w` takes them: sysbench tests, tpcc, access_* "
+            "or mysqlslap (default: the eleven sysbench tests; alias: --tests).",
         ),  # fmt: skip
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="Threads per client process.")] = 4,
@@ -507,6 +417,7 @@ def suite(
     database: DatabaseOpt = "sbtest",
     galera: GaleraOpt = True,
     results: ResultsOpt = None,
+    metrics_port: MetricsPortOpt = None,
     name: NameOpt = None,
     cleanup: Annotated[bool, typer.Option(help="Drop the tables after each prepare group.")] = True,
     tag: TagOpt = None,
@@ -522,7 +433,8 @@ def suite(
     http_max_workers: HttpWorkersOpt = 0,
     http_keepalive: HttpKeepaliveOpt = True,
 ) -> None:
-    """Run sysbench tests one after another as the trials of one run; print the sysbench summary table."""
+    """Run workloads one after another as the trials of one run (default: the eleven sysbench tests);
+    print the summary table."""
     chosen = parse_tests(workload, SYSBENCH_TESTS) if workload is None else parse_tests(workload, KNOWN_TESTS)
     tags = check_tags(tag)
     weights = parse_mix_option(mix, chosen)
@@ -534,7 +446,7 @@ def suite(
         slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
         http_max_workers=http_max_workers, http_keepalive=http_keepalive,
     )  # fmt: skip
-    with store_at(results) as store:
+    with serve_metrics(metrics_port, results), store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,
                               client_hosts=client_hosts)  # fmt: skip
@@ -581,255 +493,6 @@ def report(
     console.out.print(f"html:     {page}")
 
 
-def shown_command(command_line: str) -> str:
-    """A stored command line as the user would type it: runs stored by older versions of drills
-    kept the Python path (`/usr/bin/python3 -m clusterbench ...`, `.../bin/clusterbench ...`)."""
-    try:
-        argv = shlex.split(command_line)
-    except ValueError:
-        return command_line
-    if not argv:
-        return command_line
-    if "-m" in argv[:3] and "clusterbench" in argv and Path(argv[0]).name.startswith("python"):
-        argv = ["clusterbench", *argv[argv.index("clusterbench") + 1 :]]
-    elif Path(argv[0]).name == "clusterbench":
-        argv = ["clusterbench", *argv[1:]]
-    return shlex.join(argv)
-
-
-def run_record(store: Store, r: Any) -> dict[str, Any]:
-    return {
-        "id": r.id, "kind": r.kind, "name": r.name, "status": r.status, "started_at": r.started_at,
-        "ended_at": r.ended_at, "trials": len(store.trials(r.id)), "tags": store.tags(r.id), "notes": r.notes,
-        "command_line": shown_command(r.command_line),
-    }  # fmt: skip
-
-
-def results_list(
-    tag: Annotated[
-        list[str] | None, typer.Option("--tag", help="Only runs with this tag (repeat: with all of them).")
-    ] = None,
-    as_json: JsonOpt = False,
-    results: ResultsOpt = None,
-) -> None:
-    """Every stored run: id, kind, name, status, start, trials, tags and notes, command line."""
-    want = set(tag or [])
-    with store_at(results, must_exist=True) as store:
-        runs = [run_record(store, r) for r in store.list_runs()]
-    runs = [r for r in runs if want <= set(r["tags"])]
-    if as_json:
-        print_json(runs)
-        return
-    if not runs:
-        console.out.print(
-            f"no runs with tag(s) {', '.join(sorted(want))} in {results_path(results)}"
-            if want
-            else "no runs yet; start one with `clusterbench run` or `clusterbench suite`"
-        )
-        return
-    table = Table(title=f"runs in {results_path(results)}", title_justify="left")
-    for col in ("id", "kind", "name", "status", "started", "trials", "tags / notes", "command"):
-        table.add_column(col, justify="right" if col in ("id", "trials") else "left")
-    for r in runs:
-        colour = {"completed": "green", "running": "yellow"}.get(r["status"], "red")
-        label = " ".join(f"#{t}" for t in r["tags"]) + (f" {r['notes']}" if r["notes"] else "")
-        status = f"[{colour}]{r['status']}[/]"
-        table.add_row(str(r["id"]), r["kind"], r["name"], status, r["started_at"][:19], str(r["trials"]),
-                      console.escape(label.strip()), console.escape(r["command_line"]))  # fmt: skip
-    console.out.print(table)
-
-
-def results_tag(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
-    tag: TagOpt = None,
-    notes: NotesOpt = None,
-    results: ResultsOpt = None,
-) -> None:
-    """Add tags or set the notes of a stored run (they show in `results list` and the report)."""
-    tags = check_tags(tag)
-    if not tags and notes is None:
-        raise InputError("give --tag and/or --notes")
-    with store_at(results, must_exist=True) as store:
-        run_id = resolve_run(store, run_ref)
-        label_run(store, run_id, tags, notes)
-        rec = run_record(store, store.get_run(run_id))
-    console.out.print(
-        f"run {run_id}: tags {', '.join(rec['tags']) or '—'}; notes {rec['notes'] or '—'}", markup=False
-    )
-
-
-def show_record(store: Store, run_id: int) -> dict[str, Any]:
-    """`results show --json`: the run, its summary rows, per-client rows, server variables and their
-    findings, provenance and events."""
-    from clusterbench.analysis.export import summary_records
-    from clusterbench.analysis.variables import variable_report
-
-    rep = variable_report(store, run_id)
-    return {
-        "run": run_record(store, store.get_run(run_id)),
-        "summary": summary_records(store, run_id),
-        "clients": {
-            str(t.seq): [dict(zip(CLIENT_HEADER, row, strict=True)) for row in client_rows(store, t.id)]
-            for t in store.trials(run_id)
-            if multi_client(store, t.id)
-        },
-        "server_variables": {
-            "nodes": rep.nodes,
-            "rows": [
-                {
-                    "variable": r.name,
-                    "topology": r.expected_text,
-                    "values": {n: [v for v, _ in vs] for n, vs in r.values.items()},
-                    "differs_from_topology": sorted(r.differs_from_topology),
-                    "differs_between_nodes": r.differs_between_nodes,
-                    "changed": sorted(r.changed),
-                }
-                for r in rep.rows
-            ],  # fmt: skip
-            "unanswered": rep.unanswered,
-        },
-        "bottlenecks": {str(t.seq): store.bottleneck(t.id) for t in store.trials(run_id)},
-        "provenance": store.provenance(run_id),
-        "events": store.events(run_id),
-    }
-
-
-def variables_table(store: Store, run_id: int) -> Table | None:
-    from clusterbench.analysis.variables import cell, variable_report
-
-    rep = variable_report(store, run_id)
-    if not rep.nodes:
-        return None
-    title = "server variables as run ((!): differs from the topology, from most nodes, or changed)"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("variable", "topology", *rep.nodes):
-        table.add_column(col, overflow="fold")
-    for r in rep.rows:
-        cells = []
-        for n in rep.nodes:
-            text = console.escape(cell(r, n))
-            odd = n in r.differs_from_topology or n in r.changed or n in r.odd_nodes
-            cells.append(f"[bold yellow]{text} (!)[/]" if odd else text)
-        table.add_row(r.name, console.escape(r.expected_text or r.expected or "—"), *cells)
-    return table
-
-
-def results_show(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
-    as_json: JsonOpt = False,
-    results: ResultsOpt = None,
-) -> None:
-    """A run's summary table, per-node server variables as run, provenance and events."""
-    with store_at(results, must_exist=True) as store:
-        run_id = resolve_run(store, run_ref)
-        if as_json:
-            print_json(show_record(store, run_id))
-            return
-        r = store.get_run(run_id)
-        console.out.print(
-            f"run [bold]{r.id}[/] {r.kind} {r.name}: {r.status}, {r.started_at} → {r.ended_at or '—'}"
-        )
-        tags = store.tags(run_id)
-        if tags or r.notes:
-            console.out.print(f"  tags: {', '.join(tags) or '—'}; notes: {r.notes or '—'}", markup=False)
-        if r.command_line:
-            console.out.print(f"  command: {shown_command(r.command_line)}", markup=False)
-        console.out.print(summary_table(store, run_id, "summary"))
-        for line in tpcc_lines(store, run_id):
-            console.out.print(line, markup=False, soft_wrap=True)
-        print_clients(store, run_id)
-        necks = bottlenecks_table(store, run_id)
-        if necks is not None:
-            console.out.print(necks)
-        vt = variables_table(store, run_id)
-        if vt is not None:
-            console.out.print(vt)
-        prov = store.provenance(run_id)
-        for key in ("versions", "kernel", "cpu", "memory", "endpoint", "workload"):
-            if key in prov:
-                line = f"  {key}: {json.dumps(prov[key], sort_keys=True)}"
-                console.out.print(line, markup=False, soft_wrap=True)
-        for e in store.events(run_id):
-            console.out.print(f"  {e['at']} {e['kind']} {json.dumps(e['detail'], sort_keys=True)}",
-                              markup=False, soft_wrap=True)  # fmt: skip
-
-
-def tpcc_lines(store: Store, run_id: int) -> list[str]:
-    """TPC-C figures, consistency verdicts and stalls of a run's trials, one line each."""
-    prov = store.provenance(run_id)
-    out = [f"  {tpcc.load_line(prov['tpcc_load'])}"] if prov.get("tpcc_load") else []
-    for tr in store.trials(run_id):
-        tp = store.provenance(run_id, tr.id)
-        if tp.get("tpcc"):
-            out += [f"  trial {tr.seq}: {line}" for line in tpcc.figure_lines(tp["tpcc"])]
-        for key, rep in sorted(tp.items()):
-            if key.startswith("tpcc_consistency:"):
-                bad = [f"condition {c['condition']} {c['status']}" for c in rep["conditions"]
-                       if c["status"] != "PASS"]  # fmt: skip
-                note = f" ({', '.join(bad)})" if bad else ""
-                out.append(f"  trial {tr.seq}: TPC-C consistency {rep['verdict']}{note}")
-        st = tp.get("stalls") or {}
-        if st.get("count"):
-            longest = f"{st['longest']:g}"
-            out.append(f"  trial {tr.seq}: {st['count']} stalled interval(s), longest {longest} in a row")
-    return out
-
-
-EXPORT_FORMATS = ("csv", "summary", "json", "edn", "telemetry")
-
-
-def results_export(
-    run_refs: Annotated[
-        list[str], typer.Argument(metavar="RUN...", help="Run id(s), or 'last' (summary: several runs).")
-    ],
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="csv: a row per second and client (and per second for all clients); summary: a row per "
-            "trial and test, as CSV; json: the whole run; edn: the run's list-append history for Elle; "
-            "telemetry: a row per server figure per second, as CSV (docs/telemetry.md).",
-        ),
-    ],
-    out: Annotated[
-        Path | None, typer.Option("--out", "--output", "-o", help="File (default: stdout).")
-    ] = None,
-    results: ResultsOpt = None,
-) -> None:
-    """Export runs: per-second samples (csv), one row per trial and test (summary), everything (json),
-    or a scenario's list-append history in Elle's EDN (edn). The columns are listed in docs/workloads.md."""
-    from clusterbench.analysis.export import summary_csv
-
-    if fmt not in EXPORT_FORMATS:
-        raise InputError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
-    if len(run_refs) > 1 and fmt != "summary":
-        raise InputError(f"--format {fmt} exports one run; several runs go into --format summary")
-    with store_at(results, must_exist=True) as store:
-        run_ids = [resolve_run(store, ref) for ref in run_refs]
-        if fmt == "csv":
-            text = store.export_csv(run_ids[0])
-        elif fmt == "summary":
-            text = summary_csv(store, run_ids)
-        elif fmt == "edn":
-            from clusterbench.verify.edn import run_list_append_edn
-
-            text = run_list_append_edn(store, run_ids[0])
-        elif fmt == "telemetry":
-            from clusterbench.telemetry.export import telemetry_csv
-
-            text = telemetry_csv(store, run_ids[0])
-        else:
-            text = json.dumps(store.export_json(run_ids[0]), indent=1) + "\n"
-    if out is None:
-        sys.stdout.write(text)
-        return
-    try:
-        out.write_text(text)
-    except OSError as exc:
-        raise InputError(f"cannot write {out} ({exc}); choose another --out") from None
-    console.out.print(f"wrote {out}")
-
-
 def tpcc_check(
     name: NameOpt = None,
     target: TargetOpt = None,
@@ -861,3 +524,4 @@ def tpcc_check(
     console.out.print(report.summary_line(), markup=False, soft_wrap=True)
     if report.failed:
         raise TrialsFailed(report.summary_line())
+

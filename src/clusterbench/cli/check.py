@@ -4,27 +4,15 @@ anything. The kind is told from the file's tables; every problem is one line nam
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from clusterbench.cli import console
 from clusterbench.errors import InputError
 from clusterbench.spec.describe import web_banner
+from clusterbench.spec.files import file_kind, read_toml_text
 from clusterbench.spec.topology import Topology, load_topology, parse_toml
-
-SCENARIO_KEYS = {"load", "fault", "verify", "on_error", "seed", "anomalies", "random_faults"}
-EXPERIMENT_KEYS = {"experiment", "factors", "parts", "profiles", "workload", "search"}
-
-
-def kind_of(data: dict[str, Any]) -> str:
-    """'experiment', 'scenario' or 'topology', from the top-level tables of a parsed file."""
-    keys = set(data)
-    if keys & EXPERIMENT_KEYS:
-        return "experiment"
-    if keys & SCENARIO_KEYS or isinstance(data.get("topology"), str):
-        return "scenario"
-    return "topology"
 
 
 def _node_lines(topo: Topology) -> list[str]:
@@ -53,14 +41,9 @@ def _topology_line(t: Topology) -> str:
 
 def check_file(path: Path) -> list[str]:
     """What the file is and what it would do, as lines; InputError with every problem otherwise."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
+    text = read_toml_text(path, "topology, scenario or experiment", "check the path")
     data = parse_toml(text, str(path))
-    kind = kind_of(data)
+    kind = file_kind(data)
     if kind == "topology":
         topo = load_topology(path)
         return [f"{path}: a valid topology: {_topology_line(topo)}", *_node_lines(topo)] + [
@@ -95,11 +78,11 @@ def check_file(path: Path) -> list[str]:
         if spec.anomalies is not None:
             lines.append(f"  anomaly checkers: {', '.join(spec.anomalies.checkers)}")
         return lines
-    from clusterbench.cluster import home_dir
     from clusterbench.experiment import tls as tlsmod
     from clusterbench.experiment.load import load_experiment
     from clusterbench.experiment.planner import expand
     from clusterbench.experiment.search_run import estimate as search_estimate
+    from clusterbench.paths import home_dir
 
     tls = tlsmod.server_settings(home_dir() / "experiments" / "tls")  # as `plan` does; writes nothing
     profiles = data.get("profiles") if isinstance(data.get("profiles"), dict) else {}

@@ -1,31 +1,34 @@
 """What the command modules share: option types, choosing the cluster, opening the results store,
 the sysbench runner, the command line of this invocation.
 
-The command modules (main, bench, drill, experiment) import from here and from console, never
-from each other, so there is no import cycle among them: main.py imports the others to register
-their commands, and nothing imports main.py but the entry point and tests.
+The command modules (operate, bench, results, check, drill, experiment, rootfs) import from here,
+from console and from tables, never from each other, so there is no import cycle among them:
+main.py loads them by name when their command runs. This module stays light (the heavy ones are
+imported where used): every command imports it at start-up.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
 
-from clusterbench.cluster import Cluster, home_dir, known_clusters
+from clusterbench.cli import console
 from clusterbench.errors import InputError
-from clusterbench.spec.topology import Topology
+from clusterbench.paths import home_dir, known_clusters
 from clusterbench.store import Store
-from clusterbench.workloads import SysbenchRunner, build_shim, tpcc
-from clusterbench.workloads.sysbench import TPCC, TPCC_CUSTOMERS, TPCC_ITEMS
+from clusterbench.workloads.limits import TPCC, TPCC_CUSTOMERS, TPCC_ITEMS
+
+if TYPE_CHECKING:  # imported where used: the command line starts without them
+    from clusterbench.cluster import Cluster
+    from clusterbench.workloads import SysbenchRunner
 
 
 def typer_app(**kw: object) -> typer.Typer:
@@ -85,6 +88,8 @@ def parse_mix_option(mix: str | None, tests: Sequence[str]) -> tuple[int, ...] |
         return None
     if TPCC not in tests:
         raise InputError("--mix is the tpcc transaction mix; leave it out, or run -w tpcc")
+    from clusterbench.workloads import tpcc
+
     try:
         return tpcc.parse_mix(mix)
     except ValueError as exc:
@@ -102,6 +107,70 @@ TelemetryOpt = Annotated[
 ]
 
 
+MetricsPortOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        min=0,
+        max=65535,
+        help="Serve the run live as OpenMetrics on http://127.0.0.1:PORT/metrics for Prometheus "
+        "(tps, latency quantiles, telemetry, verdicts; docs/results.md).",
+    ),
+]
+
+
+@contextmanager
+def serve_metrics(port: int | None, results: Path | None) -> Iterator[None]:
+    """--metrics-port: the live endpoint for as long as the command runs."""
+    if port is None:
+        yield
+        return
+    from clusterbench.telemetry.endpoint import MetricsEndpoint
+
+    path = results_path(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with MetricsEndpoint(path, port) as ep:
+        console.step(f"metrics: http://127.0.0.1:{ep.port}/metrics (OpenMetrics, while this command runs)")
+        yield
+
+
+JunitOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--junit", metavar="FILE", help="Also write the verdicts as JUnit XML to FILE, for CI systems."
+    ),
+]
+
+
+@contextmanager
+def junit_report(path: Path | None, results: Path | None) -> Iterator[None]:
+    """--junit FILE: the verdicts of the runs this command made, written however it ends."""
+    if path is None:
+        yield
+        return
+    if not path.parent.is_dir():
+        raise InputError(f"--junit {path}: no directory {path.parent}; give a file in one that exists")
+    store_file = results_path(results)
+    from clusterbench.telemetry.endpoint import mark, own_runs
+
+    with store_at(results) as st:
+        since = mark(st)
+    try:
+        yield
+    finally:
+        import os
+
+        from clusterbench.analysis.junit import junit_xml
+
+        with Store.open(store_file) as st:
+            text = junit_xml(st, own_runs(st, since, os.getpid()))
+        try:
+            path.write_text(text)
+        except OSError as exc:
+            raise InputError(f"--junit {path}: cannot write it ({exc.strerror}); give another file") from None
+        console.step(f"JUnit XML: {path}")
+
+
 def print_json(data: object) -> None:
     """JSON on stdout and nothing else, for `| jq` and scripts (messages go to stderr)."""
     sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
@@ -109,11 +178,17 @@ def print_json(data: object) -> None:
 
 def check_tags(tags: list[str] | None) -> list[str]:
     """--tag values, checked before anything starts."""
+    import re
+
     out = []
     for t in tags or []:
         t = t.strip()
-        if not t or any(c.isspace() or c == "," for c in t):
-            raise InputError(f"--tag {t!r}: a tag is one word without spaces or commas, e.g. --tag baseline")
+        key, eq, value = t.partition("=")
+        if not re.fullmatch(r"[\w.:-]+", key) or (eq and not re.fullmatch(r"[^\s,]+", value)):
+            raise InputError(
+                f"--tag {t!r}: a tag is key=value (or a key alone), without spaces or commas, "
+                "e.g. --tag env=lab --tag nightly"
+            )
         out.append(t)
     return out
 
@@ -149,10 +224,14 @@ def resolve_name(name: str | None) -> str:
         return known[0]
     if len(known) > 1:
         raise InputError(f"several clusters are up ({', '.join(known)}); choose one with --name")
+    from clusterbench.spec.topology import Topology
+
     return Topology().name
 
 
 def load_cluster(name: str | None) -> Cluster:
+    from clusterbench.cluster import Cluster
+
     return Cluster.load(resolve_name(name))
 
 
@@ -207,6 +286,7 @@ def sysbench_runner(cluster: str | None = None) -> SysbenchRunner:
     """`cluster`: record the load clients with that cluster, so that a killed run's sysbench is
     found and stopped by the next command (clusterbench.loadclients)."""
     from clusterbench.loadclients import LoadClients
+    from clusterbench.workloads import SysbenchRunner, build_shim
 
     # `make setup` builds the shim into <home>/lib; build_shim only recompiles when it is stale.
     tracker = LoadClients(home_dir(), cluster) if cluster else None
@@ -223,4 +303,6 @@ def secrets_dir() -> Path:
 
 def command_line() -> str:
     """This invocation as a shell command, `clusterbench ...` (never the Python path it ran from)."""
-    return shlex.join(["clusterbench", *sys.argv[1:]])
+    from clusterbench.cli.invocation import command_line as invoked
+
+    return invoked()

@@ -1,5 +1,6 @@
 """`clusterbench fault` and `clusterbench scenario`: fail the cluster on purpose under load, measure
-the outage, check that nothing acknowledged was lost. Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN/error."""
+the outage, check that nothing acknowledged was lost. Exit 0 all PASS, 1 some FAIL, 3 UNKNOWN, 2 bad
+input or an error, 130 interrupted (docs/faults.md#exit-codes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     CustomersOpt,
     ItemsOpt,
+    JunitOpt,
+    MetricsPortOpt,
     MixOpt,
     NotesOpt,
     PrepareOpt,
@@ -25,16 +28,19 @@ from clusterbench.cli.common import (
     check_tags,
     command_line,
     global_name,
+    junit_report,
     open_store,
     parse_mix_option,
     results_path,
+    serve_metrics,
     sysbench_runner,
 )
 from clusterbench.cli.live import LiveView
-from clusterbench.cluster import Cluster, home_dir, known_clusters
+from clusterbench.cluster import Cluster
 from clusterbench.errors import InputError
 from clusterbench.faults import leftovers
 from clusterbench.faults.spec import KINDS
+from clusterbench.paths import home_dir, known_clusters
 from clusterbench.runner.bench import BenchInterrupted
 from clusterbench.scenario.anomalies import AnomalyRow, anomaly_rows
 from clusterbench.scenario.drill import (
@@ -91,7 +97,7 @@ def _print_outcome(out: DrillOutcome) -> None:
         for d in out.heal_details:
             w = windows.get(d["fault"])
             what = "; ".join(_what(part) for part in (d["apply"], d["heal"]) if part) + (
-                f" [red]{d['error']}[/]" if d.get("error") else ""
+                f" [red]{console.escape(str(d['error']))}[/]" if d.get("error") else ""
             )
             t.add_row(d["fault"], f"{w[1]:.1f}" if w else "-", f"{w[2]:.1f}" if w else "-", what)
         console.out.print(t)
@@ -310,7 +316,8 @@ def _soak(
         for t in per_trial
         for v in t
     ]
-    return exit_code(combine(results_all)) if results_all else 2
+    # no trial got as far as a verdict: it could not decide
+    return exit_code(combine(results_all)) if results_all else exit_code(Result.UNKNOWN)
 
 
 def scenario(
@@ -326,12 +333,16 @@ def scenario(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
+    metrics_port: MetricsPortOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """Run a scenario: load + verification workloads + scheduled faults, then heal and check.
-    Exit 0 all PASS, 1 some FAIL, 2 UNKNOWN or error."""
+    Exit 0 all PASS, 1 some FAIL, 3 UNKNOWN, 2 bad input or an error, 130 interrupted."""
     tags = check_tags(tag)
     spec, topo = load_scenario(file)
-    raise typer.Exit(_execute(spec, topo, name, results, keep_up, tags, notes, telemetry))
+    with serve_metrics(metrics_port, results), junit_report(junit, results):
+        rc = _execute(spec, topo, name, results, keep_up, tags, notes, telemetry)
+    raise typer.Exit(rc)
 
 def soak(
     file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
@@ -351,11 +362,14 @@ def soak(
     keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
+    metrics_port: MetricsPortOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """Repeat a scenario (a drill) N times or for a duration, each trial a stored run with its
     histories and seed + i, then a table per anomaly class: trials, trials where seen, example.
     Ctrl-C stops the current trial (faults healed, load stopped), keeps what was stored and
-    prints the table so far. Exit 0 all PASS, 1 a promise broken, 2 UNKNOWN, 130 interrupted."""
+    prints the table so far. Exit 0 all PASS, 1 a promise broken, 3 UNKNOWN, 2 bad input or an
+    error, 130 interrupted."""
     tags = check_tags(tag)
     if (trials is None) == (soak_for is None):
         raise InputError(
@@ -363,7 +377,10 @@ def soak(
         )
     seconds = parse_duration(soak_for) if soak_for is not None else None
     spec, topo = load_scenario(file)
-    raise typer.Exit(_soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes))
+    with serve_metrics(metrics_port, results), junit_report(junit, results):
+        rc = _soak(spec, topo, name, results, keep_up, trials, seconds, tags, notes)
+    raise typer.Exit(rc)
+
 
 def heal(
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster name.")] = None,
@@ -378,18 +395,37 @@ def heal(
     for line in leftovers.heal(cluster, left):
         console.step(line)
 
-FaultTargetOpt = Annotated[
+TargetOpt = Annotated[
     str,
     typer.Option(
         help="node:N, random, one, majority, minority, all, primary (Group Replication's single primary), "
         "balancer, lb:N; on the web tier web:N (kill-, stop-, pause-node), front or fe:N (kill-balancer)."
     ),
 ]
+DelayOpt = Annotated[
+    str | None, typer.Option(help="delay-link: added round trip, e.g. 50ms (netem or the delay line).")
+]
+LossOpt = Annotated[
+    float | None, typer.Option(help="loss-link: percent of packets lost each way, e.g. 5.")
+]
+WindowOpt = Annotated[
+    float | None,
+    typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
+]
+MaxOutageOpt = Annotated[
+    float | None,
+    typer.Option("--max-outage", metavar="SECONDS", min=0.001,
+                 help="Outage budget: availability FAILs when writes through the balancer stop longer "
+                 "than this, naming the window (default: no budget)."),
+]  # fmt: skip
+
 LoadRateOpt = Annotated[
     int,
     typer.Option(min=0, help="The load's rate: requests per second of an HTTP test (required there), else a "
                  "tps cap (0 = none)."),  # fmt: skip
 ]
+RateOpt = Annotated[str | None, typer.Option(help="throttle-link: e.g. 1mbit; throttle-disk: e.g. 1MB/s.")]
+IopsOpt = Annotated[int | None, typer.Option(help="throttle-disk: operations/s, reads and writes each.")]
 
 
 def fault(
@@ -397,23 +433,19 @@ def fault(
     node: Annotated[
         int | None, typer.Option(help="Target node (same as --target node:N).", min=1, max=9)
     ] = None,
-    target: FaultTargetOpt = "random",
+    target: TargetOpt = "random",
     at: Annotated[float, typer.Option(help="Seconds after the load starts.")] = 10.0,
     fault_for: Annotated[float | None, typer.Option("--for", help="Seconds until it is healed.")] = 10.0,
-    rate: Annotated[str | None, typer.Option(help="throttle-link: rate, e.g. 1mbit.")] = None,
+    rate: RateOpt = None,
+    iops: IopsOpt = None,
+    offset: Annotated[str | None, typer.Option(help="clock-skew: the jump, e.g. +30s or -2m.")] = None,
+    drift: Annotated[str | None, typer.Option(help="clock-skew: gained per second, e.g. +10ms/s.")] = None,
     cpu_quota: Annotated[float | None, typer.Option(help="throttle-cpu: CPUs, e.g. 0.1.")] = None,
     groups: Annotated[str | None, typer.Option(help="partition: groups like '1|2,3'.")] = None,
-    delay: Annotated[
-        str | None, typer.Option(help="delay-link: added round trip, e.g. 50ms (netem or the delay line).")
-    ] = None,
+    delay: DelayOpt = None,
     jitter: Annotated[str | None, typer.Option(help="delay-link: jitter, e.g. 5ms.")] = None,
-    loss: Annotated[
-        float | None, typer.Option(help="loss-link: percent of packets lost each way, e.g. 5.")
-    ] = None,
-    window: Annotated[
-        float | None,
-        typer.Option(help="coordinated-crash: seconds within which every target is killed (0: at once)."),
-    ] = None,
+    loss: LossOpt = None,
+    window: WindowOpt = None,
     workload: Annotated[
         str,
         typer.Option(
@@ -435,6 +467,7 @@ def fault(
     ] = "balancer",
     ledger_clients: Annotated[int, typer.Option(help="Ledger clients (0: off).", min=0)] = 2,
     bank: Annotated[bool, typer.Option(help="Also run the bank workload.")] = False,
+    max_outage: MaxOutageOpt = None,
     prepare: PrepareOpt = True,
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
     results: Annotated[
@@ -443,6 +476,8 @@ def fault(
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
+    metrics_port: MetricsPortOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """One fault under load, e.g. `clusterbench fault kill-node --node 2 --at 20 --for 15 --time 60`.
     With -w tpcc the twelve TPC-C consistency conditions are a verdict (tpcc-consistency), checked
@@ -458,15 +493,11 @@ def fault(
     spec = fault_scenario(
         kind, node=node, target=target, at=at, fault_for=fault_for, groups=groups,
         options={"rate": rate, "cpu_quota": cpu_quota, "delay": delay, "jitter": jitter, "loss": loss,
-                 "window": window},
+                 "window": window, "iops": iops, "offset": offset, "drift": drift},
         load={"workload": workload, "threads": threads, "duration": duration, "target": load_target,
               "prepare": prepare, "rate": load_rate},
-        scale=scale, ledger_clients=ledger_clients, bank=bank,
+        scale=scale, ledger_clients=ledger_clients, bank=bank, max_outage=max_outage,
     )  # fmt: skip
-    raise typer.Exit(_execute(spec, None, name, results, False, tags, notes, telemetry))
-
-
-def register(app: typer.Typer) -> None:
-    """Add scenario, soak, heal and fault to the main app."""
-    for command in (scenario, soak, heal, fault):
-        app.command()(command)
+    with serve_metrics(metrics_port, results), junit_report(junit, results):
+        rc = _execute(spec, None, name, results, False, tags, notes, telemetry)
+    raise typer.Exit(rc)

@@ -3,24 +3,18 @@ clusterbench.loadclients). Every command that loads or changes a cluster calls `
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 
 from clusterbench import lock
-from clusterbench.cli import console
-from clusterbench.cli.common import command_line as argv_command_line
+from clusterbench.cli import console, invocation
 from clusterbench.cli.common import resolve_name
-from clusterbench.cluster import Cluster, home_dir
+from clusterbench.cluster import Cluster
 from clusterbench.loadclients import LoadClient, LoadClients, SignalHost
-
-# The command line of this invocation when main() was given one (tests); else sys.argv's.
-COMMAND: list[str] | None = None
+from clusterbench.paths import home_dir
 
 
 def command_line() -> str:
-    if COMMAND is not None:
-        return shlex.join(["clusterbench", *COMMAND])
-    return argv_command_line()
+    return invocation.command_line()
 
 
 def claim(name: str, *, force: bool = False, hint: str = "") -> None:

@@ -143,8 +143,8 @@ class LiveView(BenchListener):
     def trial_finished(self, seq: int, test: str, result: RunResult, status: str) -> None:
         s = result.summary
         stats = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms" if s is not None else ""
-        if status != "completed":
-            stats = f"[red]{status}[/]: {result.failure() or ''}"
+        if status != "completed":  # markup of our own around text that is not (a FATAL line)
+            stats = f"[red]{status}[/]: {console.escape(result.failure() or '')}"
         if self.progress is not None:
             self.progress.update(self.task, stats=stats)
             self.progress.stop_task(self.task)
@@ -152,7 +152,8 @@ class LiveView(BenchListener):
             task.finished_time = task.elapsed
             self.progress.update(self.task, completed=task.total)
         elif not self.per_sample_lines:
-            console.step(f"{seq:>2} {test:<22} {stats}")
+            # console.step would escape the [red] above and print it literally
+            console.out.print(f"  {seq:>2} {console.escape(test):<22} {stats}", soft_wrap=True)
         if self.neck is not None:
             msg = f"    bottleneck: {console.escape(self.neck.summary)}"
             if self.progress is not None:

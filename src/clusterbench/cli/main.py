@@ -1,42 +1,119 @@
-"""clusterbench's command line. Thin: parse, call, print. The one place errors become exit codes."""
+"""clusterbench's command line. Thin: parse, call, print. The one place errors become exit codes.
+
+Start-up is kept short (`clusterbench --help` in well under half a second): this module imports
+only typer and what every command needs; a command's own module, and with it the cluster, store,
+statistics or plotting machinery, is imported when that command runs. `COMMANDS` lists them with
+the one line `--help` shows for it (tests/unit/test_cli_imports.py checks that every command
+loads and that nothing heavy is imported at start-up).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import signal
-import subprocess
 import sys
-import time
-from pathlib import Path
-from typing import Annotated, NoReturn
+from importlib import import_module
+from typing import Annotated, Any, NoReturn
 
 import click
 import typer
-from rich.table import Table
+from typer.core import TyperGroup
 
-from clusterbench import __version__, lock
-from clusterbench.cli import bench, check, console, drill, experiment, guard, rootfs
-from clusterbench.cli.common import JsonOpt, NameOpt, load_cluster, print_json, resolve_name, typer_app
-from clusterbench.cluster import BalancerView, Cluster, ClusterStatus, home_dir, known_clusters
-from clusterbench.errors import ClusterbenchError, ClusterStateError, InputError, PreflightError
-from clusterbench.providers import preflight
+from clusterbench import __version__
+from clusterbench.cli import console
+from clusterbench.errors import ClusterbenchError
+from clusterbench.paths import home_dir
 from clusterbench.spec.aliases import option_conflicts
-from clusterbench.spec.describe import web_banner, web_endpoints
-from clusterbench.spec.topology import Topology, load_topology
-from clusterbench.webtier import WebTierStatus
 
-app = typer_app(
+# name: (module, attribute, the line `--help` lists it with), in the order `--help` lists them
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "up": ("operate", "up", "Bring up a Galera or Group Replication cluster behind HAProxy."),
+    "down": ("operate", "down", "Stop everything a cluster runs and remove what it made (idempotent)."),
+    "status": ("operate", "status", "Per node: process, state, role, size, Primary, ready; HAProxy's view."),
+    "start": ("operate", "start", "Cold start of a stopped cluster from the safe node."),
+    "stop": ("operate", "stop", "Graceful stop of every node; `start` brings it back."),
+    "node": ("operate", "node_app", "Operate on one node: stop, start, kill, restart, rebuild."),
+    "sql": ("operate", "sql", "Run SQL on a node as the cluster's admin."),
+    "logs": ("operate", "logs", "Print the end of a node's error log."),
+    "provision": ("operate", "provision", "ssh provider: install what each machine's roles need."),
+    "version": ("main", "version", "Print the version."),
+    "run": ("bench", "run", "One workload with a live view, stored with its bottleneck named."),
+    "suite": ("bench", "suite", "Several workloads in a row (default: the eleven sysbench tests)."),
+    "report": ("bench", "report", "Markdown + one offline HTML report of a run."),
+    "tpcc-check": ("bench", "tpcc_check", "The twelve TPC-C consistency conditions on the loaded tables."),
+    "results": ("results", "results_app", "List, show, label, delete, export runs; mark a baseline."),
+    "check": ("check", "check", "Validate a topology, scenario or experiment file; starts nothing."),
+    "scenario": ("drill", "scenario", "A drill: load + verifiers + scheduled faults, then verdicts."),
+    "soak": ("drill", "soak", "Repeat a drill N times or for a duration; anomalies per class."),
+    "heal": ("drill", "heal", "Remove faults and load clients a killed run left in place."),
+    "fault": ("drill", "fault", "One fault under load, then verdicts."),
+    "plan": ("plan", "plan_cmd", "An experiment's trials, their order and wall time; starts nothing."),
+    "compare": ("compare", "compare_cmd", "Run B against run A: differences, then per test or point."),
+    "experiment": ("experiment", "exp_app", "Run experiments and report them."),
+    "rootfs": ("rootfs", "rootfs_app", "The MySQL root file system Group Replication runs from."),
+}
+
+
+class LazyGroup(TyperGroup):
+    """The root group: a command's module is imported when the command is used. `--help` lists
+    every command from COMMANDS without importing any of them."""
+
+    _listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        if self._listing:  # the help's list: the name and its line are enough
+            return click.Command(cmd_name, short_help=COMMANDS[cmd_name][2])
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands[cmd_name]
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand:  # click suggests among the loaded ones only
+            raise click.exceptions.NoSuchCommand(args[0], possibilities=list(COMMANDS), ctx=ctx) from None
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def load_command(cmd_name: str) -> click.Command:
+    """The click command of `cmd_name`, from its module."""
+    module, attr, _ = COMMANDS[cmd_name]
+    target: Any = import_module(f"clusterbench.cli.{module}") if module != "main" else sys.modules[__name__]
+    obj = getattr(target, attr)
+    if isinstance(obj, typer.Typer):
+        group = typer.main.get_command(obj)
+        group.name, group.short_help = cmd_name, COMMANDS[cmd_name][2]
+        return group
+    one = typer.Typer()
+    one.command(cmd_name, short_help=COMMANDS[cmd_name][2])(obj)
+    return typer.main.get_command(one)
+
+
+app = typer.Typer(
+    cls=LazyGroup,
     name="clusterbench",
     help="A lab for MySQL-compatible clusters: real MariaDB Galera + HAProxy in network namespaces "
     "or on your machines over SSH, real load, faults and checkers.",
     add_completion=True,
     pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    suggest_commands=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-node_app = typer_app(help="Operate on one node: stop, start, kill, restart, rebuild.")
-app.add_typer(node_app, name="node")
 
 
 def _print_version(value: bool) -> None:
@@ -64,6 +141,11 @@ def _root(
     or on your machines over SSH, real load, faults and checkers."""
 
 
+def version() -> None:
+    """Print the version."""
+    console.out.print(__version__)
+
+
 def _setup_logging() -> None:
     home = home_dir()
     try:
@@ -77,465 +159,97 @@ def _setup_logging() -> None:
     root.addHandler(handler)
 
 
-@app.command()
-def up(
-    file: Annotated[
-        Path | None, typer.Option("--file", "-f", help="Topology TOML file (default: 3 nodes + HAProxy).")
-    ] = None,
-) -> None:
-    """Bring up a MariaDB Galera cluster (or MySQL Group Replication with [engine] kind =
-    "group_replication") behind HAProxy, in local namespaces or on the [[hosts]] machines with
-    provider.kind = "ssh"; returns when every node is a ready member and HAProxy sees it."""
-    topo = load_topology(file)
-    for w in topo.warnings():
-        console.warn(w)
-    if not topo.remote:
-        preflight.require_root()
-    guard.claim(topo.name)
-    cluster = Cluster(topo)
-    banner = (
-        f"Bringing up cluster [bold]{topo.name}[/]: {topo.cluster.nodes} {cluster.engine.label} node(s)"
-        + (
-            (" + 2 HAProxy with keepalived (VIP)" if topo.balancer.count == 2 else " + HAProxy")
-            if topo.balancer.kind == "haproxy"
-            else ""
-        )
-        + web_banner(topo)
-        + (f" on {len(topo.hosts)} machines over ssh" if topo.remote else f" on {topo.network}")
-    )
-    timings = cluster.up(report=console.step, checked=lambda: console.out.print(banner))
-    _print_endpoints(cluster)
-    console.out.print(
-        f"[green]up[/] in {timings['total']:.1f} s (nodes ready at {timings['nodes_synced']:.1f} s)"
-    )
-
-
-def _print_endpoints(cluster: Cluster) -> None:
-    t = cluster.topology
-    c = cluster.credentials()
-    table = Table(title=f"cluster {t.name} endpoints", title_justify="left")
-    table.add_column("target")
-    table.add_column("address")
-    table.add_column("via")
-    port = t.balancer.port
-    vip = t.vip_address()
-    if vip is not None:
-        holder = cluster.vip_holder()
-        via = f"keepalived VIP, now on {holder}" if holder else "keepalived VIP, [red]on no balancer[/]"
-        table.add_row("balancer", f"{vip}:{port}", via)
-        table.add_row("vip", f"{vip}:{port}", via)
-        for k in t.balancer_indexes():
-            table.add_row("", f"{t.balancer_address(k)}:{port}", f"lb{k} itself")
-    elif t.balancer.kind == "haproxy":
-        table.add_row("balancer", f"{t.balancer_address()}:{port}", "HAProxy lb1")
-    read = [r for r in cluster.engine.routes() if r.name == "read"]
-    if read and t.balancer.kind == "haproxy":
-        client = t.client_address()
-        via = "HAProxy, over the secondaries"
-        table.add_row("balancer-read", f"{client}:{port + read[0].port_offset}", via)
-    for i in t.node_indexes():
-        table.add_row(f"node:{i}", f"{t.node_address(i)}:3306", f"n{i} directly")
-    holder = cluster.front_vip_holder() if t.front_vip_address() else None
-    for row in web_endpoints(t, holder):
-        table.add_row(*row)
-    console.out.print(table)
-    masked = c.app_password[:2] + "*" * (len(c.app_password) - 2)
-    console.out.print(
-        f"user [bold]{c.app_user}[/], password {masked} (full credentials: {cluster.secrets_path}, root only)"
-    )
-
-
-@app.command()
-def down(
-    name: NameOpt = None,
-    all_clusters: Annotated[bool, typer.Option("--all", help="Take down every known cluster.")] = False,
-    keep_files: Annotated[
-        bool,
-        typer.Option(help="Keep data directories and logs (over ssh: also copy the logs back here)."),
-    ] = False,
-    file: Annotated[
-        Path | None,
-        typer.Option(
-            "--file", "-f", help="Topology file: finds an ssh cluster's machines when its state is lost."
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="Take it down even while another command (a run, a scenario) is using it."
-        ),
-    ] = False,
-) -> None:
-    """Stop everything a cluster runs and remove its namespaces, links and cgroups, or over ssh only
-    our processes and files on the machines (idempotent). Refuses while another command is using
-    the cluster, unless --force."""
-    preflight.require_root()
-    from_file = load_topology(file) if file is not None else None
-    if from_file is not None:
-        names = [from_file.name]
-    else:
-        names = known_clusters(home_dir()) if all_clusters else [resolve_name(name)]
-    busy: list[str] = []
-    for n in names:
-        try:
-            guard.claim(n, force=force, hint=f"`clusterbench down -n {n} --force` takes it down anyway")
-        except lock.ClusterBusy as exc:
-            busy.append(str(exc))
+def repeated_option(argv: list[str]) -> str | None:
+    """The first option the command line gives twice (`-o a.csv --output b.csv`, `-p quick -p
+    full`), as one line: which value was meant cannot be told, so it is refused rather than the
+    last one winning silently. Options that collect values (`--tag`) may repeat. None when none."""
+    root = typer.main.get_command(app)
+    ctx = click.Context(root)
+    cmd: click.Command = root
+    seen: dict[str, str] = {}  # param name -> the option string that gave it first
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if tok == "--":
+            break
+        if not tok.startswith("-") or tok == "-":
+            if isinstance(cmd, click.Group):
+                sub = cmd.get_command(ctx, tok)
+                if sub is None:
+                    return None  # click says what is wrong with it
+                cmd, seen = sub, {}
             continue
-        guard.stop_load_clients(n, everything=True)
-        t0 = time.monotonic()
-        try:
-            cluster = Cluster.load(n)
-        except ClusterStateError:
-            # No usable state: still remove leftovers found by the name prefix (local) or by our
-            # role directories on the file's machines (ssh).
-            cluster = Cluster(from_file or Topology.model_validate({"cluster": {"name": n}}))
-        done = cluster.down(report=console.step, keep_files=keep_files)
-        verb = "down" if done else "nothing to do"
-        console.out.print(f"cluster [bold]{n}[/]: {verb} ({time.monotonic() - t0:.1f} s)")
-    if busy:
-        raise lock.ClusterBusy("\n".join(busy))
-
-
-@app.command()
-def status(name: NameOpt = None, as_json: JsonOpt = False) -> None:
-    """Per node: process, state, role, view size, Primary, ready, flow control, position; HAProxy's view.
-    Exit 1 while both balancers of a keepalived pair hold the VIP (a split brain)."""
-    cluster = load_cluster(name)
-    st = cluster.status()
-    from clusterbench.faults import leftovers  # here: faults depend on cluster, not the other way
-
-    left = leftovers.find(cluster)
-    if as_json:
-        print_json(status_record(st, [lo.describe() for lo in left]))
-    else:
-        _print_status(st)
-        busy = lock.holder(home_dir(), cluster.topology.name) is not None
-        for lo in left:
-            if busy:  # a running drill's fault, which that drill heals
-                console.warn(f"fault in place: {lo.describe()} (the command using the cluster heals it)")
-            else:
-                console.warn(f"fault left in place: {lo.describe()}; `clusterbench heal` removes it")
-        _print_users(cluster.topology.name)
-    front = st.web.vip_holders if st.web is not None else []
-    if len(st.vip_holders) > 1 or len(front) > 1:
-        # A split brain of the balancers: a check that fails, exit 1 for as long as it lasts.
-        if not as_json:
-            holders = st.vip_holders if len(st.vip_holders) > 1 else front
-            console.warn(
-                f"the VIP is held by {' and '.join(holders)} at once: their keepalived instances "
-                "cannot hear each other (VRRP cut?); clients may reach either"
-            )
-        raise typer.Exit(1)
-
-
-def _print_users(name: str) -> None:
-    """Who is using the cluster now (the lock's holder) and the load clients on record."""
-    from clusterbench.loadclients import LOCAL, LoadClients
-
-    h = lock.holder(home_dir(), name)
-    if h is not None:
-        console.out.print(f"in use by {console.escape(h.describe())}", soft_wrap=True)
-    lc = LoadClients(home_dir(), name)
-    for r in lc.records():
-        if lc.owner_alive(r):
-            console.out.print(f"load client: {console.escape(r.describe())}", soft_wrap=True)
-        elif r.remote or LOCAL.alive(r.ref):
-            console.warn(
-                f"{r.describe()} was left running by a clusterbench that no longer runs; "
-                "`clusterbench heal` (or the next run) stops it"
-            )
-
-
-def status_record(st: ClusterStatus, leftovers: list[str]) -> dict[str, object]:
-    """`status --json`: the status as data, with the verdicts the table shows in colour."""
-    data = dataclasses.asdict(st)
-    for view, node in zip(st.nodes, data["nodes"], strict=True):
-        h = view.health
-        node["primary"] = h.in_quorum if h is not None else None
-        node["ready"] = h.ready if h is not None else None
-    for lb, rec in zip(st.balancers, data["balancers"], strict=True):
-        for b, brec in zip(lb.backends, rec["backends"], strict=True):
-            brec["up"] = b.up
-    data["faults_left_in_place"] = leftovers
-    return data
-
-
-def _print_status(st: ClusterStatus) -> None:
-    table = Table(title=f"cluster {st.name}", title_justify="left")
-    for col in (
-        "node",
-        "address",
-        "process",
-        "state",
-        "role",
-        "size",
-        "primary",
-        "ready",
-        "fc paused",
-        "position",
-        "datadir free",
-    ):
-        table.add_column(col, justify="right" if col in ("size", "fc paused", "position") else "left")
-    for v in st.nodes:
-        h = v.health
-        free = "-" if v.disk is None else v.disk.text()
-        if v.disk is not None and v.disk.nearly_full:
-            free = f"[red]{free}[/]"
-        if h is None:
-            process = "alive" if v.alive else "[red]down[/]"
-            table.add_row(f"n{v.index}", v.address, process, *["-"] * 7, free)
+        flag = tok.split("=", 1)[0]
+        options = [p for p in cmd.params if isinstance(p, click.Option)]
+        param = next((p for p in options if flag in (*p.opts, *p.secondary_opts)), None)
+        if param is None:
             continue
-        table.add_row(
-            f"n{v.index}",
-            v.address,
-            "alive",
-            h.state if h.ready else f"[yellow]{h.state}[/]",
-            h.role or "-",
-            str(h.size),
-            "yes" if h.in_quorum else "[red]no[/]",
-            "yes" if h.ready else "[red]no[/]",
-            f"{h.flow_control:.3f}",
-            h.position,
-            free,
-        )
-    console.out.print(table)
-    for v in st.nodes:
-        if v.disk is not None and v.disk.nearly_full:
-            console.warn(
-                f"n{v.index}: its datadir file system ({v.disk.mount}) is nearly full: {v.disk.text()} free; "
-                "when it fills, writes there fail (1114) and replicated DDL may be skipped there silently"
-            )
-    if st.vip is not None:
-        if len(st.vip_holders) == 1:
-            console.out.print(f"VIP {st.vip} held by [bold]{st.vip_holders[0]}[/]")
-        elif st.vip_holders:
-            console.out.print(f"[red]VIP {st.vip} held by {' and '.join(st.vip_holders)} at once[/]")
-        else:
-            console.out.print(f"[red]VIP {st.vip} held by no balancer[/]")
-    lbs = st.balancers
-    if not lbs and st.balancer_address is not None:  # a status built by hand with lb1 only
-        lbs = [BalancerView(1, "lb1", st.balancer_address, st.balancer_alive, st.backends)]
-    for lb in lbs:
-        parts = ["alive" if lb.alive else "[red]DOWN[/]"]
-        if lb.keepalived_alive is not None:
-            parts.append("keepalived " + ("alive" if lb.keepalived_alive else "[red]DOWN[/]"))
-            parts.append("[bold]holds the VIP[/]" if lb.holds_vip else "backup")
-        # A line of its own: a table title wraps at the (narrow) table width.
-        console.out.print(f"haproxy {lb.role} {lb.address} ({', '.join(parts)})", soft_wrap=True)
-        bt = Table()
-        # Engines with more than one route (Group Replication: write, read) list each one's servers.
-        routes = len({b.proxy for b in lb.backends}) > 1
-        for col in (("listener",) if routes else ()) + ("backend", "status", "sessions", "total", "check"):
-            bt.add_column(col)
-        for b in lb.backends:
-            # A GR secondary is DOWN on the write listener by design: not red there.
-            expected_down = routes and b.proxy == "write"
-            status = b.status if b.up or expected_down else f"[red]{b.status}[/]"
-            cells = [b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status]
-            bt.add_row(*(([b.proxy] if routes else []) + cells))
-        console.out.print(bt)
-    if st.web is not None:
-        _print_web(st.web)
+        takes_value = not param.is_flag and not param.count
+        if takes_value and "=" not in tok:
+            i += 1
+        if param.multiple or param.count:
+            continue
+        name = str(param.name)
+        if name in seen:
+            first = seen[name]
+            return f"{first} is given twice; give it once" if first == flag else (
+                f"{first} and {flag} are the same option; give it once")
+        seen[name] = flag
+    return None
 
 
-def _print_web(web: WebTierStatus) -> None:
-    """The web tier: each web node's processes, /health and pool; each front HAProxy's view."""
-    table = Table(title="web nodes", title_justify="left")
-    for col in ("web node", "url", "nginx", "php-fpm", "/health", "busy", "idle", "queue"):
-        table.add_column(col, justify="right" if col in ("busy", "idle", "queue") else "left")
-    for w in web.nodes:
-        up = {True: "alive", False: "[red]down[/]"}
-        health = "-" if w.health is None else (str(w.health) if w.health == 200 else f"[red]{w.health}[/]")
-        pool = [str(w.pool.active), str(w.pool.idle), str(w.pool.listen_queue)] if w.pool else ["-"] * 3
-        name = w.role if w.host == w.role else f"{w.role} (on {w.host})"
-        table.add_row(name, w.url, up[w.nginx_alive], up[w.fpm_alive], health, *pool)
-    console.out.print(table)
-    if web.vip is not None:
-        held = " and ".join(web.vip_holders) or "no front balancer"
-        colour = "" if len(web.vip_holders) == 1 else "[red]"
-        console.out.print(f"{colour}front VIP {web.vip} held by {held}" + ("[/]" if colour else ""))
-    for f in web.fronts:
-        parts = ["alive" if f.alive else "[red]DOWN[/]"]
-        if f.keepalived_alive is not None:
-            parts.append("keepalived " + ("alive" if f.keepalived_alive else "[red]DOWN[/]"))
-            parts.append("[bold]holds the front VIP[/]" if f.holds_vip else "backup")
-        console.out.print(f"front haproxy {f.role} {f.address} ({', '.join(parts)})", soft_wrap=True)
-        bt = Table()
-        for col in ("web node", "status", "sessions", "total", "check"):
-            bt.add_column(col)
-        for b in f.backends:
-            status = b.status if b.up else f"[red]{b.status}[/]"
-            bt.add_row(b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status)
-        console.out.print(bt)
+def _show_completion(argv: list[str]) -> int | None:
+    """`--show-completion SHELL`: that shell's script. typer, with shellingham installed, takes the
+    option as a flag and prints the script of the shell it detects, whatever SHELL says."""
+    if argv[:1] != ["--show-completion"] or len(argv) < 2:
+        return None
+    from typer._completion_shared import Shells, get_completion_script
 
-
-@app.command()
-def start(name: NameOpt = None) -> None:
-    """Cold start of a stopped cluster: bootstrap from the safe node, then rejoin the others."""
-    preflight.require_root()
-    cluster = guard.load_claimed(name)
-    cluster.start_all(report=console.step)
-    console.out.print("[green]all nodes ready[/]")
-
-
-@app.command()
-def stop(name: NameOpt = None) -> None:
-    """Graceful stop of every node (last one first); namespaces stay. `start` brings it back."""
-    preflight.require_root()
-    for line in guard.load_claimed(name).stop_all():
-        console.step(line)
-
-
-@node_app.command("stop")
-def node_stop(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Graceful stop (SIGTERM, SIGKILL after 60 s)."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_stop(index))
-
-
-@node_app.command("kill")
-def node_kill(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """kill -9: a process crash."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_kill(index))
-
-
-@node_app.command("start")
-def node_start(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Start a node; after a crash it recovers its position first so it rejoins by IST."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_start(index))
-
-
-@node_app.command("restart")
-def node_restart(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Graceful stop, then start (rejoins by IST)."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_restart(index))
-
-
-@node_app.command("rebuild")
-def node_rebuild(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Wipe the node's data and let it rejoin by a full state transfer (Galera: SST; Group
-    Replication: clone), as after a disk loss; prints how and how long."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_rebuild(index))
-
-
-@app.command()
-def sql(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)],
-    execute: Annotated[str | None, typer.Option("--execute", "-e", help="Statement(s) to run.")] = None,
-    name: NameOpt = None,
-) -> None:
-    """Run SQL on a node as the cluster's admin (no -e: an interactive mariadb shell)."""
-    cluster = load_cluster(name)
-    n = cluster.node(index)
-    if not n.alive():
-        raise ClusterStateError(
-            f"node {index} is not running; start it with `clusterbench node start {index}`"
-        )
-    cnf = n.admin_cnf
-    if cluster.remote:
-        # The node's own admin.cnf is on its machine: connect over TCP with a local copy.
-        c = cluster.credentials()
-        cnf = cluster.dir / f"admin-n{index}.cnf"
-        cluster.local.put_file(
-            cnf,
-            f'[client]\nhost={n.address}\nport=3306\nuser={c.admin_user}\npassword="{c.admin_password}"\n',
-            mode=0o600,
-        )
-    argv = ["mariadb", f"--defaults-extra-file={cnf}"]
-    if execute is not None:
-        argv += ["-e", execute]
-    rc = subprocess.call(argv)
-    if rc != 0:
-        raise typer.Exit(1)
-
-
-@app.command()
-def logs(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)],
-    lines: Annotated[int, typer.Option("--lines", "-l", help="How many lines from the end.")] = 40,
-    name: NameOpt = None,
-) -> None:
-    """Print the end of a node's error log."""
-    n = load_cluster(name).node(index)
-    text = n.host.read_file(n.error_log) or ""
-    console.out.print(f"[dim]{n.error_log}[/]")
-    for ln in text.splitlines()[-lines:]:
-        console.out.print(ln, markup=False, soft_wrap=True)
-
-
-@app.command()
-def provision(
-    file: Annotated[
-        Path, typer.Option("--file", "-f", help="Topology TOML file with provider.kind = 'ssh'.")
-    ],
-) -> None:
-    """Install the Debian packages each [[hosts]] machine needs for its roles (apt-get, ssh
-    provider only); packages are kept from starting services. For Group Replication, each db host
-    then runs its own mysqld when it has one with Group Replication, else gets the MySQL root file
-    system (copied from this machine, or debootstrapped there); a host that has it keeps it."""
-    from clusterbench.providers.provision import provision as run_provision
-    from clusterbench.providers.ssh import SshProvider
-
-    topo = load_topology(file)
-    if not topo.remote:
-        raise InputError(
-            f"{file}: provision is for provider.kind = 'ssh'; on this machine run `make setup` instead"
-        )
-    ssh = SshProvider(topo, home_dir())
-    try:
-        outcomes = run_provision(topo, {h.name: ssh.host_of(h) for h in topo.hosts})
-    finally:
-        ssh.close()
-    errors = [o.line() for o in outcomes if o.error]
-    for o in outcomes:
-        if not o.error:
-            for line in o.lines():
-                console.step(line)
-    if errors:
-        raise PreflightError("\n".join(errors))
-
-
-@app.command()
-def version() -> None:
-    """Print the version."""
-    console.out.print(__version__)
-
-
-bench.register(app)
-app.command("check")(check.check)
-drill.register(app)
-experiment.register(app)
-rootfs.register(app)
+    shells = [s.value for s in Shells]
+    if argv[1] not in shells:
+        console.fail(f"--show-completion {argv[1]}: no such shell; use one of {', '.join(shells)}")
+        return 2
+    sys.stdout.write(get_completion_script(prog_name="clusterbench", complete_var="_CLUSTERBENCH_COMPLETE",
+                                           shell=argv[1]) + "\n")  # fmt: skip
+    return 0
 
 
 def _sigterm(signum: int, frame: object) -> NoReturn:
     raise KeyboardInterrupt
 
 
+def _release_locks() -> None:
+    """Give back the cluster locks this command took (none if it never imported the lock)."""
+    lock = sys.modules.get("clusterbench.lock")
+    if lock is not None:
+        lock.release_all()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point. Returns the exit code (0 ok, 1 a check failed, 2 bad input or error, 130 interrupted)."""
+    """Entry point. Returns the exit code (0 ok, 1 a check failed, 2 bad input or error, 3 a
+    drill could not decide, 130 interrupted)."""
     signal.signal(signal.SIGTERM, _sigterm)
     _setup_logging()
-    guard.COMMAND = list(argv) if argv is not None else None
+    from clusterbench.cli import invocation
+
+    invocation.COMMAND = list(argv) if argv is not None else None
+    shown = _show_completion(list(argv if argv is not None else sys.argv[1:]))
+    if shown is not None:
+        return shown
     conflict = option_conflicts(argv if argv is not None else sys.argv[1:])
-    if conflict is not None:  # one setting under two names: which value was meant cannot be told
+    if conflict is None:
+        conflict = repeated_option(list(argv if argv is not None else sys.argv[1:]))
+    if conflict is not None:  # one setting twice: which value was meant cannot be told
         console.fail(conflict)
         return 2
+    try:
+        return _dispatch(argv)
+    finally:
+        _release_locks()
+
+
+def _dispatch(argv: list[str] | None) -> int:
     try:
         # With standalone_mode=False, typer returns the exit code of typer.Exit and 130 for Ctrl-C.
         rc = app(args=argv, prog_name="clusterbench", standalone_mode=False)
@@ -545,9 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     except ClusterbenchError as exc:
         console.fail(str(exc))
         return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except typer.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
         return exc.exit_code
     except click.exceptions.NoArgsIsHelpError as exc:
         # the group's help is printed already; say what is missing instead of an empty "error:"
@@ -570,8 +282,6 @@ def main(argv: list[str] | None = None) -> int:
             "please report it)"
         )
         return 2
-    finally:
-        lock.release_all()
 
 
 def entry() -> None:

@@ -16,10 +16,6 @@ rootfs_app = typer_app(
 )
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(rootfs_app, name="rootfs")
-
-
 def _describe(info: gr_rootfs.RootfsInfo) -> str:
     took = f", built in {info.build_seconds:.0f} s" if info.build_seconds else ""
     return f"MySQL {info.mysql_version} at {info.path} ({info.size_bytes / 2**20:.0f} MiB{took})"

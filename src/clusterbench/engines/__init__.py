@@ -1,27 +1,22 @@
 """Database engines behind one interface (engines/base.py): MariaDB Galera; MySQL Group
-Replication's pieces live in engines/group_replication/."""
+Replication's pieces live in engines/group_replication/.
+
+The registry's names (engines/registry.py) are imported when first used (clusterbench.lazy): a
+light module of the package (fakeclock, a fault's parser needs it) loads no engine.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from clusterbench.engines.base import Engine, SessionSql
-from clusterbench.engines.galera.engine import GaleraEngine
-from clusterbench.engines.galera.node import GALERA_SESSION
-from clusterbench.engines.group_replication.engine import GroupReplicationEngine
-from clusterbench.engines.group_replication.node import GR_SESSION
-from clusterbench.spec.topology import Topology
+from clusterbench.lazy import lazy_names
 
-ENGINES: dict[str, Callable[[Topology], Engine]] = {
-    "galera": GaleraEngine,
-    "group_replication": GroupReplicationEngine,
-}
+if TYPE_CHECKING:
+    from clusterbench.engines.registry import ENGINES, SESSIONS, make_engine, per_node_variables
 
-# Each engine's session statements, for clients that reach an endpoint without knowing its engine:
-# they try each engine's statement and skip those the server does not know (error 1193).
-SESSIONS: tuple[SessionSql, ...] = (GALERA_SESSION, GR_SESSION)
+_WHERE = {name: "clusterbench.engines.registry" for name in ("ENGINES", "SESSIONS", "make_engine",
+                                                             "per_node_variables")}  # fmt: skip
 
+__all__ = ["ENGINES", "SESSIONS", "make_engine", "per_node_variables"]
 
-def make_engine(topology: Topology) -> Engine:
-    """The engine the topology names in `[engine] kind`."""
-    return ENGINES[topology.engine.kind](topology)
+__getattr__ = lazy_names(__name__, _WHERE, globals())

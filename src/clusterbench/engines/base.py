@@ -292,6 +292,13 @@ class DbNode(Protocol):
 
     def close_metrics(self) -> None: ...
 
+    # started under libfaketime (engines/fakeclock.py; topology cluster.clock = "faketime"), its
+    # wall clock's offset in `clock_file` on its host
+    fake_clock: bool
+
+    @property
+    def clock_file(self) -> Path: ...
+
 
 @runtime_checkable
 class Desyncable(Protocol):
@@ -309,6 +316,11 @@ class Site(Protocol):
 
     topology: Topology
     clock: Clock
+
+    @property
+    def template_root(self) -> Path | None:
+        """Where datadir templates are kept (engines/galera/template.py); None where the nodes
+        are not on this machine."""
 
     def node(self, index: int) -> DbNode: ...
 
@@ -332,6 +344,9 @@ class Engine(Protocol):
     kind: str
     label: str  # for people: "MariaDB Galera", "MySQL Group Replication"
     topology: Topology
+    # server variables that differ between this engine's nodes by design (a member's own address,
+    # a secondary's read_only): never a finding of the "server variables as run" report
+    per_node_variables: frozenset[str]
 
     def make_node(
         self,

@@ -17,6 +17,7 @@ from typing import Any
 import pymysql
 
 from clusterbench.clock import Clock, SystemClock
+from clusterbench.engines import fakeclock
 from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
 from clusterbench.errors import ComponentError
 from clusterbench.hosts import procs
@@ -86,6 +87,8 @@ class ServerNode(ABC):
     session: SessionSql
     # Run under the restart supervisor (SUPERVISE): the engine's server asks for restarts.
     supervised = False
+    # Started under libfaketime, its wall clock shiftable (engines/fakeclock.py).
+    fake_clock = False
 
     def __init__(
         self,
@@ -214,12 +217,29 @@ class ServerNode(ABC):
         """The supervisor is starting the server again (between its exit and the next start)."""
         return self.supervisor() is not None and not self.alive()
 
+    # --- the wall clock it sees (clock-skew) ---
+
+    @property
+    def clock_file(self) -> Path:
+        return self.dir / fakeclock.CLOCK_FILE
+
+    @property
+    def clock_file_inside(self) -> Path:
+        """The clock file as the server sees it (a chrooted server: inside its root)."""
+        return self.clock_file
+
+    def clock_env(self) -> list[str]:
+        """The prefix of a server start under libfaketime, [] without the setting."""
+        return fakeclock.clock_env(self.clock_file_inside) if self.fake_clock else []
+
     def spawn(self, argv: list[str]) -> ProcessRef:
         """Start the server detached, after stopping what an earlier process of this node left
         running (issue 15, item 8: a killed donor's SST script blocks the next start). A
         supervised server runs under SUPERVISE, and its own PID is this node's process."""
         self.stop_strays()
         self.log_offset = self.error_log_size()
+        if self.fake_clock and not self.host.exists(self.clock_file):
+            self.host.put_file(self.clock_file, fakeclock.offset_text(0.0), mode=0o644)
         if not self.supervised:
             self.proc = self.host.spawn(argv, log=self.dir / "stdout.log")
             return self.proc

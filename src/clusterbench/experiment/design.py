@@ -27,10 +27,12 @@ import typing
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:  # numpy is imported where a design is built: `plan` of a grid starts without it
+    import numpy as np
 
 Level = int | float | str | bool
 Point = tuple[tuple[str, Level], ...]
@@ -148,6 +150,8 @@ class Coding:
         return float(self.levels[-1])
 
     def code(self, value: Level) -> float:
+        import numpy as np
+
         if self.by_position:
             if value in self.levels:
                 return -1.0 + 2.0 * self.levels.index(value) / max(1, len(self.levels) - 1)
@@ -198,12 +202,14 @@ def _letters(n: int) -> list[str]:
 
 def _alias_lines(matrix: np.ndarray, names: list[str], kind: str) -> list[str]:
     """What is aliased with what, up to two-factor interactions, in factor names."""
+    import numpy as np
     import pyDOE3  # type: ignore[import-untyped, unused-ignore]
 
     letters = _letters(len(names))
     tr = dict(zip(letters, names, strict=True))
 
     def word(w: str) -> str:
+
         return "×".join(tr[c] for c in w)
 
     out: list[str] = []
@@ -246,6 +252,7 @@ def _fraction_by_resolution(n: int, res: int) -> np.ndarray | None:
     """The smallest two-level fraction of at least this resolution pyDOE3 finds: fracfact_by_res,
     else (it refuses some small cases, e.g. 4 factors at resolution IV) pyDOE3's search for the
     best generators, for up to 6 factors (beyond, that search takes seconds to minutes)."""
+    import numpy as np
     import pyDOE3  # type: ignore[import-untyped, unused-ignore]
 
     try:
@@ -322,6 +329,7 @@ def _fractional(nf: int, spec: DesignSpec, where: str, notes: list[str]) -> Any:
 
 def _matrix(nf: int, spec: DesignSpec, where: str, notes: list[str]) -> Any:
     """The design's coded matrix (levels in [-1, 1]), one row per run."""
+    import numpy as np
     import pyDOE3  # type: ignore[import-untyped, unused-ignore]
 
     k = spec.kind
@@ -348,6 +356,8 @@ def expand_design(
 ) -> DesignResult:
     """The points of a design over `levels`. Raises ValueError (one line per problem, naming
     `where`) when the factors do not fit the design."""
+    import numpy as np
+
     names = list(levels)
     codings = {n: Coding(n, kinds[n], tuple(levels[n])) for n in names}
     k = spec.kind

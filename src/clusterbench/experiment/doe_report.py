@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.analysis import plots
+from clusterbench.analysis import design_plots
 from clusterbench.analysis.doe import DoeAnalysis, analyze
 from clusterbench.analysis.sections import Figure, Section, Table
 from clusterbench.experiment.design import SURFACE, Coding, DesignSpec, expand_design
@@ -97,7 +97,7 @@ def _anova_table(a: DoeAnalysis) -> Table | None:
 def pareto_svg(a: DoeAnalysis) -> str:
     """Standardized effects (|t|) sorted, with the significance line; |effect| without CIs."""
     use_t = a.t_crit is not None
-    return plots.pareto_svg(
+    return design_plots.pareto_svg(
         [e.term for e in a.effects],
         [abs(e.t or 0.0) if use_t else abs(e.effect) for e in a.effects],
         [e.significant for e in a.effects],
@@ -115,7 +115,7 @@ def surface_svg(a: DoeAnalysis, points: list[dict[str, Any]]) -> str | None:
         return None
     cx, cy = a.codings[s.x], a.codings[s.y]
     seen = sorted({(cx.code(p[s.x]), cy.code(p[s.y])) for p in points if s.x in p and s.y in p})
-    return plots.contour_svg(
+    return design_plots.contour_svg(
         s.xs, s.ys, s.z, x_ticks=s.x_ticks, y_ticks=s.y_ticks, xlabel=s.x, ylabel=s.y,
         zlabel=f"fitted {a.response}", runs=seen, best=(s.best[0], s.best[1]),
         best_label=f"predicted best: {s.best[2]:,.1f}",

@@ -27,6 +27,7 @@ from clusterbench.experiment.spec import (
 )
 from clusterbench.experiment.web import check_web
 from clusterbench.spec.aliases import ALIASES, canonical_keys
+from clusterbench.spec.files import read_toml_text, require_kind
 from clusterbench.spec.topology import Topology, parse_toml, validation_messages
 
 
@@ -141,6 +142,7 @@ def experiment_from_data(data: dict[str, Any], source: str, profile: str | None 
     except ValidationError as exc:
         raise InputError("\n".join(validation_messages(exc, ExperimentFile, where))) from None
     engines = _engine_levels(f)
+    _check_unused_server_sections(f.topology, engines, where)
     topo = _validate_topology(for_engine(f.topology, engines[0]) if engines else f.topology, where)
     engine_topologies = {e: _validate_topology(for_engine(f.topology, e), where, e) for e in engines}
     parts: dict[str, tuple[Workload, dict[str, list[Level]]]] = {}
@@ -185,6 +187,23 @@ def _check_interconnect(wl: Workload, levels: dict[str, list[Level]], topo: Topo
         )
 
 
+# which engine reads which server section of the topology
+SERVER_SECTIONS = {"mariadb": "galera", "mysql": "group_replication"}
+
+
+def _check_unused_server_sections(topology: dict[str, Any], engines: list[str], where: str) -> None:
+    """A server section for an engine that no point runs would be dropped without a word."""
+    if not engines:
+        return
+    for section, engine in SERVER_SECTIONS.items():
+        if topology.get(section) and engine not in engines:
+            raise InputError(
+                f"{where}: topology.{section}: settings for {engine}, but the experiment runs only "
+                f"{', '.join(engines)} (factor engine); remove [topology.{section}] or add {engine} "
+                "to the engine levels"
+            )
+
+
 def _engine_levels(f: ExperimentFile) -> list[str]:
     """The engines the experiment's points run (factor levels or knob values), base first."""
     found: list[str] = []
@@ -209,10 +228,7 @@ def _validate_topology(data: dict[str, Any], where: str, engine: str | None = No
 
 
 def load_experiment(path: Path, profile: str | None = None) -> Experiment:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such experiment file; see examples/experiments/") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the experiment file ({exc.strerror})") from None
-    return experiment_from_data(parse_toml(text, str(path)), str(path), profile)
+    text = read_toml_text(path, "experiment", "see examples/experiments/")
+    data = parse_toml(text, str(path))
+    require_kind(data, "experiment", path)
+    return experiment_from_data(data, str(path), profile)

@@ -7,7 +7,7 @@ from typing import Any
 
 from clusterbench.analysis.stats import DEFAULT_CV_WARN, Interval, cv, median_ci
 from clusterbench.experiment.convergence import Convergence, converge, trial_value
-from clusterbench.experiment.runner import trial_rows
+from clusterbench.experiment.stored import trial_rows
 from clusterbench.store import Store
 from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram, merge_all
 

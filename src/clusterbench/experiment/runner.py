@@ -26,6 +26,7 @@ from clusterbench.errors import ClusterbenchError, ComponentError
 from clusterbench.experiment.clusters import ClusterOps
 from clusterbench.experiment.convergence import Convergence, converge, needs_more, trial_value, value_name
 from clusterbench.experiment.planner import Plan, TrialSpec, _group_key
+from clusterbench.experiment.stored import KIND, done_trials, find_run, trial_rows  # re-exported
 from clusterbench.runner.provenance import ServerSnapshot, host_facts, snapshot_nodes
 from clusterbench.scenario.spec import ScenarioSpec, VerifySpec
 from clusterbench.scenario.verification import Verification
@@ -38,8 +39,6 @@ from clusterbench.trial.recorder import Recorder
 from clusterbench.trial.spec import Load, Trial
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions, SysbenchRunner
 from clusterbench.workloads.sysbench import BULK_GROUP, expected_tables
-
-KIND = "experiment"
 
 
 class ExperimentInterrupted(ClusterbenchError):
@@ -161,30 +160,6 @@ def group_signature(t: TrialSpec) -> str:
 
 
 # ---- finding and reopening a run ------------------------------------------------------------------
-
-
-def find_run(store: Store, plan: Plan) -> int | None:
-    """The newest experiment run of this plan (same trials), if any."""
-    rows = store.conn.execute(
-        "SELECT r.id FROM runs r JOIN provenance p ON p.run_id = r.id AND p.trial_id IS NULL "
-        "AND p.key = 'experiment' WHERE r.kind = ? ORDER BY r.id DESC",
-        (KIND,),
-    ).fetchall()
-    for r in rows:
-        prov = store.provenance(r[0]).get("experiment") or {}
-        if prov.get("plan_id") == plan.id:
-            return int(r[0])
-    return None
-
-
-def done_trials(store: Store, run_id: int) -> dict[str, int]:
-    """Trial key → trial id of the latest completed trial of each key."""
-    out: dict[str, int] = {}
-    for tr in store.trials(run_id):
-        key = tr.params.get("key")
-        if key and tr.status == "completed":
-            out[key] = tr.id
-    return out
 
 
 # ---- the runner ---------------------------------------------------------------------------------
@@ -471,19 +446,6 @@ def _design_facts(plan: Plan, part: str) -> dict[str, Any]:
     """What the planner said about a designed part (aliases, notes), for the report."""
     res = plan.designs.get(part)
     return {} if res is None else {"aliases": res.aliases, "design_notes": res.notes}
-
-
-def trial_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
-    """The latest completed trial of every key: params plus its all-clients summary."""
-    latest = done_trials(store, run_id)
-    by_id = {tr.id: tr for tr in store.trials(run_id)}
-    out = []
-    for key, tid in latest.items():
-        tr = by_id[tid]
-        s = store.summary(tid)
-        out.append({"trial_id": tid, "seq": tr.seq, "key": key, **tr.params, "summary": s})
-    out.sort(key=lambda r: r.get("index", 0))
-    return out
 
 
 def plan_json(plan: Plan) -> str:

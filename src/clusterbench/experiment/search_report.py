@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clusterbench.analysis import plots
+from clusterbench.analysis import design_plots
 from clusterbench.analysis.sections import Figure, Section, Table
 from clusterbench.analysis.stats import median_ci, welch_p
 from clusterbench.experiment.results import experiment_info
@@ -65,7 +65,7 @@ def progress_svg(d: dict[str, Any]) -> str:
     # the step line changes only where the best so far does
     steps = [b for i, b in enumerate(best) if i == 0 or b[1] != best[i - 1][1]]
     title = f"{metric} per trial, coloured by why it ran, and the best so far"
-    return plots.progress_svg(trials, steps, metric=metric, from_zero=True, title=title)
+    return design_plots.progress_svg(trials, steps, metric=metric, from_zero=True, title=title)
 
 
 def _position(v: Any, levels: list[Any]) -> float:
@@ -100,14 +100,14 @@ def explored_svg(d: dict[str, Any]) -> str | None:
         ticks = [(_position(v, levels), _fmt(v)) for v in levels]
         if len(ticks) > 7:  # the ends and every other level between
             ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or i == len(ticks) - 1]
-        dims.append(plots.Dimension(n, [_position(v, levels) for v in vals], ticks))
+        dims.append(design_plots.Dimension(n, [_position(v, levels) for v in vals], ticks))
     med = [median_ci([v[metric] for v in p["values"]]).median for p in pts]
     lo, hi = min(med), max(med)
     span = (hi - lo) or 1.0
     ticks = [(0.0, f"{lo:,.0f}"), (1.0, f"{hi:,.0f}")] if hi != lo else [(0.0, f"{lo:,.0f}")]
-    dims.append(plots.Dimension(f"{metric} median", [(m - lo) / span for m in med], ticks))
+    dims.append(design_plots.Dimension(f"{metric} median", [(m - lo) / span for m in med], ticks))
     title = "explored configurations, one line each, coloured by the median"
-    return plots.parallel_svg(dims, med, color_label=f"{metric} (median)", title=title)
+    return design_plots.parallel_svg(dims, med, color_label=f"{metric} (median)", title=title)
 
 
 def _points_table(d: dict[str, Any]) -> Table:

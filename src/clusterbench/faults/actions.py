@@ -403,9 +403,9 @@ class DiskFull(_Base):
         for i in self.fault.nodes:
             n = self.cluster.node(i)
             size = size_bytes(self.cluster.topology.node_datadir_size(i) or "0")
-            if not datadirfs.tmpfs_of_its_own(n.host, n.datadir, size):
+            if not datadirfs.fs_of_its_own(n.host, n.datadir, size):
                 raise ComponentError(
-                    f"n{i}: {n.datadir} is not the datadir file system clusterbench made for it (a tmpfs of "
+                    f"n{i}: {n.datadir} is not the datadir file system clusterbench made for it (of "
                     f"at most {datadirfs.human(size)}); refusing to fill it"
                 )
             # Until the file system refuses more (ENOSPC): bounded by its size.

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from clusterbench.cluster import Cluster
-from clusterbench.datadir_layers import layer_of, layered
+from clusterbench.datadir_layers import layer_of, layered, remount
 from clusterbench.errors import PreflightError
 from clusterbench.faults.actions import _Base
 from clusterbench.faults.spec import PlannedFault
@@ -81,6 +81,8 @@ class PowerLoss(_OnLayer):
             return {}
         self.active = False
         t0 = time.monotonic()
+        for i in self.layers:  # the machines come back: their layers mounted anew
+            remount(self.cluster, i)
         out = self.cluster.restart_nodes(self.fault.nodes)
         return {"restarted": out, "recovery_s": round(time.monotonic() - t0, 1)}
 

@@ -23,7 +23,9 @@ from clusterbench.faults.actions import (
     ThrottleCpu,
     ThrottleLink,
 )
+from clusterbench.faults.clock import ClockSkew
 from clusterbench.faults.disk import DiskFaultWindow, PowerLoss
+from clusterbench.faults.diskthrottle import ThrottleDisk
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.faults.web import WEB_ACTIONS, KillFront
 
@@ -47,6 +49,8 @@ ACTIONS: dict[str, Callable[[Cluster, PlannedFault], Action]] = {
     "power-loss": PowerLoss,
     "disk-slow": DiskFaultWindow,
     "disk-error": DiskFaultWindow,
+    "throttle-disk": ThrottleDisk,
+    "clock-skew": ClockSkew,
 }
 
 

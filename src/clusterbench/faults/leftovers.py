@@ -6,8 +6,10 @@ import signal
 from dataclasses import dataclass
 
 from clusterbench.cluster import Cluster
+from clusterbench.datadir_layers import layer_of, layered
 from clusterbench.engines.base import Desyncable
-from clusterbench.faults import delayline
+from clusterbench.engines.fakeclock import parse_offset
+from clusterbench.faults import delayline, diskthrottle
 from clusterbench.faults.actions import (
     CHAIN,
     VRRP_CHAIN,
@@ -17,13 +19,15 @@ from clusterbench.faults.actions import (
     restore_link,
     unpartition_rules,
 )
+from clusterbench.faults.clock import set_offset
 
 
 @dataclass(frozen=True)
 class Leftover:
     node: int  # 0 for a balancer's leftover (see role)
-    # link-down, shaping, netem, impaired-link, partition, paused, cpu-quota, desync, vrrp-cut;
-    # on the web tier: web-down, web-paused, front-down
+    # link-down, shaping, netem, impaired-link, partition, paused, cpu-quota, desync, vrrp-cut,
+    # disk-full, disk-throttle, disk-faults, clock-skew; on the web tier: web-down, web-paused,
+    # front-down
     what: str
     role: str = ""  # lb1/lb2 for balancer leftovers, w<i>/fe<k> for the web tier's
 
@@ -47,6 +51,10 @@ class Leftover:
             "cpu-quota": f"n{self.node}: CPU quota differs from the topology (throttle-cpu)",
             "desync": f"n{self.node}: desynced from flow control (desync-node)",
             "disk-full": f"n{self.node}: its datadir file system is filled (disk-full)",
+            "disk-throttle": f"n{self.node}: a block I/O limit on its datadir disk (throttle-disk)",
+            "clock-skew": f"n{self.node}: its server's wall clock is shifted (clock-skew)",
+            "disk-faults": f"n{self.node}: delays, errors or a freeze on its power-loss layer "
+            "(disk-slow, disk-error, power-loss)",
         }[self.what]
 
 
@@ -74,9 +82,12 @@ def find(cluster: Cluster) -> list[Leftover]:
                     out.append(Leftover(i, "desync"))
             except Exception:  # noqa: BLE001 - a node that does not answer is not a desync leftover
                 pass
-    for i in cluster.topology.node_indexes():
-        if cluster.topology.node_datadir_size(i) and node_host(cluster, i).exists(fill_path(cluster, i)):
-            out.append(Leftover(i, "disk-full"))
+    out += _disk_leftovers(cluster)
+    if cluster.topology.cluster.clock == "faketime":
+        for n in cluster.nodes():
+            text = (n.host.read_file(n.clock_file) or "+0").strip()
+            if (parse_offset(text) or 0.0) != 0.0:
+                out.append(Leftover(n.index, "clock-skew"))
     if cluster.topology.vip_address() is not None:
         for k in cluster.topology.balancer_indexes():
             if cluster.host(f"lb{k}").run(["iptables", "-w", "-S", VRRP_CHAIN], check=False).ok:
@@ -94,6 +105,24 @@ def _web_leftovers(cluster: Cluster) -> list[Leftover]:
         elif any(st is not None and st[0] == "T" for st in states):
             out.append(Leftover(0, "web-paused", w.name))
     out += [Leftover(0, "front-down", h.cfg.dir.name) for h in cluster.fronts() if not h.alive()]
+    return out
+
+
+def _disk_leftovers(cluster: Cluster) -> list[Leftover]:
+    out = []
+    layers = layered(cluster)
+    for i in cluster.topology.node_indexes():
+        if cluster.topology.node_datadir_size(i) and node_host(cluster, i).exists(fill_path(cluster, i)):
+            out.append(Leftover(i, "disk-full"))
+        if diskthrottle.leftover(cluster, i):
+            out.append(Leftover(i, "disk-throttle"))
+        if i in layers:
+            try:
+                st = layer_of(cluster, i).status()
+            except Exception:  # noqa: BLE001 - a layer that does not answer has nothing to heal
+                continue
+            if st.frozen or st.faults:
+                out.append(Leftover(i, "disk-faults"))
     return out
 
 
@@ -132,6 +161,14 @@ def heal(cluster: Cluster, leftovers: list[Leftover]) -> list[str]:
             cluster.provider.restore_cpu(role)
         elif lo.what == "disk-full":
             n.host.run(["rm", "-f", str(fill_path(cluster, lo.node))], check=False)
+        elif lo.what == "clock-skew":
+            set_offset(n, 0.0)
+        elif lo.what == "disk-throttle":
+            diskthrottle.clear(cluster, lo.node)
+        elif lo.what == "disk-faults":
+            layer = layer_of(cluster, lo.node)
+            layer.clear_faults()
+            layer.thaw()
         elif lo.what == "desync" and isinstance(n, Desyncable):
             n.desync(False)
         done.append(f"healed {lo.describe()}")

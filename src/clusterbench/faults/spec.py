@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from clusterbench.engines.fakeclock import parse_drift, parse_offset
 from clusterbench.spec.topology import RATE_RE
 
 FaultKind = Literal[
@@ -36,6 +37,8 @@ FaultKind = Literal[
     "power-loss",
     "disk-slow",
     "disk-error",
+    "throttle-disk",
+    "clock-skew",
 ]
 
 KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -56,8 +59,13 @@ NODE_KINDS = {
     "power-loss",
     "disk-slow",
     "disk-error",
+    "throttle-disk",
+    "clock-skew",
 }
 DELAY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(us|ms|s)$")
+DISK_RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)/s$", re.I)
+_DISK_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}  # fmt: skip
 TARGET_RE = re.compile(
     r"^(node:[1-9](,[1-9])*|random|one|majority|minority|all|primary|balancer|lb:[12]|web:[1-9](,[1-9])*|front"
     r"|fe:[12])$"
@@ -78,7 +86,12 @@ class FaultSpec(BaseModel):
     at: float = Field(ge=0, description="seconds after the trial starts")
     duration: float | None = Field(None, alias="for", gt=0, description="seconds until it is healed")
     # kind-specific
-    rate: str | None = None  # throttle-link, e.g. "1mbit"
+    rate: str | None = None  # throttle-link, e.g. "1mbit"; throttle-disk, e.g. "1MB/s"
+    iops: int | None = Field(None, gt=0)  # throttle-disk: operations per second, reads and writes each
+    # clock-skew (servers under libfaketime, cluster.clock = "faketime"): the wall clock jumps by
+    # `offset` ("+30s", "-2m") and/or drifts by `drift` ("+10ms/s") until the heal bumps it back
+    offset: str | None = None
+    drift: str | None = None
     cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
     groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
     cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
@@ -103,6 +116,20 @@ class FaultSpec(BaseModel):
             raise ValueError(f"'{v}' is not a delay like '100ms' or '1.5ms'")
         return v
 
+    @field_validator("offset")
+    @classmethod
+    def _offset(cls, v: str | None) -> str | None:
+        if v is not None and parse_offset(v) is None:
+            raise ValueError(f"'{v}' is not a clock offset like '+30s', '-2m' or '+250ms'")
+        return v
+
+    @field_validator("drift")
+    @classmethod
+    def _drift(cls, v: str | None) -> str | None:
+        if v is not None and parse_drift(v) is None:
+            raise ValueError(f"'{v}' is not a clock drift like '+10ms/s' or '-1s/m'")
+        return v
+
     @field_validator("target")
     @classmethod
     def _target(cls, v: str) -> str:
@@ -115,10 +142,23 @@ class FaultSpec(BaseModel):
 
     @field_validator("rate")
     @classmethod
-    def _rate(cls, v: str | None) -> str | None:
-        if v is not None and not RATE_RE.match(v):
+    def _rate(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        if info.data.get("kind") == "throttle-disk":
+            if disk_rate_bytes(v) is None:
+                raise ValueError(f"'{v}' is not a disk rate like '1MB/s' or '512KiB/s'")
+        elif not RATE_RE.match(v):
             raise ValueError(f"'{v}' is not a rate like '1mbit' or '512kbit'")
         return v
+
+
+def disk_rate_bytes(text: str) -> int | None:
+    """'1MB/s' -> 1000000, '512KiB/s' -> 524288; None when it is not such a rate (pure)."""
+    m = DISK_RATE_RE.match(text.strip())
+    if not m or float(m.group(1)) <= 0:
+        return None
+    return int(float(m.group(1)) * _DISK_UNITS[m.group(2).lower()])
 
 
 @dataclass(frozen=True)
@@ -227,9 +267,11 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "sql": ("statement",),
     "disk-slow": ("delay", "jitter", "ops"),
     "disk-error": ("error", "ops", "probability"),
+    "throttle-disk": ("rate", "iops"),
+    "clock-skew": ("offset", "drift"),
 }
 OPTIONAL_FIELDS = ("rate", "cpu_quota", "groups", "cuts", "delay", "jitter", "loss", "window", "statement",
-                   "ops", "error", "probability")  # fmt: skip
+                   "ops", "error", "probability", "iops", "offset", "drift")  # fmt: skip
 # what each kind needs given, with the example the message names
 REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
     "throttle-link": (("rate", 'rate is required, e.g. rate = "1mbit"'),),
@@ -237,6 +279,7 @@ REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
     "delay-link": (("delay", 'delay is required, e.g. delay = "50ms"'),),
     "loss-link": (("loss", "loss is required (percent, e.g. 5)"),),
     "disk-slow": (("delay", 'delay is required, e.g. delay = "20ms" (added to each operation)'),),
+    "throttle-disk": (("rate", 'rate is required, e.g. rate = "1MB/s" (iops = N limits operations too)'),),
 }
 
 
@@ -263,6 +306,8 @@ def _common_checks(s: FaultSpec, where: str, trial_time: float) -> list[str]:
     for name, message in REQUIRED.get(s.kind, ()):
         if getattr(s, name) is None:
             errors.append(f"{where}: {message}")
+    if s.kind == "clock-skew" and s.offset is None and s.drift is None:
+        errors.append(f'{where}: offset or drift is required, e.g. offset = "+30s" or drift = "+10ms/s"')
     return errors
 
 
@@ -355,6 +400,11 @@ def _kind_params(s: FaultSpec) -> dict[str, Any]:
             out[name] = value
     if s.kind == "disk-slow":
         out.setdefault("ops", ["fsync"])
+    if s.kind == "throttle-disk" and s.rate is not None:
+        out["bytes_per_s"] = disk_rate_bytes(s.rate)
+    if s.kind == "clock-skew":
+        out["offset_s"] = parse_offset(s.offset) if s.offset else 0.0
+        out["drift_s_per_s"] = parse_drift(s.drift) if s.drift else 0.0
     if s.kind == "disk-error":
         out.setdefault("ops", ["fsync"])
         out.setdefault("error", "EIO")

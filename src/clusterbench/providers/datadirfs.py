@@ -1,7 +1,13 @@
-"""A node's datadir on a small file system of its own: a tmpfs the provider mounts on the node's
-host at `up` (topology `[[node]] datadir_size`), so that the disk-full fault can fill it without
-ever touching the machine's own file system, and unmounts at `down` (also after a failed `up`, a
-killed run or lost state: every mount under the cluster's directory is ours).
+"""A node's datadir on a small file system of its own, which the provider mounts on the node's
+host at `up` (topology `datadir_fs` / `[[node]] datadir_size`) and unmounts at `down` (also after
+a failed `up`, a killed run or lost state: every mount under the cluster's directory is ours):
+
+- tmpfs: memory; the disk-full fault can fill it without ever touching the machine's own disk.
+- loop: ext4 on a loop device over a sparse image file beside the datadir, with direct I/O (the
+  image's pages are not cached twice). A block device of the node's alone: telemetry reports its
+  busy time and throughput, and the throttle-disk fault slows it with the block I/O controller
+  (faults/diskthrottle.py). `down` detaches it (every loop device over an image under the
+  cluster's directory is ours).
 
 The mount is made in the host's root mount namespace (locally: this machine's, not inside
 `ip netns exec`, whose private mount namespace ends with the command); servers started later in
@@ -55,20 +61,52 @@ def mounts_under(mountinfo: str, root: Path) -> list[Path]:
     return sorted(set(found), key=lambda p: (-len(p.parts), str(p)))
 
 
-def make(host: Machine, path: Path, size: str, source: str) -> None:
-    """A tmpfs of `size` at `path` (created, owned by mysql: the server runs as mysql)."""
+def image_path(path: Path) -> Path:
+    """The loop device's image file of a datadir: beside it."""
+    return path.with_name(path.name + ".img")
+
+
+def make(host: Machine, path: Path, size: str, source: str, fs: str = "tmpfs") -> None:
+    """A file system of `size` at `path` (created, owned by mysql: the server runs as mysql):
+    a tmpfs, or (fs 'loop') ext4 on a loop device."""
     host.mkdir(path, owner="mysql", mode=0o755)
-    host.run(mount_argv(path, size, source))
+    if fs == "loop":
+        image = image_path(path)
+        host.run(["truncate", "-s", size, str(image)])
+        dev = host.run(["losetup", "--direct-io=on", "--find", "--show", str(image)]).stdout.strip()
+        # no reserved blocks, no lazy init running in the background under the first trial
+        host.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-L", source[-16:],
+                  "-E", "lazy_itable_init=0,lazy_journal_init=0", dev], timeout=120)  # fmt: skip
+        host.run(["mount", "-o", "noatime", dev, str(path)])
+    else:
+        host.run(mount_argv(path, size, source))
     host.run(["chown", "mysql:mysql", str(path)])
 
 
+def loop_devices(listing: str, root: Path) -> list[str]:
+    """The loop devices whose image file is at or below `root`, from `losetup -l -n -O NAME,BACK-FILE`
+    (pure)."""
+    prefix = str(root).rstrip("/") + "/"
+    out = []
+    for line in listing.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[1].strip().removesuffix(" (deleted)").startswith(prefix):
+            out.append(parts[0])
+    return out
+
+
 def release(host: Machine, root: Path) -> list[str]:
-    """Unmount every file system mounted at or below `root` on `host` (lazily if still busy)."""
+    """Unmount every file system mounted at or below `root` on `host` (lazily if still busy), then
+    detach the loop devices over images there."""
     done = []
     for point in mounts_under(host.read_file(Path("/proc/self/mountinfo")) or "", root):
         if not host.run(["umount", str(point)], check=False).ok:
             host.run(["umount", "-l", str(point)], check=False)
         done.append(f"unmounted {point}")
+    listed = host.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], check=False)
+    for dev in loop_devices(listed.stdout if listed.ok else "", root):
+        host.run(["losetup", "-d", dev], check=False)
+        done.append(f"detached {dev}")
     return done
 
 
@@ -122,12 +160,12 @@ def disk_space(host: Machine, path: Path) -> DiskSpace | None:
     return parse_df(res.stdout, str(path)) if res.ok else None
 
 
-def tmpfs_of_its_own(host: Machine, path: Path, max_bytes: int) -> bool:
-    """Is `path` the mount point of a tmpfs no larger than `max_bytes` (what `make` mounts)? The
-    disk-full fault fills nothing else."""
+def fs_of_its_own(host: Machine, path: Path, max_bytes: int) -> bool:
+    """Is `path` the mount point of a tmpfs or ext4 file system no larger than `max_bytes` (what
+    `make` mounts)? The disk-full fault fills nothing else."""
     res = host.run(["stat", "-f", "-c", "%T %b %S", str(path)], check=False)
     fields = res.stdout.split()
-    if not res.ok or len(fields) != 3 or fields[0] != "tmpfs":
+    if not res.ok or len(fields) != 3 or fields[0] not in ("tmpfs", "ext2/ext3"):
         return False
     size = int(fields[1]) * int(fields[2])
     df = disk_space(host, path)

@@ -228,6 +228,11 @@ class FaultFS:
     def clear_faults(self) -> None:
         self._call({"op": "clear_faults"})
 
+    def sync(self) -> int:
+        """Every file durable as it is now (what sync(1) does on a disk); returns how many files
+        had something to make durable. Refused while frozen."""
+        return int(self._call({"op": "sync"}).get("synced", 0))
+
     def stop(self, timeout: float = 15.0) -> str:
         """SIGTERM the daemon (it thaws and unmounts), SIGKILL after `timeout`; unmount what is left
         (lazily if busy). Returns what happened."""

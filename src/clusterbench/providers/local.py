@@ -152,13 +152,19 @@ class LocalProvider:
         for _, path in dests:
             self.local.run(["rsync", "-a", *(f"--exclude={e}" for e in excludes), f"{src[1]}/", f"{path}/"])
 
-    def make_datadir_fs(self, role: str, path: Path, size: str) -> None:
-        """A tmpfs of `size` for a node's datadir, mounted in this machine's root namespace."""
-        datadirfs.make(self.local, path, size, datadirfs.source_name(self.topology.name, role))
+    def make_datadir_fs(self, role: str, path: Path, size: str, fs: str = "tmpfs") -> None:
+        """A file system of `size` for a node's datadir (tmpfs, or ext4 on a loop device), mounted in
+        this machine's root namespace."""
+        datadirfs.make(self.local, path, size, datadirfs.source_name(self.topology.name, role), fs)
 
     def root_host(self) -> LocalHost:
         """This machine in its root namespaces: where file systems under node directories are
         mounted (a mount inside `ip netns exec` ends with the command)."""
+        return self.local
+
+    def machine_of(self, role: str) -> LocalHost:
+        """Where a role's mounts, block devices and cgroups are managed: this machine, in its root
+        namespaces (a node's namespace host sees a /sys of its own, without the cgroup tree)."""
         return self.local
 
     def release_datadir_fs(self) -> list[str]:

@@ -207,11 +207,16 @@ class SshProvider:
 
     # ------------------------------------------------------------------ down
 
-    def make_datadir_fs(self, role: str, path: Path, size: str) -> None:
-        """A tmpfs of `size` for a node's datadir, mounted on its machine."""
+    def make_datadir_fs(self, role: str, path: Path, size: str, fs: str = "tmpfs") -> None:
+        """A file system of `size` for a node's datadir (tmpfs, or ext4 on a loop device), mounted on
+        its machine."""
         from clusterbench.providers import datadirfs  # noqa: PLC0415
 
-        datadirfs.make(self.host(role), path, size, datadirfs.source_name(self.topology.name, role))
+        datadirfs.make(self.host(role), path, size, datadirfs.source_name(self.topology.name, role), fs)
+
+    def machine_of(self, role: str) -> SshHost:
+        """Where a role's mounts, block devices and cgroups are managed: its machine."""
+        return self.host(role)
 
     def release_datadir_fs(self) -> list[str]:
         """Unmount every file system under our role directories on the machines."""

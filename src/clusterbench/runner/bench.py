@@ -22,6 +22,7 @@ from clusterbench.runner.provenance import ServerProbe, host_facts
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.spec.topology import Topology
 from clusterbench.store import Store
+from clusterbench.store.refs import resolve_run as resolve_run  # re-exported
 from clusterbench.telemetry.sampler import TelemetrySource
 from clusterbench.trial.data import DataSets
 from clusterbench.trial.listener import TrialListener
@@ -282,22 +283,6 @@ def default_clients(
     if clients is not None:
         return clients
     return max(1, len(hosts), len(endpoints))
-
-
-def resolve_run(store: Store, ref: str) -> int:
-    """A run id, or 'last' for the newest run."""
-    if ref == "last":
-        runs = store.list_runs()
-        if not runs:
-            raise InputError("the store holds no runs yet; start one with `clusterbench run` or `suite`")
-        return runs[-1].id
-    if not ref.isdigit():
-        raise InputError(
-            f"run must be a number or 'last', got {ref!r}; `clusterbench results list` lists the runs"
-        )
-    run_id = int(ref)
-    store.get_run(run_id)
-    return run_id
 
 
 def parse_tests(text: str | None, default: Sequence[str]) -> tuple[str, ...]:

@@ -87,7 +87,10 @@ def mem_total(meminfo: str | None) -> str | None:
 
 def host_facts(run: RunCommand = _run_command, read: ReadText = _read_text) -> dict[str, Any]:
     """Versions of the local binaries, kernel, CPU model and memory of the machine clusterbench runs on."""
-    versions = {key: first_line(run(argv)) for key, argv in VERSION_COMMANDS}
+    from clusterbench import __version__
+
+    versions: dict[str, str | None] = {"clusterbench": __version__}
+    versions.update({key: first_line(run(argv)) for key, argv in VERSION_COMMANDS})
     return {
         "versions": versions,
         "kernel": first_line(run(("uname", "-r"))),

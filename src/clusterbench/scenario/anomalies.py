@@ -11,14 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.checkers.counter import check_counter
-from clusterbench.checkers.list_append import ANOMALIES, check_list_append
-from clusterbench.checkers.stale_read import check_stale_reads
+from clusterbench.checkers.list_append import ANOMALIES
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
-from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.verdict import Verdict
 from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode, SessionSql
 from clusterbench.errors import WorkloadError
+from clusterbench.history.ops import History, Timebase
 from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.trial.spec import TrialContext
@@ -26,11 +25,9 @@ from clusterbench.verify import counter as countermod
 from clusterbench.verify import list_append as appendmod
 from clusterbench.verify import stale_read as stalemod
 from clusterbench.verify.counter import CounterWorkload
-from clusterbench.verify.history import History, Timebase
 from clusterbench.verify.list_append import ListAppendWorkload
-from clusterbench.verify.sessions import documented, statements
 from clusterbench.verify.stale_read import StaleReadProbe, ring_pairs
-from clusterbench.verify.txn import txns_from_ops
+from clusterbench.verify.workload import Workload
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +61,7 @@ class AnomalyVerification:
     def session(self) -> SessionSql:
         return self.cluster.nodes()[0].session
 
-    def workloads(self) -> list[Any]:
+    def workloads(self) -> list[Workload[Any]]:
         return [w for w in (self.counter, self.stale, self.append) if w is not None]
 
     def start(self, ctx: TrialContext) -> None:
@@ -150,72 +147,19 @@ class AnomalyVerification:
         end = self.stopped_t if self.stopped_t is not None else self.tb.t()
         quiet = outside(0.0, end, windows)
         out = []
-        for name, w, kind in (("counter", self.counter, "incr"), ("stale-read", self.stale, "write"),
-                              ("list-append", self.append, "txn")):  # fmt: skip
-            if w is None:
-                continue
-            per_s = len(w.clients) * (w.rate if w.rate > 0 else 1.0)
-            recorded = sum(1 for o in w.ops() if o.kind == kind and not in_windows(o.t_start, windows))
-            out.append(VerifierRun(name, round(per_s * quiet, 1), recorded))
+        for w in self.workloads():
+            recorded = w.recorded(lambda t: not in_windows(t, windows))
+            out.append(VerifierRun(w.NAME, round(w.per_second() * quiet, 1), recorded))
         return out
 
     def check(self, ctx: TrialContext, findings: dict[str, Any]) -> list[Verdict]:
         """The verdicts, from the histories and every node's final state (read now, after heal)."""
         nodes = self.cluster.nodes()
         out: list[Verdict] = []
-        sess = self.session
-        if self.counter is not None:
-            cw = self.counter
-            final = cw.read_all(nodes)
-            doc = documented(sess, cw.session_kind)
-            for mode in cw.modes:
-                out.append(
-                    _guard(
-                        f"counter:{mode}",
-                        lambda m=mode: check_counter(
-                            cw.ops(), final, mode=m, keys=cw.all_keys(m), documented=doc
-                        ),
-                    )
-                )
-        if self.stale is not None:
-            sp = self.stale
-            for kind in self.spec.stale_read.sessions:
-                out.append(
-                    _guard(
-                        f"stale-read:{kind}",
-                        lambda k=kind: check_stale_reads(
-                            sp.ops(),
-                            session=k,
-                            statements=statements(sess, k),
-                            documented=documented(sess, k),
-                        ),
-                    )
-                )
-        if self.append is not None:
-            la = self.append
-            unreadable = la.final_reads(nodes)
-            if self.history is not None:
-                self.history.stop()  # the final reads go to the store too
-            la_doc = set(documented(sess, la.session_kind))
-            if la.reads == "for-update":
-                la_doc -= {"lost-update", "internal"}
-            label = f"{la.session_kind}/{la.reads}"
-
-            def run_la() -> Verdict:
-                v = check_list_append(txns_from_ops(la.ops()), documented=la_doc, label=label)
-                v.evidence["session_statements"] = list(statements(sess, la.session_kind))
-                if unreadable:
-                    v.evidence["unreadable_nodes"] = unreadable
-                    if v.result is Result.PASS:
-                        return Verdict(
-                            v.checker,
-                            Result.UNKNOWN,
-                            f"could not read the lists on {', '.join(sorted(unreadable))}",
-                            v.evidence,
-                        )
-                return v
-
-            out.append(_guard(f"list-append:{label}", run_la))
+        for w in self.workloads():
+            out += w.verdicts(nodes)
+        if self.history is not None:
+            self.history.stop()  # list-append's final reads go to the store too
         return out
 
     def drop(self) -> None:
@@ -250,17 +194,6 @@ def probe_pairs(
     if len(writer_eps) == len(all_eps):
         return ring_pairs(list(all_eps))
     return [(w, r) for w in writer_eps for r in all_eps if r.name != w.name]
-
-
-def _guard(name: str, fn: Any) -> Verdict:
-    """A checker that crashes gives UNKNOWN, never PASS."""
-    try:
-        v = fn()
-        assert isinstance(v, Verdict)
-        return v
-    except Exception as exc:  # noqa: BLE001
-        log.exception("checker %s", name)
-        return Verdict(name, Result.UNKNOWN, f"checker crashed: {type(exc).__name__}: {exc}")
 
 
 # ---- the table: anomaly class | mode | trials | trials where seen | example ------------------

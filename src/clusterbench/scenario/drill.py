@@ -16,10 +16,11 @@ from typing import Any
 import pymysql  # type: ignore[import-untyped, unused-ignore]
 
 from clusterbench.checkers.verdict import Result, Verdict, combine
-from clusterbench.cluster import Cluster, home_dir, known_clusters
+from clusterbench.cluster import Cluster
 from clusterbench.errors import ClusterStateError
 from clusterbench.faults import leftovers
 from clusterbench.faults.spec import PlannedFault
+from clusterbench.paths import home_dir, known_clusters
 from clusterbench.runner.bench import make_options
 from clusterbench.runner.provenance import ClusterProbe, host_facts
 from clusterbench.scenario.anomalies import AnomalyVerification

@@ -18,6 +18,7 @@ from clusterbench.errors import InputError
 from clusterbench.faults.spec import KINDS, FaultSpec, PlannedFault, RandomFaults, expand_random, plan
 from clusterbench.scenario.anomaly_spec import AnomalySpec
 from clusterbench.spec.aliases import canonical_keys
+from clusterbench.spec.files import read_toml_text, require_kind
 from clusterbench.spec.topology import parse_toml, validation_messages
 from clusterbench.workloads import KNOWN_TESTS
 from clusterbench.workloads.sysbench import (
@@ -157,6 +158,24 @@ class VerifySpec(_Strict):
     prober_targets: list[str] = Field(default_factory=lambda: ["balancer"])
     monitor: bool = True
     convergence: bool = True
+    max_outage_s: float | dict[str, float] | None = Field(
+        None, description="outage budget (s): a path unavailable longer fails availability; one number "
+        "for every prober target, or a table per target (e.g. { balancer = 10 })",
+    )
+
+    @model_validator(mode="after")
+    def _budgets(self) -> VerifySpec:
+        b = self.max_outage_s
+        values = list(b.values()) if isinstance(b, dict) else [] if b is None else [b]
+        if any(v <= 0 for v in values):
+            raise ValueError("max_outage_s: budgets are seconds above 0")
+        unknown = sorted(set(b) - set(self.prober_targets)) if isinstance(b, dict) else []
+        if unknown:
+            raise ValueError(
+                f"max_outage_s: {', '.join(unknown)} is not a prober target "
+                f"({', '.join(self.prober_targets)}); budget the prober_targets"
+            )
+        return self
 
 
 class ScenarioSpec(_Strict):
@@ -218,11 +237,9 @@ class ScenarioSpec(_Strict):
 
 def load_scenario(path: Path) -> tuple[ScenarioSpec, Path | None]:
     """The scenario and the absolute path of its topology file, if it names one."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such scenario file; see examples/scenarios/") from None
+    text = read_toml_text(path, "scenario", "see examples/scenarios/")
     data = parse_toml(text, str(path))
+    require_kind(data, "scenario", path)
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
@@ -246,6 +263,7 @@ def fault_scenario(
     scale: dict[str, Any],
     ledger_clients: int,
     bank: bool,
+    max_outage: float | None = None,
 ) -> ScenarioSpec:
     """The scenario of `clusterbench fault KIND ...`: one fault under a load, with the ledger (and
     the bank) beside it. `options` are the fault's own (rate, cpu_quota, delay, jitter, loss,
@@ -276,7 +294,7 @@ def fault_scenario(
         return ScenarioSpec(
             name=f"fault {kind}",
             load=LoadSpec(**load, **scale),
-            verify=VerifySpec(ledger_clients=ledger_clients, bank=bank),
+            verify=VerifySpec(ledger_clients=ledger_clients, bank=bank, max_outage_s=max_outage),
             fault=[FaultSpec.model_validate(fields)],
         )
     except ValidationError as exc:  # one line per problem

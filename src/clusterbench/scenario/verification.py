@@ -8,17 +8,15 @@ import secrets
 from typing import Any
 
 from clusterbench.checkers.availability import FaultWindow, availability, availability_verdict
-from clusterbench.checkers.bank import check_bank
 from clusterbench.checkers.convergence import check_convergence
 from clusterbench.checkers.failover import FailoverFault, failover_figures
-from clusterbench.checkers.ledger import check_ledger
 from clusterbench.checkers.split_brain import check_split_brain
 from clusterbench.checkers.trial import VerifierRun, in_windows, outside
-from clusterbench.checkers.verdict import Verdict
+from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.checkers.vip import VipSample, check_vip
 from clusterbench.cluster import Cluster
 from clusterbench.errors import WorkloadError
-from clusterbench.scenario.anomalies import _guard
+from clusterbench.history.ops import History, Timebase
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.trial.spec import TrialContext
@@ -27,7 +25,6 @@ from clusterbench.verify import ledger as ledgermod
 from clusterbench.verify import probe as probemod
 from clusterbench.verify.bank import BankWorkload
 from clusterbench.verify.convergence import collect_convergence
-from clusterbench.verify.history import History, Timebase
 from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.monitor import SplitBrainMonitor
 from clusterbench.verify.probe import AvailabilityProber
@@ -158,15 +155,14 @@ class Verification:
         end = self.stopped_t if self.stopped_t is not None else self.tb.t()
         quiet = outside(0.0, end, windows)
         out = []
-        for name, w, per_s in (
-            ("ledger", self.ledger, len(self.ledger.clients) * self.ledger.rate if self.ledger else 0.0),
-            ("bank", self.bank, len(self.bank.clients) * self.bank.rate if self.bank else 0.0),
-            ("probe", self.prober, len(self.prober.targets) / self.prober.interval if self.prober else 0.0),
-        ):
-            if w is None:
-                continue
-            recorded = sum(1 for o in w.ops() if not in_windows(o.t_start, windows))
-            out.append(VerifierRun(name, round(per_s * quiet, 1), recorded))
+        for w in (self.ledger, self.bank):
+            if w is not None:
+                recorded = w.recorded(lambda t: not in_windows(t, windows))
+                out.append(VerifierRun(w.NAME, round(w.per_second() * quiet, 1), recorded))
+        if self.prober is not None:
+            p = self.prober
+            recorded = sum(1 for o in p.ops() if not in_windows(o.t_start, windows))
+            out.append(VerifierRun("probe", round(len(p.targets) / p.interval * quiet, 1), recorded))
         return out
 
     def check(self, ctx: TrialContext, findings: dict[str, Any]) -> list[Verdict]:
@@ -174,36 +170,31 @@ class Verification:
         nodes = self.cluster.nodes()
         size = self.cluster.topology.cluster.nodes
         verdicts: list[Verdict] = []
-        if self.ledger is not None:
-            led = self.ledger
-            verdicts.append(_guard("ledger", lambda: check_ledger(led.ops(), led.read_all(nodes))))
-        if self.bank is not None:
-            bank = self.bank
-            verdicts.append(_guard("bank", lambda: check_bank(
-                bank.ops(), bank.read_all(nodes), accounts=bank.accounts, total=bank.total,
-                for_update=bank.for_update,
-            )))  # fmt: skip
+        for w in (self.ledger, self.bank):
+            if w is not None:
+                verdicts += w.verdicts(nodes)
         if self.spec.verify.convergence:
-            verdicts.append(_guard("convergence", lambda: check_convergence(
+            verdicts.append(guarded("convergence", lambda: check_convergence(
                 collect_convergence(nodes, ("sbtest",)), expected_size=size)))  # fmt: skip
         if self.vip is not None:
             vip = self.vip
-            verdicts.append(_guard("vip", lambda: check_vip(vip.samples(), vip.stopped_t)))
+            verdicts.append(guarded("vip", lambda: check_vip(vip.samples(), vip.stopped_t)))
         if self.front_vip is not None:
             front = self.front_vip
             verdicts.append(
-                _guard("front-vip", lambda: check_vip(front.samples(), front.stopped_t, "front-vip"))
+                guarded("front-vip", lambda: check_vip(front.samples(), front.stopped_t, "front-vip"))
             )
         if self.monitor is not None:
             mon = self.monitor
-            verdicts.append(_guard("split-brain", lambda: check_split_brain(mon.samples(), size)))
+            verdicts.append(guarded("split-brain", lambda: check_split_brain(mon.samples(), size)))
         if self.prober is not None and ctx.windows():
             windows = [FaultWindow(label, start, end) for label, start, end in ctx.windows()]
             samples = ctx.samples()
             tps = [(s.t, s.tps) for s in combine_samples(samples)] if samples else None
             figures = availability(self.prober.ops(), windows, tps)
             findings["availability"] = [f.to_json() for f in figures]
-            verdicts.append(_guard("availability", lambda: availability_verdict(figures)))
+            budget = self.spec.verify.max_outage_s
+            verdicts.append(guarded("availability", lambda: availability_verdict(figures, budget)))
         if self.monitor is not None:
             try:
                 findings["failover"] = self._failover(ctx)

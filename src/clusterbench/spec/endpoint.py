@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 
 class Address(BaseModel):
@@ -31,7 +31,14 @@ class Endpoint(BaseModel):
     tls_dir: Path | None = Field(
         None, description="directory holding cacert.pem, client-cert.pem, client-key.pem"
     )
-    galera: bool = Field(True, description="the target is Galera: force --auto_inc=off")
+    # A replicated cluster whose auto-increment leaves gaps and whose nodes may lag: sysbench runs
+    # with --auto_inc=off and the checks read causally. `--galera/--no-galera` on the command line;
+    # stored endpoints of older versions say "galera".
+    auto_inc_off: bool = Field(
+        True,
+        validation_alias=AliasChoices("auto_inc_off", "galera"),
+        description="sysbench --auto_inc=off and causal reads for the checks (a replicated cluster)",
+    )
     socket: Path | None = Field(
         None,
         description="the server's Unix socket: clients connect through it instead of `addresses` (which "

@@ -59,6 +59,9 @@ ROLES = ("db", "balancer", "client")
 
 # The smallest datadir file system of its own a node may get (system tables, redo log, gcache...).
 MIN_DATADIR_BYTES = 192 * 1024 * 1024
+# A datadir file system of its own without a datadir_size (a tmpfs uses memory only as filled; a
+# loop device's image file is sparse).
+DEFAULT_DATADIR_SIZE = {"tmpfs": "1G", "loop": "2G"}
 
 
 def size_bytes(v: str) -> int:
@@ -79,6 +82,12 @@ class NodeOverride(Resources):
         description="'faultfs': this node's datadir sits on the power-loss layer (cluster.datadir_layer "
         "for every node)",
     )
+    datadir_fs: Literal["host", "tmpfs", "loop"] | None = Field(
+        None,
+        description="'loop': this node's datadir on an ext4 file system of its own on a loop device "
+        "(a block device of this node's alone: telemetry watches it, throttle-disk slows it), "
+        "cluster.datadir_fs for every node; 'tmpfs' is what datadir_size alone gives",
+    )
     # This node's own server settings, over the cluster's [mariadb] / [mysql] (a node with a
     # smaller buffer pool, fewer applier threads): validated like those, flagged in reports.
     mariadb: dict[str, Any] | None = None
@@ -97,6 +106,15 @@ class NodeOverride(Resources):
                 f"give at least {MIN_DATADIR_BYTES >> 20}M"
             )
         return v
+
+    @model_validator(mode="after")
+    def _size_needs_a_file_system(self) -> NodeOverride:
+        if self.datadir_fs == "host" and self.datadir_size:
+            raise ValueError(
+                f"node {self.index}: datadir_size is the size of a file system of its own; with "
+                'datadir_fs = "host" remove it, or set datadir_fs = "tmpfs" or "loop"'
+            )
+        return self
 
 
 class MariaDBSettings(_Strict):
@@ -155,6 +173,13 @@ class ClusterSettings(_Strict):
     # power-loss fault) and slow or fail the disk (disk-slow, disk-error); off by default: it
     # costs throughput (docs/faultfs.md)
     datadir_layer: Literal["none", "faultfs"] = "none"
+    # Where every node's datadir lives: 'host' (the host's own file system), 'tmpfs' or 'loop' (a
+    # file system of its own, of datadir_size; loop: ext4 on a loop device, a block device of the
+    # node's alone, what throttle-disk slows). A [[node]]'s datadir_fs wins.
+    datadir_fs: Literal["host", "tmpfs", "loop"] = "host"
+    # 'faketime': every server starts under libfaketime with a wall clock the clock-skew fault
+    # can shift (engines/fakeclock.py); off by default
+    clock: Literal["system", "faketime"] = "system"
 
     @field_validator("name")
     @classmethod
@@ -552,9 +577,23 @@ class Topology(_Strict):
     def node_indexes(self) -> list[int]:
         return list(range(1, self.cluster.nodes + 1))
 
+    def node_datadir_fs(self, index: int) -> str:
+        """Where node `index`'s datadir lives: 'host', 'tmpfs' or 'loop'. A datadir_size alone
+        means a tmpfs."""
+        o = next((o for o in self.node if o.index == index), None)
+        if o is not None and o.datadir_fs is not None:
+            return o.datadir_fs
+        if self.cluster.datadir_fs == "host" and o is not None and o.datadir_size:
+            return "tmpfs"
+        return self.cluster.datadir_fs
+
     def node_datadir_size(self, index: int) -> str | None:
         """The size of node `index`'s own datadir file system, or None (its host's file system)."""
-        return next((o.datadir_size for o in self.node if o.index == index), None)
+        fs = self.node_datadir_fs(index)
+        if fs == "host":
+            return None
+        own = next((o.datadir_size for o in self.node if o.index == index), None)
+        return own or DEFAULT_DATADIR_SIZE[fs]
 
     def node_datadir_layer(self, index: int) -> str:
         """'faultfs' when node `index`'s datadir sits on the power-loss layer, else 'none'."""
@@ -722,10 +761,9 @@ def load_topology(path: Path | None) -> Topology:
     """Load a topology file, or the built-in default (3 nodes + HAProxy) when `path` is None."""
     if path is None:
         return Topology()
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such topology file; see examples/ for ready-made ones") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read topology file ({exc.strerror})") from None
-    return topology_from_data(parse_toml(text, str(path)), str(path))
+    from clusterbench.spec.files import read_toml_text, require_kind
+
+    text = read_toml_text(path, "topology", "see examples/topologies/ for ready-made ones")
+    data = parse_toml(text, str(path))
+    require_kind(data, "topology", path)
+    return topology_from_data(data, str(path))

@@ -194,6 +194,28 @@ MIGRATIONS: tuple[str, ...] = (
         detail      TEXT NOT NULL DEFAULT '{}'
     );
     """,
+    # 5: tags are key=value labels of their own (a bare word is a key without a value), moved out
+    #    of the run's provenance 'tags' list; one run may be marked as the baseline
+    """
+    CREATE TABLE run_tags (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        key    TEXT NOT NULL,
+        value  TEXT NOT NULL DEFAULT '',
+        seq    INTEGER NOT NULL,
+        PRIMARY KEY (run_id, key)
+    );
+    CREATE INDEX run_tags_key ON run_tags (key, value);
+    INSERT OR IGNORE INTO run_tags (run_id, key, value, seq)
+        SELECT p.run_id,
+               CASE WHEN instr(j.value, '=') > 0
+                    THEN substr(j.value, 1, instr(j.value, '=') - 1) ELSE j.value END,
+               CASE WHEN instr(j.value, '=') > 0 THEN substr(j.value, instr(j.value, '=') + 1) ELSE '' END,
+               j.key
+        FROM provenance p, json_each(p.value) j
+        WHERE p.key = 'tags' AND p.trial_id IS NULL;
+    DELETE FROM provenance WHERE key = 'tags' AND trial_id IS NULL;
+    ALTER TABLE runs ADD COLUMN baseline INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,8 +6,6 @@ Everything a report needs comes from here alone.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clusterbench.errors import InputError
+from clusterbench.store.rows import TelemetryRows, VerificationRows
 from clusterbench.store.schema import MIGRATIONS, SCHEMA_VERSION
 from clusterbench.workloads.histogram import LatencyHistogram
 from clusterbench.workloads.parse import Sample, Summary
@@ -73,7 +72,9 @@ class TrialRow:
     ended_at: str | None
 
 
-class Store:
+class Store(TelemetryRows, VerificationRows):
+    """Runs, trials and their measurements; the telemetry and verification rows are in rows.py."""
+
     def __init__(self, conn: sqlite3.Connection, clock: Clock = _utcnow) -> None:
         self.conn = conn
         self.clock = clock
@@ -168,19 +169,23 @@ class Store:
         self.conn.execute("UPDATE runs SET notes = ? WHERE id = ?", (notes, run_id))
 
     def tags(self, run_id: int) -> list[str]:
-        """The run's tags (`--tag`), kept as its provenance `tags`."""
-        row = self.conn.execute(
-            "SELECT value FROM provenance WHERE run_id = ? AND trial_id IS NULL AND key = 'tags'", (run_id,)
-        ).fetchone()
-        return list(json.loads(row[0])) if row is not None else []
+        """The run's tags (`--tag`) as given: 'key=value', or 'key' for a bare word."""
+        rows = self.conn.execute(
+            "SELECT key, value FROM run_tags WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+        return [f"{r[0]}={r[1]}" if r[1] else r[0] for r in rows]
 
     def add_tags(self, run_id: int, tags: list[str]) -> list[str]:
-        """Add tags to a run (once each, in the order given); return all of them."""
-        now = self.tags(run_id)
-        merged = now + [t for t in dict.fromkeys(tags) if t not in now]
-        if merged != now:
-            self.set_provenance(run_id, "tags", merged)
-        return merged
+        """Add key=value tags to a run (a key given again takes the new value); return all."""
+        for tag in tags:
+            key, _, value = tag.partition("=")
+            self.conn.execute(
+                "INSERT INTO run_tags (run_id, key, value, seq) VALUES (?, ?, ?, "
+                "(SELECT COALESCE(MAX(seq), -1) + 1 FROM run_tags WHERE run_id = ?)) "
+                "ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value",
+                (run_id, key, value, run_id),
+            )
+        return self.tags(run_id)
 
     def finish_run(self, run_id: int, status: Status) -> None:
         self.conn.execute(
@@ -323,134 +328,6 @@ class Store:
         ).fetchall()
         return [{**dict(r), "cpu": json.loads(r["cpu"]), "flags": json.loads(r["flags"])} for r in rows]
 
-    # ---- server telemetry and bottleneck verdicts (docs/telemetry.md) ----------------------
-
-    def add_telemetry(self, trial_id: int, rows: list[tuple[float, float, str, str, float]]) -> None:
-        """Append (t, wall, source, metric, value) rows in one transaction."""
-        with self._tx():
-            self.conn.execute("BEGIN")
-            self.conn.executemany(
-                "INSERT INTO telemetry (trial_id, t, wall, source, metric, value) VALUES (?, ?, ?, ?, ?, ?)",
-                [(trial_id, *r) for r in rows],
-            )
-
-    def shift_telemetry(self, trial_id: int, origin: float) -> None:
-        """Put a trial's telemetry on its samples' time axis: t = wall - origin (the wall clock
-        when its clients started measuring)."""
-        self.conn.execute("UPDATE telemetry SET t = wall - ? WHERE trial_id = ?", (origin, trial_id))
-
-    def telemetry(self, trial_id: int, metric: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT t, wall, source, metric, value FROM telemetry WHERE trial_id = ?"
-        args: tuple[Any, ...] = (trial_id,)
-        if metric is not None:
-            sql += " AND metric = ?"
-            args += (metric,)
-        rows = self.conn.execute(sql + " ORDER BY t, source, metric", args).fetchall()
-        return [dict(r) for r in rows]
-
-    def set_bottleneck(self, trial_id: int, verdict: dict[str, Any]) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO bottlenecks (trial_id, resource, source, utilization, summary, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (trial_id, verdict["resource"], verdict.get("source") or "", verdict.get("utilization"),
-             verdict["summary"], json.dumps(verdict)),  # fmt: skip
-        )
-
-    def bottleneck(self, trial_id: int) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT detail FROM bottlenecks WHERE trial_id = ?", (trial_id,)).fetchone()
-        return json.loads(row["detail"]) if row is not None else None
-
-    # ---- verification: operation histories, monitor samples, verdicts ----------------------
-
-    OP_COLUMNS: tuple[str, ...] = (
-        "workload", "client", "process", "address", "kind", "key", "value", "wall_start", "wall_end",
-        "t_start", "t_end", "outcome", "error_code", "error",
-    )  # fmt: skip
-    MONITOR_COLUMNS: tuple[str, ...] = (
-        "t", "wall", "node", "answered", "cluster_status", "size", "conf_id", "state_uuid", "local_state",
-        "ready", "last_committed", "members",
-    )  # fmt: skip
-
-    @property
-    def path(self) -> Path | None:
-        """The database file, so another thread can open its own connection (None: in memory)."""
-        for row in self.conn.execute("PRAGMA database_list").fetchall():
-            if row[1] == "main" and row[2]:
-                return Path(row[2])
-        return None
-
-    def add_ops(self, trial_id: int, ops: list[dict[str, Any]]) -> None:
-        """Append operations (verify.history.Op.to_row() dicts) in one transaction."""
-        cols = self.OP_COLUMNS
-        with self._tx():
-            self.conn.execute("BEGIN")
-            self.conn.executemany(
-                f"INSERT INTO ops (trial_id, {', '.join(cols)}) VALUES (?, {', '.join('?' for _ in cols)})",
-                [(trial_id, *(o.get(c) for c in cols)) for o in ops],
-            )
-
-    def ops(self, trial_id: int, workload: str | None = None) -> list[dict[str, Any]]:
-        q = f"SELECT {', '.join(self.OP_COLUMNS)} FROM ops WHERE trial_id = ?"
-        args: list[Any] = [trial_id]
-        if workload is not None:
-            q += " AND workload = ?"
-            args.append(workload)
-        return [dict(r) for r in self.conn.execute(q + " ORDER BY id", args).fetchall()]
-
-    def add_monitor_samples(self, trial_id: int, samples: list[dict[str, Any]]) -> None:
-        cols = self.MONITOR_COLUMNS
-        with self._tx():
-            self.conn.execute("BEGIN")
-            self.conn.executemany(
-                f"INSERT INTO monitor_samples (trial_id, {', '.join(cols)}) "
-                f"VALUES (?, {', '.join('?' for _ in cols)})",
-                [(trial_id, *(s.get(c) for c in cols)) for s in samples],
-            )
-
-    def monitor_samples(self, trial_id: int) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            f"SELECT {', '.join(self.MONITOR_COLUMNS)} FROM monitor_samples WHERE trial_id = ? ORDER BY id",
-            (trial_id,),
-        ).fetchall()
-        return [dict(r) for r in rows]
-
-    def add_verdict(self, run_id: int, verdict: dict[str, Any], *, trial_id: int | None = None) -> int:
-        """Store a checkers.verdict.Verdict.to_json() dict."""
-        cur = self.conn.execute(
-            "INSERT INTO verdicts (run_id, trial_id, at, checker, result, summary, evidence, "
-            "documented_limitation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                trial_id,
-                self._now(),
-                verdict["checker"],
-                verdict["result"],
-                verdict["summary"],
-                json.dumps(verdict.get("evidence", {}), sort_keys=True, default=str),
-                int(bool(verdict.get("documented_limitation", False))),
-            ),
-        )
-        assert cur.lastrowid is not None
-        return cur.lastrowid
-
-    def verdicts(self, run_id: int, trial_id: int | None = None) -> list[dict[str, Any]]:
-        q = (
-            "SELECT trial_id, at, checker, result, summary, evidence, documented_limitation FROM verdicts "
-            "WHERE run_id = ?"
-        )
-        args: list[Any] = [run_id]
-        if trial_id is not None:
-            q += " AND trial_id = ?"
-            args.append(trial_id)
-        return [
-            {
-                **dict(r),
-                "evidence": json.loads(r["evidence"]),
-                "documented_limitation": bool(r["documented_limitation"]),
-            }
-            for r in self.conn.execute(q + " ORDER BY id", args).fetchall()
-        ]
-
     # ---- queries --------------------------------------------------------------------------
 
     def list_runs(self) -> list[RunRow]:
@@ -521,47 +398,3 @@ class Store:
             )
         return {r["key"]: json.loads(r["value"]) for r in rows.fetchall()}
 
-    # ---- export ---------------------------------------------------------------------------
-
-    def export_json(self, run_id: int) -> dict[str, Any]:
-        run = self.get_run(run_id)
-        trials = []
-        for tr in self.trials(run_id):
-            trials.append(
-                {
-                    **tr.__dict__,
-                    "summaries": self.summaries(tr.id),
-                    "samples": self.samples(tr.id),
-                    "histogram": [
-                        {"value_ms": v, "le_ms": le, "count": c} for v, le, c in self.histogram(tr.id)
-                    ],
-                    "clients": self.trial_clients(tr.id),
-                    "provenance": self.provenance(run_id, tr.id),
-                    "bottleneck": self.bottleneck(tr.id),
-                    "telemetry": self.telemetry(tr.id),
-                }
-            )
-        return {
-            "run": run.__dict__,
-            "provenance": self.provenance(run_id),
-            "events": self.events(run_id),
-            "trials": trials,
-        }
-
-    SAMPLE_CSV_COLUMNS: tuple[str, ...] = (
-        "run_id", "trial_seq", "workload", "client", "t", "interval", "threads", "events", "tps",
-        "qps_read", "qps_write", "qps_other", "lat_min", "lat_avg", "lat_max", "percentile", "lat_pct",
-        "p50", "p95", "p99", "p999", "errors", "reconnects",
-    )  # fmt: skip
-
-    def export_csv(self, run_id: int) -> str:
-        """Every sample of the run, one row each, with its trial's seq and workload."""
-        self.get_run(run_id)
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(self.SAMPLE_CSV_COLUMNS)
-        for tr in self.trials(run_id):
-            for s in self.samples(tr.id):
-                row = {**s, "run_id": run_id, "trial_seq": tr.seq, "workload": tr.workload}
-                w.writerow(["" if row[c] is None else row[c] for c in self.SAMPLE_CSV_COLUMNS])
-        return out.getvalue()

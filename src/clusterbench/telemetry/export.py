@@ -6,9 +6,12 @@ import csv
 import io
 
 from clusterbench.store import Store
+from clusterbench.store.export import FORMAT_VERSION
 from clusterbench.telemetry.rates import METRIC_UNITS
 
-TELEMETRY_COLUMNS = ("run_id", "trial_seq", "workload", "t", "wall", "source", "metric", "unit", "value")
+TELEMETRY_COLUMNS = (
+    "run_id", "trial_seq", "workload", "t_s", "wall_s", "source", "metric", "unit", "value", "format_version"
+)  # fmt: skip
 
 
 def telemetry_csv(store: Store, run_id: int) -> str:
@@ -18,6 +21,7 @@ def telemetry_csv(store: Store, run_id: int) -> str:
     w.writerow(TELEMETRY_COLUMNS)
     for tr in store.trials(run_id):
         for r in store.telemetry(tr.id):
+            unit = METRIC_UNITS.get(r["metric"], "")
             w.writerow([run_id, tr.seq, tr.workload, round(r["t"], 3), round(r["wall"], 3), r["source"],
-                        r["metric"], METRIC_UNITS.get(r["metric"], ""), r["value"]])  # fmt: skip
+                        r["metric"], unit, r["value"], FORMAT_VERSION])  # fmt: skip
     return out.getvalue()

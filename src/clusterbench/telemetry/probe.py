@@ -32,6 +32,7 @@ The first line is {"hello": {...}} with the host's constants (clock ticks, CPUs,
 role's disk device and link speed); then one line per interval:
     {"w": wall s, "m": monotonic s, "self": the probe's own CPU ticks, "cpu": [busy, total ticks],
      "disks": {"vda": [reads, read sectors, writes, write sectors, busy ms]} (the roles' data's),
+     "dlim": {"loop0": [read B/s, write B/s, read ops/s, write ops/s]} (block I/O limits, 0 = none),
      "r": {"n1": {"pid", "cpu" ticks, "rss" KiB, "io": [read bytes, write bytes],
                   "quota": CPUs or null, "aff": CPUs allowed, "thr": [periods, throttled, ns],
                   "net": [rx bytes, rx packets, tx bytes, tx packets] as the role sees them,
@@ -159,6 +160,20 @@ def diskstats(text: str | None) -> dict[tuple[int, int], tuple[str, list[int]]]:
     return out
 
 
+BLKIO = "/sys/fs/cgroup/blkio"
+LIMIT_KINDS = ("read_bps", "write_bps", "read_iops", "write_iops")
+
+
+def throttle_limits(text: str | None) -> dict[str, int]:
+    """A blkio.throttle.*_device file: 'major:minor limit' per line -> device number -> limit."""
+    out: dict[str, int] = {}
+    for line in (text or "").splitlines():
+        v = line.split()
+        if len(v) == 2 and v[1].isdigit():
+            out[v[0]] = int(v[1])
+    return out
+
+
 def cgroup_paths(text: str | None) -> dict[str, str]:
     """/proc/PID/cgroup: controller → path ('' is the cgroup v2 unified path)."""
     out: dict[str, str] = {}
@@ -271,6 +286,7 @@ class Probe:
             self.pids[r["role"]] = (int(pid), int(start)) if pid and start is not None else None
         self.cg: dict[int, tuple[str | None, str | None, str | None]] = {}
         self.devices: set[str] = set()  # the block devices the roles' data is on (from hello())
+        self.devnums: dict[str, str] = {}  # their major:minor, for the block I/O limits on them
 
     def p(self, path: str) -> str:
         return self.root + path
@@ -284,6 +300,8 @@ class Probe:
                 info["disk"] = self.device_of(r["datadir"], disks)
                 if info["disk"]:
                     self.devices.add(info["disk"])
+                    num = next(f"{a}:{b}" for (a, b), (name, _) in disks.items() if name == info["disk"])
+                    self.devnums[info["disk"]] = num
             if r.get("netdev"):
                 info["netdev"] = r["netdev"]
                 if r.get("speed"):  # a real NIC's speed; a veth's "10000" is no limit
@@ -292,6 +310,19 @@ class Probe:
             roles[r["role"]] = info
         return {"tck": self.tck, "ncpu": self.ncpu, "page": self.page, "pid": os.getpid(),
                 "interval": self.interval, "roles": roles}  # fmt: skip
+
+    def disk_limits(self) -> dict[str, list[int]]:
+        """Per watched device with a block I/O limit (cgroup v1 blkio, root group: what the
+        throttle-disk fault sets), [read B/s, write B/s, read ops/s, write ops/s], 0 = none."""
+        if not self.devnums:
+            return {}
+        rows = [throttle_limits(read(self.p(f"{BLKIO}/blkio.throttle.{k}_device"))) for k in LIMIT_KINDS]
+        out = {}
+        for name, num in self.devnums.items():
+            lim = [r.get(num, 0) for r in rows]
+            if any(lim):
+                out[name] = lim
+        return out
 
     def device_of(self, path: str, disks: dict[tuple[int, int], tuple[str, list[int]]]) -> str | None:
         """The block device a directory is on (its major:minor in /proc/diskstats)."""
@@ -429,6 +460,7 @@ class Probe:
             "self": me[1] if me else None,
             "cpu": host_cpu(read(self.p("/proc/stat"))),
             "disks": {name: v for name, v in disks.values() if name in self.devices},
+            "dlim": self.disk_limits(),
             "r": {r["role"]: self.role_sample(r, nets, children) for r in self.roles},
         }
         return line

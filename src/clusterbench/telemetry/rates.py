@@ -45,6 +45,8 @@ METRIC_UNITS: dict[str, str] = {
     "disk_write_iops": "1/s",
     "disk_read_mib_s": "MiB/s",
     "disk_write_mib_s": "MiB/s",
+    "disk_limit_mib_s": "MiB/s",
+    "disk_limit_iops": "1/s",
     **{m.stored: m.unit for m in METRICS.values()},
 }
 
@@ -66,6 +68,12 @@ class Hello:
 
     def disks(self) -> set[str]:
         return {str(r["disk"]) for r in self.roles.values() if r.get("disk")}
+
+    def disk_source(self, site: str, dev: str) -> str:
+        """What a disk's figures are stored under: 'n2/loop0' for a device only n2's data is on (a
+        datadir file system of its own), else '<site>/<device>' ('host/vda', shared)."""
+        owners = [role for role, r in self.roles.items() if r.get("disk") == dev]
+        return f"{owners[0]}/{dev}" if len(owners) == 1 else f"{site}/{dev}"
 
 
 def _delta(a: Any, b: Any) -> float | None:
@@ -132,6 +140,30 @@ def _role_points(
     return out
 
 
+def _disk_points(src: str, d: list[float], dt: float, limits: list[int] | None) -> list[Point]:
+    """One device's second: its busy share, operations and throughput. Under a block I/O limit
+    (throttle-disk) the device is as busy as its use of that limit: held bios do not count as
+    busy time, so a throttled disk would otherwise look idle."""
+    reads, rsect, writes, wsect, busy_ms = d
+    rates = (rsect * SECTOR / dt, wsect * SECTOR / dt, reads / dt, writes / dt)
+    util = busy_ms / 1000 / dt
+    out: list[Point] = []
+    if limits and any(limits):
+        util = max([util] + [r / lim for r, lim in zip(rates, limits, strict=False) if lim])
+        if limits[1]:
+            out.append((src, "disk_limit_mib_s", limits[1] / MIB))
+        if limits[3]:
+            out.append((src, "disk_limit_iops", float(limits[3])))
+    return [
+        (src, "disk_util", min(1.0, util)),
+        (src, "disk_read_iops", rates[2]),
+        (src, "disk_write_iops", rates[3]),
+        (src, "disk_read_mib_s", rates[0] / MIB),
+        (src, "disk_write_mib_s", rates[1] / MIB),
+        *out,
+    ]
+
+
 def probe_points(
     site: str, hello: Hello, a: Mapping[str, Any], b: Mapping[str, Any], limits: Mapping[str, float]
 ) -> list[Point]:
@@ -156,15 +188,8 @@ def probe_points(
         d = [_delta(x, y) for x, y in zip(da[dev], db[dev], strict=False)]
         if None in d:
             continue
-        reads, rsect, writes, wsect, busy_ms = (float(x) for x in d)  # type: ignore[arg-type]
-        src = f"{site}/{dev}"
-        out += [
-            (src, "disk_util", min(1.0, busy_ms / 1000 / dt)),
-            (src, "disk_read_iops", reads / dt),
-            (src, "disk_write_iops", writes / dt),
-            (src, "disk_read_mib_s", rsect * SECTOR / MIB / dt),
-            (src, "disk_write_mib_s", wsect * SECTOR / MIB / dt),
-        ]
+        lim = (b.get("dlim") or {}).get(dev)
+        out += _disk_points(hello.disk_source(site, dev), [float(x) for x in d], dt, lim)  # type: ignore[arg-type]
     ra, rb = a.get("r") or {}, b.get("r") or {}
     for role in sorted(rb):
         out += _role_points(role, ra.get(role) or {}, rb[role], dt, hello, limits.get(role))

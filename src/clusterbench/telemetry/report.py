@@ -149,31 +149,38 @@ def _pct(x: float | None) -> float | None:
 
 
 def host_rows(series: Series, end: Window) -> list[list[str]]:
-    """Machines (CPU busy) and their disks (utilization, operations), and the balancers' backends."""
+    """Machines (CPU busy), disks (utilization, operations; a throttled one against its limit) and
+    the balancers' backends."""
     rows = []
-    for src in sorted({s for s, _ in series if s.startswith("host")}):
+    sources = sorted({s for s, _ in series})
+    for src in sources:
         busy = _mean(_vals(series, src, "host_cpu_busy", end))
-        util = _mean(_vals(series, src, "disk_util", end))
         if busy is not None:
             cpus = _mean(_vals(series, src, "host_cpus", end))
             probe = _mean(_vals(series, src, "probe_cpu_cores", end))
             rows.append([src, f"{_f(cpus, 'g')} CPU(s) busy {_f(_pct(busy), '.0f')} %",
                          f"the telemetry probe used {_f(_pct(probe), '.2f')} % of one CPU"])  # fmt: skip
-        if util is not None:
-            r, w = (
-                _mean(_vals(series, src, "disk_read_iops", end)),
-                _mean(_vals(series, src, "disk_write_iops", end)),
-            )
-            rmb = _mean(_vals(series, src, "disk_read_mib_s", end))
-            wmb = _mean(_vals(series, src, "disk_write_mib_s", end))
-            ops = f"{_f(r, '.0f')} reads/s ({_f(rmb)} MiB/s), {_f(w, '.0f')} writes/s ({_f(wmb)} MiB/s)"
-            rows.append([src, f"disk busy {_f(_pct(util), '.0f')} %", ops])
-    for src in sorted({s for s, _ in series if "/" in s and not s.startswith("host")}):
+    for src in sources:
+        util = _mean(_vals(series, src, "disk_util", end))
+        if util is None:
+            continue
+        r = _mean(_vals(series, src, "disk_read_iops", end))
+        w = _mean(_vals(series, src, "disk_write_iops", end))
+        rmb = _mean(_vals(series, src, "disk_read_mib_s", end))
+        wmb = _mean(_vals(series, src, "disk_write_mib_s", end))
+        ops = f"{_f(r, '.0f')} reads/s ({_f(rmb)} MiB/s), {_f(w, '.0f')} writes/s ({_f(wmb)} MiB/s)"
+        held = _mean(_vals(series, src, "disk_limit_mib_s", end))
+        if held:
+            ops += f"; writes held to {_f(held)} MiB/s"
+        rows.append([src, f"disk busy {_f(_pct(util), '.0f')} %", ops])
+    for src in sources:
         sess = _vals(series, src, "sessions", end)
+        if not sess:
+            continue
         up = _vals(series, src, "up", end)
         errs = _mean(_vals(series, src, "conn_errors_s", end))
         down = sum(1 for v in up if v < 0.5)
-        what = f"sessions mean {_f(_mean(sess), '.1f')}, max {_f(max(sess) if sess else None, '.0f')}"
+        what = f"sessions mean {_f(_mean(sess), '.1f')}, max {_f(max(sess), '.0f')}"
         state = f"DOWN {down} s" if down else "UP throughout"
         rows.append([src, what, f"{state}; connection errors/s {_f(errs)}"])
     return rows
@@ -258,6 +265,14 @@ def telemetry_svgs(
     if any(v > 0 for _, _, vs in fc for v in vs):  # all zero: the table says so
         out.append(("flow control", _panel("replication paused by flow control, % of the time", fc, t_axis,
                                            windows, unit_max=5)))  # fmt: skip
+    lag = _lines(series, "recv_queue", end)
+    if any(v > 0 for _, _, vs in lag for v in vs):
+        out.append(("replication lag", _panel("replication lag: transactions received, waiting to be applied",
+                                              lag, t_axis, windows)))  # fmt: skip
+    conflicts = _lines(series, "cert_failures_s", end)
+    if any(v > 0 for _, _, vs in conflicts for v in vs):
+        title = "certification conflicts: local transactions rolled back per second"
+        out.append(("certification conflicts", _panel(title, conflicts, t_axis, windows)))
     disks = [
         (src, [t for t, _ in pts if 0 <= t <= end + 0.5], [100 * v for t, v in pts if 0 <= t <= end + 0.5])
         for (src, m), pts in sorted(series.items())

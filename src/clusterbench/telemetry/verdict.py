@@ -7,7 +7,7 @@ its per-second figures):
 |---|---|---|---|
 | cpu (node k) | CPU time of its server process | its cgroup quota, else the CPUs it may use | 90 % |
 | link (node k) | the busier direction of its link | the tbf rate, else the NIC's speed | 90 % |
-| disk | the device's busy time (%util) | the wall clock | 90 % |
+| disk | busy time (%util); under a block I/O limit, its use of it | the wall clock; the limit | 90 % |
 | client | sysbench's CPU use + run-queue wait; its --rate | workloads/saturation.py | its flags |
 | host CPU | all CPUs of a machine busy | its CPUs | 90 % |
 | flow control | share of the time replication was paused | all of it | 25 % |
@@ -19,7 +19,8 @@ machine whose CPU was busy as a whole (on the local provider that machine is sha
 the balancer and the clients); then flow control (the symptom of a slow member, when none of the
 above explains it). A flow-control verdict also names its likely cause, the member furthest behind:
 the one with the longest queue of transactions waiting to be applied (on average, then at its
-longest), else the busiest CPU among the members; its CPU figure is given beside it. Everything else
+longest), else the busiest CPU among the members; its CPU figure, and its own disk's when its data
+has one, are given beside it. Everything else
 near its limit is listed beside it. When nothing is near, the
 verdict says so and names the highest figure for reference.
 """
@@ -196,6 +197,13 @@ def candidates(
         if util is not None:
             r, w = mean(src, "disk_read_iops"), mean(src, "disk_write_iops")
             detail = f"busy {util:.0%} of the time, {r or 0:.0f} reads/s, {w or 0:.0f} writes/s"
+            held = mean(src, "disk_limit_mib_s")
+            if held:
+                wrote = mean(src, "disk_write_mib_s") or 0
+                detail = (
+                    f"wrote {wrote:.2f} of the {held:.2f} MiB/s its limit allows, "
+                    f"{r or 0:.0f} reads/s, {w or 0:.0f} writes/s"
+                )
             out.append(Candidate("disk", src, util, NEAR, f"disk {src}", detail))
         util = mean(src, "host_cpu_busy")
         if util is not None:
@@ -253,6 +261,10 @@ def _furthest_behind(series: Series, start: float, end: float) -> tuple[str, str
     why = [f"applier queue {mean_q:.1f} on average, up to {max_q:.0f}"] if max_q > 0 else []
     if (top, "cpu_util") in series:
         why.append(f"CPU at {cpus[top]:.0%} of its limit")
+    for src, metric in sorted(series):  # its own disk (a datadir file system of its own)
+        if metric == "disk_util" and src.startswith(f"{top}/"):
+            limited = " of its limit" if (src, "disk_limit_mib_s") in series else " of the time"
+            why.append(f"disk {src} busy {stat(src, 'disk_util')[0]:.0%}{limited}")
     return top, ", ".join(why)
 
 

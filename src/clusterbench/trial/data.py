@@ -127,7 +127,7 @@ def tpcc_size(conn: Any, endpoint: Endpoint, database: str, warehouses: int) -> 
     connection (closed here); {} when it cannot be read."""
     try:
         with conn.cursor() as cur:
-            if endpoint.galera:
+            if endpoint.auto_inc_off:
                 causal_reads(cur)
             # fresh statistics (sampled, local to the node): right after a load they lag behind
             names = ", ".join(f"`{database}`.`{t}`" for t in TPCC_TABLES)
@@ -159,7 +159,7 @@ def check_tpcc(conn: Any, endpoint: Endpoint, database: str, when: str) -> Check
     On Galera the session first waits for every write the cluster committed (causal reads)."""
     try:
         with conn.cursor() as cur:
-            if endpoint.galera:
+            if endpoint.auto_inc_off:
                 causal_reads(cur)
             cur.execute(f"USE `{database}`")
             # Fresh statistics on the node that answers (they are node-local and sampled): right
@@ -352,7 +352,7 @@ class DataSets:
         conn = self.session(admin)
         try:
             with conn.cursor() as cur:
-                if admin.galera:
+                if admin.auto_inc_off:
                     causal_reads(cur)
                 dropped = drop_tables(cur, database, names, admin.user)
         except pymysql.err.MySQLError as e:

@@ -99,6 +99,9 @@ class Recorder:
         """What only the servers know (their builds), at the run level, beside this machine's."""
         st = self.conn()
         had = dict(st.provenance(run_id).get("versions") or {})
+        if "mysql_server" in versions:
+            # the host's mariadbd did not run: MySQL did (Group Replication); say which MySQL
+            had.pop("mariadb", None)
         merged = {**had, **versions}
         if merged != had:
             st.set_provenance(run_id, "versions", merged)

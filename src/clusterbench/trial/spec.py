@@ -157,7 +157,7 @@ def endpoint_provenance(e: Endpoint) -> dict[str, Any]:
         "user": e.user,
         "database": e.database,
         "tls": e.tls,
-        "galera": e.galera,
+        "auto_inc_off": e.auto_inc_off,
     }
 
 

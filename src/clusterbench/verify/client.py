@@ -13,8 +13,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import pymysql
 
+from clusterbench.history.ops import Outcome, Phase, classify
 from clusterbench.spec.endpoint import Address, Endpoint
-from clusterbench.verify.history import Outcome, Phase, classify
 
 log = logging.getLogger(__name__)
 

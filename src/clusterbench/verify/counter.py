@@ -13,27 +13,20 @@ After heal every node's values are read in a causal session."""
 
 from __future__ import annotations
 
-import random
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+from clusterbench.checkers.counter import WORKLOAD, check_counter
+from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode, SessionSql
+from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import (
-    ClientPool,
-    Connection,
-    Connector,
-    Pacer,
-    address_for,
-    default_connector,
-    safe_close,
-)
-from clusterbench.verify.history import History, Op, Timebase
-from clusterbench.verify.sessions import SessionOps, statements
+from clusterbench.verify.client import Connection, Connector, address_for, default_connector, safe_close
+from clusterbench.verify.sessions import documented, statements
+from clusterbench.verify.workload import Workload
 
 TABLE = "cb_counter"
-WORKLOAD = "counter"
 MODES: tuple[str, ...] = ("read-modify-write", "for-update", "increment")
 
 
@@ -41,9 +34,12 @@ def counter_key(mode: str, k: int) -> str:
     return f"{mode}/{k}"
 
 
-class CounterWorkload:
+class CounterWorkload(Workload[dict[str, int]]):
     """For every mode, `clients_per_endpoint` clients on each endpoint; each increments a random
     counter of its mode at `rate` per second (0: back to back). Client ids are `client_base + i`."""
+
+    NAME = WORKLOAD
+    COUNTED = "incr"
 
     def __init__(
         self,
@@ -71,15 +67,14 @@ class CounterWorkload:
         bad = [m for m in modes if m not in MODES]
         if bad or not modes:
             raise ValueError(f"unknown counter mode(s) {bad}; known: {', '.join(MODES)}")
+        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector,
+                         seed=seed, statements=statements(session, session_kind))  # fmt: skip
         self.endpoints = list(endpoints)
-        self.history = history
-        self.tb = timebase
         self.modes = list(modes)
         self.keys = keys
-        self.rate = rate
         self.think_time = think_time
-        self.table = f"{schema}.{table}"
-        self.seed = seed
+        self.session = session
+        self.session_kind = session_kind
         # (client id, mode, endpoint)
         self.assignments: list[tuple[int, str, Endpoint]] = []
         cid = client_base
@@ -89,51 +84,20 @@ class CounterWorkload:
                     self.assignments.append((cid, mode, e))
                     cid += 1
         self.clients = [a[0] for a in self.assignments]
-        self.session_kind = session_kind
-        self.ops_runner = SessionOps(
-            WORKLOAD, history, timebase, connector, statements(session, session_kind)
-        )
-        self.pool = ClientPool(WORKLOAD)
 
     def all_keys(self, mode: str | None = None) -> list[str]:
         return [counter_key(m, k) for m in self.modes if mode in (None, m) for k in range(1, self.keys + 1)]
 
-    # ---- schema ---------------------------------------------------------------------------
-
-    def setup(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE {self.table} (name VARCHAR(64) NOT NULL PRIMARY KEY, "
-                "v BIGINT NOT NULL) ENGINE=InnoDB"
-            )
-            cur.executemany(
-                f"INSERT INTO {self.table} (name, v) VALUES (%s, 0)", [(k,) for k in self.all_keys()]
-            )
-            conn.commit()
-
-    def drop(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {self.table}")
-
-    # ---- running --------------------------------------------------------------------------
-
-    def start(self) -> None:
-        self.pool.start(self.clients, self._loop)
-
-    def stop(self) -> list[str]:
-        return self.pool.stop()
-
-    def ops(self) -> list[Op]:
-        return self.history.ops(WORKLOAD)
+    def create(self, cur: Any) -> None:
+        cur.execute(f"CREATE TABLE {self.table} (name VARCHAR(64) NOT NULL PRIMARY KEY, v BIGINT NOT NULL) "
+                    "ENGINE=InnoDB")  # fmt: skip
+        cur.executemany(f"INSERT INTO {self.table} (name, v) VALUES (%s, 0)", [(k,) for k in self.all_keys()])
 
     def _loop(self, client: int, stop: threading.Event) -> None:
         _, mode, endpoint = next(a for a in self.assignments if a[0] == client)
-        rng = random.Random(None if self.seed is None else self.seed * 1000 + client)
-        pacer = Pacer(self.rate, self.tb.clock.now) if self.rate > 0 else None
         conn: Connection | None = None
-        while not stop.wait(pacer.delay() if pacer is not None else 0):
-            key = counter_key(mode, rng.randint(1, self.keys))
-            conn = self.increment(client, mode, key, endpoint, conn)
+        for rng in self.ticks(client, stop):
+            conn = self.increment(client, mode, counter_key(mode, rng.randint(1, self.keys)), endpoint, conn)
         safe_close(conn)
 
     def increment(
@@ -158,31 +122,20 @@ class CounterWorkload:
             return new
 
         conn, _, _ = self.ops_runner.run(
-            client,
-            endpoint,
-            address_for(endpoint, client),
-            conn,
-            "incr",
-            key,
-            body,
+            client, endpoint, address_for(endpoint, client), conn, "incr", key, body,
             lambda v, ok: None if v is None else str(v),
-        )
+        )  # fmt: skip
         return conn
 
-    # ---- reading back ---------------------------------------------------------------------
-
     def read_node(self, node: DbNode) -> dict[str, int]:
-        with node.connect(2.0, read_timeout=60) as conn, conn.cursor() as cur:
-            for stmt in node.session.causal:
-                cur.execute(stmt)
-            cur.execute(f"SELECT name, v FROM {self.table}")
-            return {str(r[0]): int(r[1]) for r in cur.fetchall()}
+        return {str(r[0]): int(r[1]) for r in self.causal_rows(node, f"SELECT name, v FROM {self.table}")}
 
-    def read_all(self, nodes: Sequence[DbNode]) -> dict[str, dict[str, int] | str]:
-        out: dict[str, dict[str, int] | str] = {}
-        for n in nodes:
-            try:
-                out[n.name] = self.read_node(n)
-            except Exception as exc:  # noqa: BLE001 - an unreadable node makes the verdict UNKNOWN
-                out[n.name] = f"{type(exc).__name__}: {exc}"
-        return out
+    def verdicts(self, nodes: Sequence[DbNode]) -> list[Verdict]:
+        """One verdict per mode, over every node's values now."""
+        final = self.read_all(nodes)
+        doc = documented(self.session, self.session_kind)
+        return [
+            guarded(f"counter:{mode}", lambda m=mode: check_counter(  # type: ignore[misc]
+                self.ops(), final, mode=m, keys=self.all_keys(m), documented=doc))
+            for mode in self.modes
+        ]  # fmt: skip

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from clusterbench.errors import InputError
+from clusterbench.history.ops import Op, Outcome
+from clusterbench.history.txn import WORKLOAD, MicroOp, Txn, txns_from_ops
 from clusterbench.store import Store
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.txn import WORKLOAD, MicroOp, Txn, txns_from_ops
 
 _TYPE = {Outcome.OK: ":ok", Outcome.FAIL: ":fail", Outcome.UNKNOWN: ":info"}
 
@@ -73,18 +73,29 @@ def _lines(events: list[tuple[float, int, dict[str, Any]]]) -> str:
 
 
 def list_append_edn(txns: Sequence[Txn]) -> str:
-    """A list-append history for Elle: `:f :txn`, values `[[:append k v] [:r k [..]]]`."""
+    """A list-append history for Elle: `:f :txn`, values `[[:append k v] [:r k [..]]]`. Each
+    completion also names the entry point that ran it (`:node "node:1"`) and marks the final
+    reads after heal (`:final? true`); Elle ignores both, and with them the export reads back
+    into the same history for our own checker."""
     procs = _Processes(t.client for t in txns)
     events: list[tuple[float, int, dict[str, Any]]] = []
+    ended: dict[int, float] = {}  # process -> when its last operation completed
     for t in sorted(txns, key=lambda t: (t.t_start, t.id)):
         p = procs.of(t.client)
+        # A process has one operation at a time: an invocation that does not begin strictly after
+        # the process's previous completion (equal clock readings) is placed right after it.
+        # Across processes an equal time orders nothing (our checker needs end < start).
+        begin = (t.t_start, 0) if t.t_start > ended.get(p, float("-inf")) else (ended[p], 2)
         invoke = {":type": ":invoke", ":f": ":txn", ":value": [_mop(m, False) for m in t.mops],
                   ":process": p, ":time": int(t.t_start * 1e9)}  # fmt: skip
         done = {":type": _TYPE[t.outcome], ":f": ":txn", ":value": [_mop(m, t.ok) for m in t.mops],
-                ":process": p, ":time": int(t.t_end * 1e9)}  # fmt: skip
+                ":process": p, ":time": int(t.t_end * 1e9), ":node": t.process}  # fmt: skip
+        if t.final:
+            done[":final?"] = True
         if t.error and not t.ok:
             done[":error"] = t.error
-        events += [(t.t_start, 0, invoke), (t.t_end, 1, done)]
+        events += [(*begin, invoke), (t.t_end, 1, done)]
+        ended[p] = t.t_end
         if t.outcome is Outcome.UNKNOWN:
             procs.crashed(t.client)
     return _lines(events)

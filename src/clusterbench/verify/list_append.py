@@ -18,20 +18,15 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from clusterbench.checkers.list_append import check_list_append
+from clusterbench.checkers.verdict import Result, Verdict, guarded
 from clusterbench.engines.base import DbNode, SessionSql
+from clusterbench.history.ops import History, Op, Outcome, Timebase
+from clusterbench.history.txn import FINAL_CLIENT_BASE, WORKLOAD, MicroOp, encode, parse_list, txns_from_ops
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import (
-    ClientPool,
-    Connection,
-    Connector,
-    Pacer,
-    address_for,
-    default_connector,
-    safe_close,
-)
-from clusterbench.verify.history import History, Op, Outcome, Timebase
-from clusterbench.verify.sessions import SessionOps, statements
-from clusterbench.verify.txn import FINAL_CLIENT_BASE, WORKLOAD, MicroOp, encode, parse_list
+from clusterbench.verify.client import Connection, Connector, address_for, default_connector, safe_close
+from clusterbench.verify.sessions import documented, statements
+from clusterbench.verify.workload import Workload
 
 TABLE = "cb_append"
 READS = ("plain", "for-update")
@@ -75,7 +70,10 @@ class KeyPool:
             return sorted(self.used)
 
 
-class ListAppendWorkload:
+class ListAppendWorkload(Workload[None]):
+    NAME = WORKLOAD
+    COUNTED = "txn"
+
     def __init__(
         self,
         endpoints: Sequence[Endpoint],
@@ -104,17 +102,15 @@ class ListAppendWorkload:
             raise ValueError("list-append needs 1 <= min_ops <= max_ops")
         if reads not in READS:
             raise ValueError(f"reads must be one of {', '.join(READS)}")
+        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector,
+                         seed=seed, statements=statements(session, session_kind))  # fmt: skip
         self.endpoints = list(endpoints)
-        self.history = history
-        self.tb = timebase
-        self.rate = rate
+        self.session = session
         self.min_ops = min_ops
         self.max_ops = max_ops
         self.read_fraction = read_fraction
         self.reads = reads
         self.session_kind = session_kind
-        self.table = f"{schema}.{table}"
-        self.seed = seed
         self.pool_keys = KeyPool(keys, appends_per_key, random.Random(seed))
         self.assignments: list[tuple[int, Endpoint]] = []
         cid = client_base
@@ -123,29 +119,10 @@ class ListAppendWorkload:
                 self.assignments.append((cid, e))
                 cid += 1
         self.clients = [c for c, _ in self.assignments]
-        self.ops_runner = SessionOps(
-            WORKLOAD, history, timebase, connector, statements(session, session_kind)
-        )
-        self.pool = ClientPool(WORKLOAD)
 
-    def setup(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE {self.table} (k INT NOT NULL PRIMARY KEY, v MEDIUMTEXT NOT NULL) ENGINE=InnoDB"
-            )
-
-    def drop(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {self.table}")
-
-    def start(self) -> None:
-        self.pool.start(self.clients, self._loop)
-
-    def stop(self) -> list[str]:
-        return self.pool.stop()
-
-    def ops(self) -> list[Op]:
-        return self.history.ops(WORKLOAD)
+    def create(self, cur: Any) -> None:
+        cur.execute(f"CREATE TABLE {self.table} (k INT NOT NULL PRIMARY KEY, v MEDIUMTEXT NOT NULL) "
+                    "ENGINE=InnoDB")  # fmt: skip
 
     def generate(self, rng: random.Random) -> list[MicroOp]:
         out = []
@@ -159,10 +136,8 @@ class ListAppendWorkload:
 
     def _loop(self, client: int, stop: threading.Event) -> None:
         endpoint = next(e for c, e in self.assignments if c == client)
-        rng = random.Random(None if self.seed is None else self.seed * 1000 + client)
-        pacer = Pacer(self.rate, self.tb.clock.now) if self.rate > 0 else None
         conn: Connection | None = None
-        while not stop.wait(pacer.delay() if pacer is not None else 0):
+        for rng in self.ticks(client, stop):
             conn = self.transact(client, endpoint, conn, self.generate(rng))
         safe_close(conn)
 
@@ -226,3 +201,25 @@ class ListAppendWorkload:
                    encode(mops), wall0, wall1, t0, t1, Outcome.OK)
             )  # fmt: skip
         return errors
+
+    def verdicts(self, nodes: Sequence[DbNode]) -> list[Verdict]:
+        """Every node's lists read as final reads, then the dependency graph's verdict; a node that
+        could not be read turns a PASS into UNKNOWN (its lists might have shown an anomaly)."""
+        unreadable = self.final_reads(nodes)
+        doc = set(documented(self.session, self.session_kind))
+        if self.reads == "for-update":
+            doc -= {"lost-update", "internal"}
+        label = f"{self.session_kind}/{self.reads}"
+
+        def check() -> Verdict:
+            v = check_list_append(txns_from_ops(self.ops()), documented=doc, label=label)
+            v.evidence["session_statements"] = list(statements(self.session, self.session_kind))
+            if unreadable:
+                v.evidence["unreadable_nodes"] = unreadable
+                if v.result is Result.PASS:
+                    lists = ", ".join(sorted(unreadable))
+                    why = f"could not read the lists on {lists}"
+                    return Verdict(v.checker, Result.UNKNOWN, why, v.evidence)
+            return v
+
+        return [guarded(f"list-append:{label}", check)]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from clusterbench.checkers.split_brain import MonitorSample
 from clusterbench.engines.base import DbNode
-from clusterbench.verify.history import BatchWriter, Timebase
+from clusterbench.history.ops import BatchWriter, Timebase
 
 SampleSink = Callable[[list[MonitorSample]], None]
 

@@ -4,8 +4,8 @@ goes)."""
 from __future__ import annotations
 
 from clusterbench.checkers.split_brain import MonitorSample
+from clusterbench.history.ops import Op
 from clusterbench.store import Store
-from clusterbench.verify.history import Op
 
 
 def load_ops(store: Store, trial_id: int, workload: str | None = None) -> list[Op]:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 
 from clusterbench.engines.base import DbNode
+from clusterbench.history.ops import History, Op, Phase, Timebase, classify
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.verify.client import (
     ClientPool,
@@ -18,7 +19,6 @@ from clusterbench.verify.client import (
     run_transaction,
     safe_close,
 )
-from clusterbench.verify.history import History, Op, Phase, Timebase, classify
 
 TABLE = "cb_probe"
 WORKLOAD = "probe"

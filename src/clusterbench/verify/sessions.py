@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from clusterbench.engines.base import SessionSql
+from clusterbench.history.ops import History, Op, Phase, Timebase, classify
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.verify.client import (
     Connection,
@@ -18,7 +19,6 @@ from clusterbench.verify.client import (
     run_transaction,
     safe_close,
 )
-from clusterbench.verify.history import History, Op, Phase, Timebase, classify
 
 T = TypeVar("T")
 

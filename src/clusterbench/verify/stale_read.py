@@ -14,14 +14,16 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from clusterbench.checkers.stale_read import WORKLOAD, check_stale_reads
+from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode, SessionSql
+from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import ClientPool, Connection, Connector, Pacer, default_connector, safe_close
-from clusterbench.verify.history import History, Op, Timebase
-from clusterbench.verify.sessions import SESSION_KINDS, SessionOps, statements
+from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
+from clusterbench.verify.sessions import SESSION_KINDS, SessionOps, documented, statements
+from clusterbench.verify.workload import Workload
 
 TABLE = "cb_stale"
-WORKLOAD = "stale-read"
 
 
 def ring_pairs(endpoints: Sequence[Endpoint]) -> list[tuple[Endpoint, Endpoint]]:
@@ -36,7 +38,10 @@ def ring_pairs(endpoints: Sequence[Endpoint]) -> list[tuple[Endpoint, Endpoint]]
     )
 
 
-class StaleReadProbe:
+class StaleReadProbe(Workload[None]):
+    NAME = WORKLOAD
+    COUNTED = "write"
+
     def __init__(
         self,
         pairs: Sequence[tuple[Endpoint, Endpoint]],
@@ -55,11 +60,9 @@ class StaleReadProbe:
             raise ValueError("the stale-read probe needs at least one (writer, reader) pair")
         for s in sessions:
             statements(session, s)  # validates the kind
-        self.history = history
-        self.tb = timebase
-        self.rate = rate
-        self.table = f"{schema}.{table}"
+        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector)
         self.session = session
+        self.sessions = list(sessions)
         # (client, session kind, writer, reader)
         self.assignments: list[tuple[int, str, Endpoint, Endpoint]] = []
         cid = client_base
@@ -73,7 +76,6 @@ class StaleReadProbe:
         self.reader_ops = {
             k: SessionOps(WORKLOAD, history, timebase, connector, statements(session, k)) for k in sessions
         }
-        self.pool = ClientPool(WORKLOAD)
 
     @staticmethod
     def key(kind: str, writer: Endpoint, reader: Endpoint) -> str:
@@ -82,37 +84,18 @@ class StaleReadProbe:
     def keys(self) -> list[str]:
         return [self.key(k, w, r) for _, k, w, r in self.assignments]
 
-    def setup(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE {self.table} (name VARCHAR(128) NOT NULL PRIMARY KEY, "
-                "v BIGINT NOT NULL) ENGINE=InnoDB"
-            )
-            cur.executemany(f"INSERT INTO {self.table} (name, v) VALUES (%s, 0)", [(k,) for k in self.keys()])
-
-    def drop(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {self.table}")
-
-    def start(self) -> None:
-        self.pool.start(self.clients, self._loop)
-
-    def stop(self) -> list[str]:
-        return self.pool.stop()
-
-    def ops(self) -> list[Op]:
-        return self.history.ops(WORKLOAD)
+    def create(self, cur: Any) -> None:
+        cur.execute(f"CREATE TABLE {self.table} (name VARCHAR(128) NOT NULL PRIMARY KEY, v BIGINT NOT NULL) "
+                    "ENGINE=InnoDB")  # fmt: skip
+        cur.executemany(f"INSERT INTO {self.table} (name, v) VALUES (%s, 0)", [(k,) for k in self.keys()])
 
     def _loop(self, client: int, stop: threading.Event) -> None:
         _, kind, writer, reader = next(a for a in self.assignments if a[0] == client)
         key = self.key(kind, writer, reader)
-        pacer = Pacer(self.rate, self.tb.clock.now) if self.rate > 0 else None
         wconn: Connection | None = None
         rconn: Connection | None = None
-        version = 0
         acked = 0
-        while not stop.wait(pacer.delay() if pacer is not None else 0):
-            version += 1
+        for version, _ in enumerate(self.ticks(client, stop), start=1):
             wconn, acked, rconn = self.step(client, kind, key, writer, reader, version, acked, wconn, rconn)
         safe_close(wconn)
         safe_close(rconn)
@@ -163,3 +146,12 @@ class StaleReadProbe:
             read_only=True,
         )
         return wconn, acked, rconn
+
+    def verdicts(self, nodes: Sequence[DbNode]) -> list[Verdict]:
+        """One verdict per session kind, from the history alone."""
+        return [
+            guarded(f"stale-read:{kind}", lambda k=kind: check_stale_reads(  # type: ignore[misc]
+                self.ops(), session=k, statements=statements(self.session, k),
+                documented=documented(self.session, k)))
+            for kind in self.sessions
+        ]  # fmt: skip

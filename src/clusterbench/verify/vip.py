@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 
 from clusterbench.checkers.vip import VipSample
-from clusterbench.verify.history import Timebase
+from clusterbench.history.ops import Timebase
 
 log = logging.getLogger(__name__)
 

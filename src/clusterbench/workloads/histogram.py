@@ -64,6 +64,21 @@ class LatencyHistogram:
             counts[i] = counts.get(i, 0) + c
         return LatencyHistogram(self.scheme, counts)
 
+    def minus(self, other: LatencyHistogram | None) -> LatencyHistogram | None:
+        """The counts of `self` not in `other` (a later cumulative histogram less an earlier part
+        of it); None when `other` has a count `self` has not, so the two do not nest."""
+        if other is None:
+            return self
+        if other.scheme != self.scheme:
+            return None
+        counts = dict(self.counts)
+        for i, c in other.counts.items():
+            left = counts.get(i, 0) - c
+            if left < 0:
+                return None
+            counts[i] = left
+        return LatencyHistogram(self.scheme, {i: c for i, c in counts.items() if c})
+
     def percentile(self, pct: float) -> float | None:
         """sysbench's rule: first bucket where the running count reaches floor(n*pct/100 + 0.5)."""
         n = self.total

@@ -65,12 +65,15 @@ class MeasuredRun:
             self.runs[i].pid, self.runs[i].started_ns = started
             self.sampler.watch(i, started[0])
             return
-        sample = self.parsers[i].feed(line)
-        if sample is None:
-            if not line.startswith("CBJSON "):
-                self.other_tails[i].append(line.rstrip("\n"))
-        elif self.on_sample is not None:
-            self.on_sample(sample)
+        samples = self.parsers[i].feed(line)
+        if not line.startswith("CBJSON "):
+            self.other_tails[i].append(line.rstrip("\n"))
+        self._emit(samples)
+
+    def _emit(self, samples: Sequence[Sample]) -> None:
+        if self.on_sample is not None:
+            for s in samples:
+                self.on_sample(s)
 
     def on_err(self, i: int, line: str) -> None:
         self.stderr_tails[i].append(line.rstrip("\n"))
@@ -128,6 +131,8 @@ class MeasuredRun:
 
     def _finish_client(self, i: int, rc: int | None, killed: bool) -> None:
         r, opts = self.runs[i], self.opts
+        # the tail after sysbench's last report (and reports held for a checkpoint that never came)
+        self._emit(self.parsers[i].finish())
         parsed = self.parsers[i].result()
         r.returncode, r.killed = rc, killed
         r.samples, r.warmup_samples, r.summary = parsed.samples, parsed.warmup_samples, parsed.summary

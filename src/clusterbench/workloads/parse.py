@@ -7,19 +7,30 @@ Line kinds (each prefixed with ``CBJSON ``):
   histogram   a worker's snapshot of the cumulative histogram as it finishes; the largest is final
   summary     the final cumulative report (covers the measured part only when warmup > 0)
 Anything else sysbench prints (banner, FATAL lines, ...) is not a report line.
+
+The per-second series adds up to the summary. sysbench 1.0.20 never reports the interval between
+its last intermediate report and the end (the reporting thread is cancelled when the workers
+stop; under CPU load it is often more than a second late, so a 5-s trial lost up to 28 % of its
+events), and the report that straddles the warm-up checkpoint holds events of both sides. Every
+counter is monotonic and read whole at each report, so both are cut exactly: an interval's part
+after the checkpoint is what its cumulative range has beyond the checkpoint's counters, and the
+rest of the summary after the last report is one more sample (`tail`), timed from the summary's
+own clock.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusterbench.errors import WorkloadError
 from clusterbench.workloads.histogram import HistogramScheme, LatencyHistogram, merge_all
 
 PREFIX = "CBJSON "
+# the monotonic counters of every report line, in this order
+COUNTERS: tuple[str, ...] = ("events", "reads", "writes", "other", "errors", "reconnects")
 EXTRA_PERCENTILES: tuple[float, ...] = (50.0, 95.0, 99.0, 99.9)
 
 
@@ -201,14 +212,27 @@ def decode_line(line: str) -> dict[str, Any] | None:
     return obj
 
 
+def counts_of(obj: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(_int(obj, k) for k in COUNTERS)
+
+
+def _checked(s: Sample) -> Sample:
+    """Without its histogram (and sysbench's percentile) when that holds fewer than half the
+    interval's events: they were aggregated elsewhere first (the warm-up checkpoint merges the
+    pending histogram slots), so neither describes the interval."""
+    if s.hist is not None and s.events >= 10 and s.hist.total < s.events / 2:
+        return replace(s, hist=None, lat_pct_ms=None)
+    return s
+
+
 def sample_from(obj: dict[str, Any], client: int = 0) -> Sample:
+    return _checked(_raw_sample(obj, client))
+
+
+def _raw_sample(obj: dict[str, Any], client: int = 0) -> Sample:
     events = _int(obj, "events")
     lat = obj.get("latency_pct_ms")
     hist = _hist(obj)
-    if hist is not None and events >= 10 and hist.total < events / 2:
-        # The interval's events were aggregated elsewhere first (warm-up checkpoint race):
-        # both its histogram and sysbench's percentile for it are meaningless.
-        hist, lat = None, None
     return Sample(
         t=round(float(obj["time_total"]), 3),
         interval=float(obj["time_interval"]),
@@ -261,7 +285,8 @@ def is_warmup(t: float, warmup: float, interval: float) -> bool:
 
 
 class OutputParser:
-    """Incremental parser: feed lines as they arrive, get samples back, read the summary at the end."""
+    """Incremental parser: feed lines as they arrive, get measured samples back; `finish()` at the
+    end adds what no report covered (the tail after the last report) and gives the summary."""
 
     def __init__(self, *, client: int = 0, warmup: float = 0.0, threads: int = 0) -> None:
         self.client = client
@@ -273,23 +298,32 @@ class OutputParser:
         self._summary_obj: dict[str, Any] | None = None
         self._final_hist: LatencyHistogram | None = None
         self.checkpoint_extra: dict[str, Any] | None = None
+        # counters summed over every interval report so far, and the checkpoint's (time, counters)
+        self._cum: tuple[int, ...] = (0,) * len(COUNTERS)
+        self._checkpoint: tuple[float, tuple[int, ...]] | None = None
+        # reports that came before the checkpoint line could tell which side of it they are on
+        self._pending: list[tuple[Sample, tuple[int, ...], float]] = []
+        self._carry: Sample | None = None  # a sliver measured after the checkpoint, for the next sample
+        self._finished = False
 
-    def feed(self, line: str) -> Sample | None:
-        """Returns the measured Sample the line carries, if any."""
+    def feed(self, line: str) -> list[Sample]:
+        """The measured samples this line makes known (none, one, or those held for the checkpoint)."""
         obj = decode_line(line)
         if obj is None:
             stripped = line.rstrip("\r\n")
             if stripped:
                 self.other_lines.append(stripped)
-            return None
+            return []
         kind = obj["type"]
         if kind == "interval":
-            s = sample_from(obj, self.client)
-            if is_warmup(s.t, self.warmup, s.interval):
-                self.warmup_samples.append(s)
-                return None
-            self.samples.append(s)
-            return s
+            s = _raw_sample(obj, self.client)
+            before = self._cum
+            self._cum = tuple(a + b for a, b in zip(before, counts_of(obj), strict=True))
+            t = float(obj["time_total"])  # unrounded: a report may follow the checkpoint by 0.3 ms
+            if self.warmup > 0 and self._checkpoint is None:
+                self._pending.append((s, before, t))
+                return []
+            return self._place(s, before, t)
         if kind == "histogram":
             h = _hist(obj)
             if h is not None and (self._final_hist is None or h.total >= self._final_hist.total):
@@ -298,7 +332,90 @@ class OutputParser:
             self._summary_obj = obj
         elif kind == "checkpoint":
             self.checkpoint_extra = _extra(obj)
-        return None
+            self._checkpoint = (float(obj["time_total"]), counts_of(obj))
+            return self._release()
+        return []
+
+    def _release(self) -> list[Sample]:
+        held, self._pending = self._pending, []
+        return [m for s, before, t in held for m in self._place(s, before, t)]
+
+    def _place(self, s: Sample, before: tuple[int, ...], t: float) -> list[Sample]:
+        """A report as warm-up or measured; one that straddles the checkpoint keeps its part after it."""
+        if self._checkpoint is None:
+            if is_warmup(s.t, self.warmup, s.interval):
+                self.warmup_samples.append(s)
+                return []
+            return self._measured(s)
+        at, base = self._checkpoint
+        if t <= at:
+            self.warmup_samples.append(s)
+            return []
+        if any(b < c for b, c in zip(before, base, strict=True)):
+            after = [b + n for b, n in zip(before, (getattr(s, k) for k in COUNTERS), strict=True)]
+            post = [max(0, a - max(b, c)) for a, b, c in zip(after, before, base, strict=True)]
+            part = replace(s, interval=min(s.interval, t - at), **dict(zip(COUNTERS, post, strict=True)))
+            if part.interval < s.interval / 2:
+                # a report just after the checkpoint: it is warm-up, its few measured moments go
+                # into the next report's (or the tail's) interval instead of a sample of their own
+                self.warmup_samples.append(s)
+                self._carry = part
+                return []
+            s = part
+        return self._measured(s)
+
+    def _measured(self, s: Sample) -> list[Sample]:
+        c, self._carry = self._carry, None
+        if c is not None:
+            s = replace(
+                s, interval=s.interval + c.interval, hist=merge_exact([s.hist, c.hist]),
+                **{k: getattr(s, k) + getattr(c, k) for k in COUNTERS},
+            )  # fmt: skip
+        s = _checked(s)
+        self.samples.append(s)
+        return [s]
+
+    def finish(self) -> list[Sample]:
+        """At the end of the output: reports still held (no checkpoint came) placed by their time,
+        then the tail, the part of the summary after the last report; returns the samples added."""
+        if self._finished:
+            return []
+        self._finished = True
+        out = self._release()
+        tail = self._tail()
+        if tail is not None:
+            self.samples.append(tail)
+            out.append(tail)
+        return out
+
+    def _tail(self) -> Sample | None:
+        obj = self._summary_obj
+        if obj is None:
+            return None
+        seen = [sum(getattr(s, k) for s in self.samples) for k in COUNTERS]
+        rest = [max(0, c - n) for c, n in zip(counts_of(obj), seen, strict=True)]
+        start = self.samples[-1].t if self.samples else (self._checkpoint or (0.0, ()))[0]
+        end = round(float(obj["time_total"]), 3)
+        if not any(rest) and end - start < self._interval() / 2:
+            return None  # the workers' last moments, with nothing done in them
+        hist = None
+        if self._final_hist is not None and all(s.hist is not None for s in self.samples):
+            hist = self._final_hist.minus(merge_all(s.hist for s in self.samples))
+            if hist is not None and hist.total == 0:
+                hist = None  # no latency of its own to tell
+        pct = float(obj.get("percentile") or 0)
+        counts = dict(zip(COUNTERS, rest, strict=True))
+        return Sample(
+            t=end, interval=max(end - start, 0.001), threads=self.threads or self._threads_seen(),
+            percentile=pct, lat_pct_ms=hist.percentile(pct) if hist is not None and rest[0] else None,
+            client=self.client, hist=hist, extra=_extra(obj), **counts,
+        )  # fmt: skip
+
+    def _interval(self) -> float:
+        return self.samples[-1].interval if self.samples else 1.0
+
+    def _threads_seen(self) -> int:
+        return max((s.threads for s in self.samples), default=0)
 
     def summary(self) -> Summary | None:
         if self._summary_obj is None:
@@ -306,10 +423,11 @@ class OutputParser:
         hist = self._final_hist
         if hist is None:
             hist = merge_all(s.hist for s in self.samples)
-        threads = self.threads or max((s.threads for s in self.samples), default=0)
+        threads = self.threads or self._threads_seen()
         return summary_from(self._summary_obj, threads, hist)
 
     def result(self) -> ParsedOutput:
+        self.finish()
         return ParsedOutput(
             self.samples, self.summary(), self.warmup_samples, self.other_lines, self.checkpoint_extra
         )

@@ -199,7 +199,7 @@ class SysbenchRunner:
         conn = self._connect(endpoint, addr.host, addr.port, database, tls)
         try:
             with conn.cursor() as cur:
-                if endpoint.galera:
+                if endpoint.auto_inc_off:
                     causal_reads(cur)
                 cur.execute(
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (database,)

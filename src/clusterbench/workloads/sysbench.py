@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from clusterbench.components.web.schema import WEB_TABLES
 from clusterbench.errors import InputError
 from clusterbench.spec.endpoint import Endpoint
+from clusterbench.workloads.limits import TPCC, TPCC_CUSTOMERS, TPCC_ITEMS
 
 SYSBENCH_TESTS: tuple[str, ...] = (
     "bulk_insert",
@@ -91,11 +92,8 @@ def canonical_test(name: str) -> str:
     return HTTP_DEFAULT_TEST if name == HTTP_GROUP else name
 
 
-TPCC_CUSTOMERS = 3000  # per district, TPC-C's scale
-TPCC_ITEMS = 100_000  # rows in ITEM, and in STOCK per warehouse
 
 # clusterbench's own TPC-C-like test (lua/cb_tpcc.lua): nine tables of its own, scaled in warehouses
-TPCC = "tpcc"
 TPCC_MODULE = "cb_tpcc"
 TPCC_TABLES: tuple[str, ...] = (
     "warehouse", "district", "customer", "history", "new_order", "orders", "order_line", "item", "stock",
@@ -481,7 +479,7 @@ def _common_args(opts: SysbenchOptions, endpoint: Endpoint, database: str | None
         f"--threads={opts.threads}",
         f"--db-ps-mode={opts.db_ps_mode}",
     ]
-    if endpoint.galera:
+    if endpoint.auto_inc_off:
         # Galera's auto_increment_increment leaves sparse ids with auto_inc=on: point selects
         # miss and delete/insert grows the tables (RECIPES S1).
         args.append("--auto_inc=off")

@@ -173,7 +173,10 @@ def per_second(clients: Sequence[TpccClient]) -> list[dict[str, Any]]:
     """Per report interval (all clients summed): t and each type's completed transactions."""
     by_t: dict[int, Counters] = {}
     for c in clients:
-        prev = counters(c.warmup_samples[-1].extra) if c.warmup_samples else None
+        # the first measured report counts from the checkpoint (its part after it is measured)
+        prev = counters(c.checkpoint_extra)
+        if prev is None and c.warmup_samples:
+            prev = counters(c.warmup_samples[-1].extra)
         for s in c.samples:
             cur = counters(s.extra)
             if cur is None:

@@ -75,7 +75,9 @@ def test_markdown_exact_head_and_table(store: tuple[Store, int]) -> None:
     st, run = store
     md = render_markdown(st, run)
     assert md.startswith(
-        "# Run 1: demo\n\n- run: 1 (bench, demo)\n- status: completed\n"
+        "# Run 1: demo\n\n- run: 1 (bench, demo)\n- engine: external\n- outcome: 2 trials, 1,301-26,077 tps\n"
+        "- environment: a server given by --host\n- durability: not known (no server answered)\n"
+        "- status: completed\n"
         "- started: 2025-01-02T03:04:05.000+00:00\n- ended: 2025-01-02T03:04:05.000+00:00\n"
         "- command: `clusterbench bench demo.toml`\n\n## Overview\n"
     )
@@ -97,7 +99,8 @@ def test_html_is_self_contained(store: tuple[Store, int], tmp_path: Path) -> Non
     assert "<script" not in page and "<link " not in page and " src=" not in page
     assert "plotly" not in page
     # one overview, and per trial a tps panel and the latency panel on a linear and a log scale
-    assert page.count("<svg") == 1 + 2 * 3
+    # and per trial its latency histogram
+    assert page.count("<svg") == 1 + 2 * 3 + 2
     assert len(page) < 300_000
     md, html_path = write_report(st, run, tmp_path / "out")
     assert md.name == "report-1.md" and html_path.read_text() == page
@@ -106,12 +109,22 @@ def test_html_is_self_contained(store: tuple[Store, int], tmp_path: Path) -> Non
 def test_series_marks_intervals_not_every_client_reported(store: tuple[Store, int]) -> None:
     st, run = store
     trial2 = st.trials(run)[1].id
-    per = {c: {round(s["t"]): s for s in st.samples(trial2, client=c)} for c in (0, 1)}
+    per: dict[int, dict[int, list[dict]]] = {0: {}, 1: {}}
+    for c in (0, 1):
+        for s in st.samples(trial2, client=c):
+            per[c].setdefault(round(s["t"]), []).append(s)
+
+    def rate(own: list[dict]) -> float:  # a client's rate over its samples of one second (a tail)
+        if len(own) == 1:
+            return float(own[0]["tps"])
+        return sum(s["events"] for s in own) / sum(s["interval"] for s in own)
+
     pts = {round(p.t): p for p in trial_series(st, trial2)}
     for t, p in pts.items():
         present = [c for c in (0, 1) if t in per[c]]
         assert p.clients == len(present) and p.complete == (len(present) == 2)
-        assert p.tps == sum(per[c][t]["tps"] for c in present)  # exact: the clients' own rates added
+        # the clients' own rates added
+        assert p.tps == pytest.approx(sum(rate(per[c][t]) for c in present), rel=1e-12)
 
 
 def test_clients_fairness_and_saturation_in_the_report(store: tuple[Store, int]) -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.verdict import Result
+from clusterbench.history.ops import Op, Outcome
 from clusterbench.store import Store
-from clusterbench.verify.history import Op, Outcome
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -19,8 +19,8 @@ from clusterbench.checkers import (
     check_split_brain,
 )
 from clusterbench.checkers.availability import tps_recovery
+from clusterbench.history.ops import Outcome
 from clusterbench.verify.convergence import collect_convergence
-from clusterbench.verify.history import Outcome
 from tests.unit.verify.fakes_verify import StepClock, op
 
 OK, F, U = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
@@ -350,9 +350,42 @@ def test_availability_scopes_each_fault_and_reports_unrecovered_paths() -> None:
     v = availability_verdict(figs)
     assert (v.result, v.summary) == (Result.FAIL, "never recovered: b/balancer")
     v = availability_verdict(figs[:1], max_unavailable=1.0)
-    assert (v.result, v.summary) == (Result.FAIL, "over the 1 s budget: a/balancer 1.1 s")
+    assert (v.result, v.summary) == (
+        Result.FAIL, "balancer unavailable 1.1 s (from 1.0 s to 2.1 s, a), over its 1 s budget"
+    )  # fmt: skip
     v = availability_verdict(figs[:1], max_unavailable=2.0)
     assert (v.result, v.summary) == (Result.PASS, "every path recovered; longest window 1.10 s (a/balancer)")
+
+
+def test_a_long_write_outage_fails_its_budget_per_path_and_says_when_no_budget_is_set() -> None:
+    """Issue 24: a 23-s write outage through the balancer got PASS; with a budget it FAILs naming
+    the window; node:1 has a budget of its own; without any budget PASS says none was set."""
+    ops = [probe(10.0, 10.1, F, code=2013), probe(33.0, 33.1, OK),
+           probe(10.0, 10.1, F, process="node:1"), probe(13.0, 13.1, OK, process="node:1")]  # fmt: skip
+    figs = availability(ops, [FaultWindow("kill-node n2", 10.0, 40.0)])  # type: ignore[arg-type]
+    v = availability_verdict(figs, {"balancer": 10.0, "node:1": 5.0})
+    assert (v.result, v.summary) == (
+        Result.FAIL,
+        "balancer unavailable 23.1 s (from 10.0 s to 33.1 s, kill-node n2), over its 10 s budget",
+    )
+    assert availability_verdict(figs, 30.0).result is Result.PASS
+    v = availability_verdict(figs)
+    assert (v.result, v.summary) == (
+        Result.PASS,
+        "every path recovered; longest window 23.10 s (kill-node n2/balancer); no outage budget set "
+        "(max_outage_s, --max-outage)",
+    )
+
+
+def test_outage_budgets_in_a_scenario_are_checked() -> None:
+    from clusterbench.scenario.spec import ScenarioSpec
+
+    spec = ScenarioSpec.model_validate({"verify": {"max_outage_s": {"balancer": 10}}})
+    assert spec.verify.max_outage_s == {"balancer": 10.0}
+    with pytest.raises(ValueError, match="max_outage_s: node:2 is not a prober target"):
+        ScenarioSpec.model_validate({"verify": {"max_outage_s": {"node:2": 10}}})
+    with pytest.raises(ValueError, match="budgets are seconds above 0"):
+        ScenarioSpec.model_validate({"verify": {"max_outage_s": 0}})
     assert availability_verdict(availability([], [FaultWindow("x", 0, 1)])).result is Result.UNKNOWN
 
 

@@ -9,7 +9,7 @@ import json
 from clusterbench.checkers.counter import check_counter
 from clusterbench.checkers.stale_read import check_stale_reads
 from clusterbench.checkers.verdict import Result
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 OK, FAIL, UNK = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
 DOC = ("lost-update", "internal", "stale-read")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterbench.checkers.failover import FailoverFault, failover_figures
 from clusterbench.checkers.split_brain import MonitorSample
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 ADDR = {"n1": "198.18.100.11", "n2": "198.18.100.12", "n3": "198.18.100.13"}
 

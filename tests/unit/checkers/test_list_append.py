@@ -13,9 +13,9 @@ import pytest
 
 from clusterbench.checkers.list_append import analyze, check_list_append
 from clusterbench.checkers.verdict import Result
+from clusterbench.history.ops import Op, Outcome
+from clusterbench.history.txn import MicroOp, Txn, decode, encode, txns_from_ops
 from clusterbench.verify.edn import list_append_edn
-from clusterbench.verify.history import Op, Outcome
-from clusterbench.verify.txn import MicroOp, Txn, decode, encode, txns_from_ops
 
 OK, FAIL, UNK = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
 
@@ -40,13 +40,15 @@ class H:
         self,
         *mops: MicroOp,
         outcome: Outcome = OK,
-        client: int = 0,
+        client: int | None = None,
         start: float | None = None,
         end: float | None = None,
         final: bool = False,
     ) -> int:
-        # By default every transaction overlaps every other (no real-time order between them).
+        # By default every transaction overlaps every other (no real-time order between them) and
+        # runs in a client of its own (no session order).
         i = len(self.txns)
+        client = i if client is None else client
         s = i * 0.001 if start is None else start
         e = 100.0 if end is None else end
         if outcome is not OK:
@@ -71,7 +73,7 @@ def test_serial_history_passes_strict_serializable() -> None:
     v = check_list_append(h.txns)
     assert v.result is Result.PASS, v.summary
     assert v.evidence["strongest_level"] == "strict-serializable"
-    assert v.evidence["graph"]["edges"] == {"ww": 1, "wr": 3, "rw": 0}
+    assert v.evidence["graph"]["edges"] == {"ww": 1, "wr": 3, "rw": 0, "process": 0, "realtime": 0}
     assert "no anomaly: consistent with strict-serializable" in v.summary
 
 
@@ -118,7 +120,8 @@ def test_g1a_aborted_read() -> None:
     assert v.result is Result.FAIL
     ex = v.evidence["anomalies"]["G1a"]["examples"][0]
     assert ex["writer"]["txn"] == w and ex["reader"]["txn"] == rd and ex["value"] == 1
-    assert v.evidence["strongest_level"] == "read-uncommitted"
+    # G1a rules out read committed and everything stronger; real time shows nothing here
+    assert v.evidence["strongest_level"] == "strong-read-uncommitted"
 
 
 def test_g1b_intermediate_read() -> None:
@@ -158,7 +161,7 @@ def test_g_single_read_skew() -> None:
     ex = v.evidence["anomalies"]["G-single"]["examples"][0]
     assert sum("-rw(" in s for s in ex["cycle"]) == 1 and ex["p4"] is False
     assert "G2-item" not in v.evidence["anomalies"]
-    assert v.evidence["strongest_level"] == "read-committed"
+    assert v.evidence["strongest_level"] == "strong-read-committed"
 
 
 def test_g2_item_write_skew() -> None:
@@ -173,7 +176,7 @@ def test_g2_item_write_skew() -> None:
     assert cycle_txns(v, "G2-item") == {t0, t1}
     ex = v.evidence["anomalies"]["G2-item"]["examples"][0]
     assert sum("-rw(" in s for s in ex["cycle"]) == 2
-    assert v.evidence["strongest_level"] == "snapshot-isolation"
+    assert v.evidence["strongest_level"] == "strong-snapshot-isolation"
     # Snapshot isolation allows write skew: documented where the engine says so.
     d = check_list_append(h.txns, documented={"G2-item"})
     assert d.result is Result.FAIL and d.documented_limitation
@@ -193,7 +196,7 @@ def test_lost_update_p4_is_g_single_marked_p4() -> None:
     ex = v.evidence["anomalies"]["G-single"]["examples"][0]
     assert ex["p4"] is True and cycle_txns(v, "G-single") == {t1, t2}
     lu = v.evidence["anomalies"]["lost-update"]["examples"][0]
-    assert (lu["reader"]["txn"], lu["overwritten_by"]["txn"], lu["key"]) == (t2, t1, 1)
+    assert ([t["txn"] for t in lu["txns"]], lu["key"], lu["read"]) == ([t1, t2], 1, [1])
     assert not v.documented_limitation
     # Galera documents P4 without FOR UPDATE: then the G-single cycles it explains are documented too.
     d = check_list_append(h.txns, documented={"lost-update"})
@@ -223,7 +226,7 @@ def test_stale_read_after_acknowledged_append() -> None:
     ex = v.evidence["anomalies"]["stale-read"]["examples"][0]
     assert (ex["reader"]["txn"], ex["writer"]["txn"], ex["missed"]) == (rd, w, 1)
     assert ex["acknowledged_before_read_ms"] == 250.0
-    assert v.evidence["strongest_level"] == "serializable"
+    assert v.evidence["strongest_models"] == ["strong-session-serializable", "strong-read-committed"]
     assert check_list_append(h.txns, documented={"stale-read"}).documented_limitation
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from clusterbench.cli.experiment import _last_experiment
+from clusterbench.experiment.stored import last_experiment as _last_experiment
 from clusterbench.store import Store
 
 

@@ -257,14 +257,14 @@ def test_the_report_files(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("log", [False, True])
 def test_small_multiples_put_every_panel_on_one_scale(log: bool) -> None:
-    from clusterbench.analysis import plots
+    from clusterbench.analysis import multiples, plots
 
     panels = [
         plots.Multiple(f"p{i}", [plots.Trace("rep 1", [1, 2, 3], [10.0 * (i + 1), None, 5.0])],
                        [plots.Window("kill", 1.5, 2.5)] if i == 0 else [])
         for i in range(8)
     ]  # fmt: skip
-    lin, lg = plots.multiples_latency_svgs(panels, title="p95", ylabel="ms")
+    lin, lg = multiples.multiples_latency_svgs(panels, title="p95", ylabel="ms")
     svg = lg if log else lin
     assert svg.count("<text") >= 8 and all(f">p{i}<" in svg for i in range(8))
     assert len(svg) < 20_000, len(svg)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.cli.experiment import plan_record, settings_lines
+from clusterbench.cli.plan import plan_record, settings_lines
 from clusterbench.errors import InputError
 from clusterbench.experiment.load import experiment_from_data
 from clusterbench.experiment.planner import expand
@@ -206,6 +206,8 @@ def test_the_runner_passes_them_to_mariadb_slap_and_stores_them_with_the_trial(t
     assert "mysqlslap: nothing to prepare (mariadb-slap makes its own schema cbslap)" in notes.lines
     assert not any(ln.startswith("preparing") for ln in notes.lines)
     # the experiment report's mysqlslap section: 4 measured runs of 200 queries in 2 s per trial
+    store.add_tags(run_id, ["env=lab"])  # labels of their own (store schema 5): in the header
+    assert ("tags", "env=lab") in build_experiment_report(store, run_id).facts
     sec = next(x for x in build_experiment_report(store, run_id).sections if x.key == "mysqlslap")
     assert [r[:9] for r in sec.tables[0].rows] == [
         ["main", "slap_load_type=read", "read (Aria)", "50", "4", "1", "400 [400, 400]", "0.018", "2.0"],

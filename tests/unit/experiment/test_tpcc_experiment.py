@@ -130,7 +130,7 @@ class Cluster:
 
     def endpoint(self, target: str, database: str = "sbtest") -> Endpoint:
         return Endpoint(name=target, addresses=(Address(host="198.18.230.11"),), user="u", password="p",
-                        database=database, galera=False)  # fmt: skip
+                        database=database, auto_inc_off=False)  # fmt: skip
 
     def haproxy(self) -> None:
         return None

@@ -123,3 +123,24 @@ def test_target_primary_resolves_to_the_writer_and_is_refused_without_one() -> N
     spec = FaultSpec.model_validate({"kind": "kill-node", "target": "primary", "at": 5, "for": 5})
     (f,) = plan([spec], 3, 1, 30.0, primary=3)
     assert f.nodes == (3,) and f.label() == "kill-node n3"
+
+
+def test_throttle_disk_takes_a_disk_rate_and_optional_iops() -> None:
+    one = spec(kind="throttle-disk", target="node:2", at=1, rate="1MB/s", iops=50, **{"for": 2})
+    [f] = plan([one], 3, 1, 10)
+    assert (f.nodes, f.params) == ((2,), {"rate": "1MB/s", "iops": 50, "bytes_per_s": 1_000_000})
+    [f] = plan([spec(kind="throttle-disk", target="node:1", at=1, rate="512KiB/s", **{"for": 2})], 3, 1, 10)
+    assert f.params["bytes_per_s"] == 524288
+    with pytest.raises(ValueError, match="is not a disk rate like '1MB/s'"):
+        spec(kind="throttle-disk", rate="1mbit", at=1, **{"for": 1})
+    with pytest.raises(ValueError, match="is not a disk rate"):
+        spec(kind="throttle-disk", rate="0MB/s", at=1, **{"for": 1})
+    with pytest.raises(ValueError, match="is not a rate like '1mbit'"):
+        spec(kind="throttle-link", rate="1MB/s", at=1, **{"for": 1})
+    with pytest.raises(ValueError) as info:
+        plan([spec(kind="throttle-disk", target="node:1", at=1, iops=10, **{"for": 2}),
+              spec(kind="kill-node", target="node:2", at=1, iops=10, **{"for": 2})], 3, 1, 10)  # fmt: skip
+    assert str(info.value).splitlines() == [
+        'fault 1 (throttle-disk): rate is required, e.g. rate = "1MB/s" (iops = N limits operations too)',
+        "fault 2 (kill-node): iops only applies to throttle-disk",
+    ]

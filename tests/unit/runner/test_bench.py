@@ -232,7 +232,7 @@ def test_resolve_run(store: Store) -> None:
     b = store.create_run("suite")
     assert resolve_run(store, "last") == b
     assert resolve_run(store, str(a)) == a
-    with pytest.raises(InputError, match="number or 'last', got 'x'"):
+    with pytest.raises(InputError, match="number, 'last' or 'baseline', got 'x'"):
         resolve_run(store, "x")
     with pytest.raises(InputError, match="no run 99"):
         resolve_run(store, "99")
@@ -274,7 +274,7 @@ def test_run_stores_samples_summary_provenance_and_events(store: Store) -> None:
     }
     assert prov["endpoint"] == {
         "name": "balancer", "addresses": ["198.18.9.2:3306"], "user": "bench", "database": "sbtest",
-        "tls": False, "galera": True,
+        "tls": False, "auto_inc_off": True,
     }  # fmt: skip
     assert prov["workload"]["tests"] == ["oltp_point_select"] and prov["workload"]["options"]["tables"] == 2
     assert "password" not in str(prov)

@@ -37,7 +37,7 @@ EP = Endpoint(
     user="bench",
     password="pw",
     tls_dir=None,
-    galera=False,
+    auto_inc_off=False,
 )
 
 
@@ -402,7 +402,7 @@ def test_a_consistency_check_that_cannot_run_is_unknown(
         "the check could not run: the TPC-C consistency check on sbtest could not run: "
         "Lost connection to server during query"
     )
-    assert out.result is Result.UNKNOWN and exit_code(out.result) == 2
+    assert out.result is Result.UNKNOWN and exit_code(out.result) == 3
 
 
 def test_a_drill_without_prepare_reuses_the_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from clusterbench import __version__
 from clusterbench.runner.provenance import (
     VARIABLES_SQL,
     WSREP_STATUS_SQL,
@@ -47,6 +48,7 @@ def test_host_facts_uses_commands_and_proc() -> None:
 
     assert host_facts(run, read) == {
         "versions": {
+            "clusterbench": __version__,
             "mariadb": "mariadbd  Ver 10.11.19-MariaDB",
             "haproxy": "HAProxy version 2.6.12",
             "sysbench": "sysbench 1.0.20",

@@ -34,10 +34,33 @@ def parsed(name: str, warmup: float = 0) -> object:
 
 
 def test_schema_version_and_wal(store: Store) -> None:
-    assert store.version == SCHEMA_VERSION == 4
+    assert store.version == SCHEMA_VERSION == 5
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.migrate()  # idempotent
-    assert store.version == 4
+    assert store.version == 5
+
+
+def test_a_version_4_store_opens_with_its_tags_as_labels(tmp_path: Path) -> None:
+    """Old stores must still open: tags kept in the run's provenance become key=value labels."""
+    import json
+    import sqlite3
+
+    from clusterbench.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    for i, m in enumerate(MIGRATIONS[:4], 1):
+        conn.executescript(m + f";PRAGMA user_version={i};")
+    conn.execute("INSERT INTO runs (kind, status, started_at) VALUES ('suite', 'completed', '2026-01-02')")
+    conn.execute("INSERT INTO provenance (run_id, key, value) VALUES (1, 'tags', ?)",
+                 (json.dumps(["baseline", "env=prod"]),))  # fmt: skip
+    conn.commit()
+    conn.close()
+    with Store.open(path) as s:
+        assert s.version == 5
+        assert s.tags(1) == ["baseline", "env=prod"]
+        assert "tags" not in s.provenance(1)
+        assert s.add_tags(1, ["env=test", "owner=qa"]) == ["baseline", "env=test", "owner=qa"]
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -56,7 +79,7 @@ def test_run_trial_samples_summary_roundtrip(store: Store, tmp_path: Path) -> No
         store.add_sample(trial, s)
     # a second connection sees the samples before the run finishes (committed as they arrive)
     other = Store.open(tmp_path / "runs.sqlite")
-    assert [r["t"] for r in other.samples(trial)] == [2.0, 3.0]
+    assert [r["t"] for r in other.samples(trial)] == [2.0, 3.0, 3.005]
     other.close()
     assert p.summary is not None
     store.add_summary(trial, p.summary, exit_code=0)
@@ -125,17 +148,23 @@ def test_exports(store: Store) -> None:
     p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), threads=2)
     for s in p.samples:
         store.add_sample(trial, s)
-    csv_text = store.export_csv(run)
+    from clusterbench.store.export import SAMPLE_CSV_COLUMNS, run_data, samples_csv
+
+    csv_text = samples_csv(store, run)
     lines = csv_text.splitlines()
-    assert lines[0] == ",".join(Store.SAMPLE_CSV_COLUMNS)
-    assert lines[1].startswith("1,1,oltp_point_select,0,1.0,")
+    assert lines[0] == ",".join(SAMPLE_CSV_COLUMNS)
+    # one naming scheme: the unit in every name that has one, and the format's version in every row
+    assert lines[0].startswith("run_id,trial_seq,workload,client,t_s,interval_s,threads,events,tps,")
+    assert lines[0].endswith(",lat_p95_ms,lat_p99_ms,lat_p999_ms,errors,reconnects,format_version")
+    assert lines[1].startswith("1,1,oltp_point_select,0,1.0,") and lines[1].endswith(",2")
     assert len(lines) == 3
-    data = store.export_json(run)
+    data = run_data(store, run)
     assert data["run"]["name"] == "x"
     assert [s["events"] for s in data["trials"][0]["samples"]] == [28062, 24194]
+    assert {"t_s", "interval_s", "reads_per_s", "lat_p95_ms"} <= set(data["trials"][0]["samples"][0])
     json.dumps(data)
     with pytest.raises(InputError, match="no run 42 in the store"):
-        store.export_csv(42)
+        samples_csv(store, 42)
     assert [r.id for r in store.list_runs()] == [run]
 
 
@@ -160,7 +189,9 @@ def test_trial_clients_round_trip_and_an_old_store_gains_the_table(tmp_path: Pat
         assert row == {"client": 1, "host": "cb-x-c2", "database": "sbtest2", "pid": 42, "started_ns": 10**18,
                        "start_wall": 1e9, "rate_asked": 100.0, "rate_achieved": 50.5,
                        "cpu": {"proc_frac": 0.5}, "flags": ["rate_not_achieved"]}  # fmt: skip
-        assert s.export_json(run)["trials"][0]["clients"] == [row]
+        from clusterbench.store.export import run_data
+
+        assert run_data(s, run)["trials"][0]["clients"] == [row]
 
 
 def test_a_store_migrated_by_another_process_meanwhile_opens(

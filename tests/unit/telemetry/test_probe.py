@@ -97,6 +97,19 @@ def test_a_sample_of_a_fake_tree(tmp_path: Path) -> None:
     assert r["net"] == [2000, 20, 1000, 10]
 
 
+def test_the_block_io_limits_on_a_watched_device_are_read_each_sample(tmp_path: Path) -> None:
+    fake_tree(tmp_path)
+    p = probe.Probe({**spec(datadir="/data"), "root": str(tmp_path)})
+    p.devices.add("vda")
+    p.devnums["vda"] = "254:0"
+    assert p.sample()["dlim"] == {}  # no blkio hierarchy, or no limit: nothing
+    blkio = "/sys/fs/cgroup/blkio"
+    write(tmp_path, f"{blkio}/blkio.throttle.write_bps_device", "7:0 5\n254:0 1048576\n")
+    write(tmp_path, f"{blkio}/blkio.throttle.read_iops_device", "254:0 300\n")
+    assert p.sample()["dlim"] == {"vda": [0, 1048576, 300, 0]}
+    assert probe.throttle_limits("7:0 5\ngarbage\n254:0 9\n") == {"7:0": 5, "254:0": 9}
+
+
 def test_a_restarted_process_is_followed_through_its_pid_file(tmp_path: Path) -> None:
     fake_tree(tmp_path)
     p = probe.Probe({**spec(), "root": str(tmp_path)})

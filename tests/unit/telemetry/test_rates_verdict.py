@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from clusterbench.telemetry.live import live_line
 from clusterbench.telemetry.rates import Hello, engine_points, probe_points
 from clusterbench.telemetry.sites import rate_bps
@@ -44,10 +46,41 @@ def test_probe_points_cpu_link_disk_and_balancer() -> None:
     assert p[("n1", "net_util")] == 1.0  # the busier direction against the limit
     assert p[("host", "host_cpu_busy")] == 300 / 400
     assert p[("host", "probe_cpu_cores")] == 4 / 100 / 2
-    assert p[("host/vda", "disk_util")] == 0.25 and p[("host/vda", "disk_write_iops")] == 20
-    assert p[("host/vda", "disk_read_mib_s")] == 1.0
+    # vda holds n1's data alone: its figures are n1's disk's
+    assert p[("n1/vda", "disk_util")] == 0.25 and p[("n1/vda", "disk_write_iops")] == 20
+    assert p[("n1/vda", "disk_read_mib_s")] == 1.0
+    assert ("n1/vda", "disk_limit_mib_s") not in p
     assert p[("lb1/n1", "sessions")] == 3 and p[("lb1/n1", "conn_errors_s")] == 1.0
     assert p[("lb1/n2", "up")] == 0 and p[("lb1/n2", "queue")] == 1
+
+
+def test_a_shared_disk_is_the_sites_and_a_throttled_one_is_as_busy_as_its_use_of_the_limit() -> None:
+    shared = Hello(100, 2, {"n1": {"disk": "vda"}, "n2": {"disk": "vda"}})
+    a = line(10.0, 1000, [0, 0, 0, 0], busy=1000)
+    b = line(12.0, 1098, [0, 0, 0, 0], busy=1300)
+    assert as_dict(probe_points("host", shared, a, b, {}))[("host/vda", "disk_util")] == 0.25
+    # 8192 sectors in 2 s = 2 MiB/s written against a 2.5 MiB/s write limit: 80 % of it, while
+    # the device itself was busy 25 % of the time (held requests are not busy time)
+    b["dlim"] = {"vda": [0, 2621440, 0, 0]}
+    p = as_dict(probe_points("host", HELLO, a, b, {}))
+    assert abs(p[("n1/vda", "disk_util")] - 0.8) < 1e-9
+    assert p[("n1/vda", "disk_limit_mib_s")] == 2.5
+    # an operations limit: 20 writes/s against 20 allowed
+    b["dlim"] = {"vda": [0, 0, 0, 20]}
+    p = as_dict(probe_points("host", HELLO, a, b, {}))
+    assert p[("n1/vda", "disk_util")] == 1.0 and p[("n1/vda", "disk_limit_iops")] == 20
+
+
+def test_a_throttled_disk_is_named_with_what_its_limit_allows() -> None:
+    per: dict[str, list[float]] = {
+        "n2/loop1__disk_util": [0.96, 0.99, 0.97], "n2/loop1__disk_limit_mib_s": [1.0, 1.0, 1.0],
+        "n2/loop1__disk_write_mib_s": [0.96, 0.99, 0.97], "n2/loop1__disk_write_iops": [30, 30, 30],
+        "n2__cpu_util": [0.3, 0.3, 0.3], "host__host_cpu_busy": [0.4, 0.4, 0.4],
+    }  # fmt: skip
+    s = series(**per)
+    v = decide(candidates(s, 0, 3, []))
+    assert (v.resource, v.source) == ("disk", "n2/loop1")
+    assert "disk n2/loop1" in v.summary and "wrote 0.97 of the 1.00 MiB/s its limit allows" in v.summary
 
 
 def test_no_quota_means_the_cpus_it_may_use_and_no_limit_means_no_link_utilization() -> None:
@@ -180,6 +213,24 @@ def test_flow_control_names_the_member_furthest_behind() -> None:
     assert v3.cause == "" and "furthest behind" not in v3.summary
 
 
+def test_the_member_behind_is_named_with_its_own_disk_and_whether_it_was_held_to_a_limit() -> None:
+    per: dict[str, list[float]] = {
+        "n1__flow_control_paused": [0.8, 0.8], "n1__recv_queue": [0, 0], "n1__cpu_util": [0.2, 0.2],
+        "n2__flow_control_paused": [0.8, 0.8], "n2__recv_queue": [20, 30], "n2__cpu_util": [0.03, 0.03],
+        "n2/loop1__disk_util": [0.9, 0.5], "n2/loop1__disk_limit_mib_s": [1.0, 1.0],
+        "n1/loop0__disk_util": [0.1, 0.1],
+    }  # fmt: skip
+    v = decide(candidates(series(**per), 0, 2, []))
+    assert v.cause == "n2"
+    assert (
+        "n2 (applier queue 25.0 on average, up to 30, CPU at 3% of its limit, "
+        "disk n2/loop1 busy 70% of its limit)"
+        in v.summary
+    )
+    del per["n2/loop1__disk_limit_mib_s"]
+    assert "disk n2/loop1 busy 70% of the time)" in decide(candidates(series(**per), 0, 2, [])).summary
+
+
 def test_flow_control_summed_over_sessions_is_at_most_all_of_the_time() -> None:
     # GR's throttle time adds up every waiting session: 4 sessions throttled all the time = 4.0
     s = series(n1__flow_control_paused=[4.0, 3.0])
@@ -267,3 +318,102 @@ def test_a_web_node_whose_masters_changed_gives_no_cpu_rate() -> None:
     # nginx (6) was killed and started again as 7: php-fpm's counters alone would mislead
     moved = as_dict(probe_points("host", HELLO, web(0.0, 100, [5, 6]), web(1.0, 150, [5, 7]), {}))
     assert ("w1", "cpu_cores") not in moved and moved[("w1", "rss_mib")] == 1.0
+
+
+def test_of_two_near_resources_the_more_loaded_one_is_the_verdict() -> None:
+    a = Candidate("cpu", "n1", 0.95, 0.9, "CPU of n1", "0.95 of 1")
+    b = Candidate("link", "n2", 0.99, 0.9, "link of n2", "99 of 100 Mbit/s")
+    for order in ([a, b], [b, a]):
+        v = decide(order)
+        assert (v.resource, v.source, v.utilization) == ("link", "n2", 0.99)
+        assert v.summary == (
+            "link of n2 was nearest its limit: 99% (99 of 100 Mbit/s); also near their limit: "
+            "CPU of n1 at 95% (0.95 of 1)"
+        )
+    # exactly at the threshold is near; just under it is not
+    at = Candidate("disk", "host/vda", 0.90, 0.9, "disk host/vda", "busy")
+    under = Candidate("disk", "host/vda", 0.899, 0.9, "disk host/vda", "busy")
+    assert decide([at]).resource == "disk"
+    assert decide([under]).resource == "none"
+    # a server's own limit comes before a client even when the client is busier
+    client = Candidate("client", "client 0", 1.0, 0.9, "load client 0 on local", "saturated")
+    assert decide([client, a]).source == "n1"
+    # flow control is measured against its own 25 %
+    fc = Candidate("flow_control", "n3", 0.3, 0.25, "flow control at n3", "held back", cause="n2")
+    v = decide([fc, Candidate("cpu", "n1", 0.5, 0.9, "CPU of n1", "x")])
+    assert (v.resource, v.cause) == ("flow_control", "n2")
+
+
+def test_short_tags_and_the_window() -> None:
+    from clusterbench.telemetry.verdict import Bottleneck, _cores, _shares, in_window
+
+    def short(resource: str, source: str, util: float = 0.97) -> str:
+        c = Candidate(resource, source, util, 0.9, "x", "y")
+        return Bottleneck(resource, source, util, "", [c]).short
+
+    assert short("host_cpu", "host") == "machine cpu 97%"
+    assert short("host_cpu", "host:db1") == "host:db1 cpu 97%"
+    assert short("flow_control", "n1") == "flow control n1 97%"
+    assert short("client", "client 0") == "client 0 97%"
+    assert short("link", "n3") == "link n3 97%"
+    low = Candidate("cpu", "n1", 0.45, 0.9, "x", "y")
+    assert Bottleneck("none", "", None, "", [low]).short == "none (cpu n1 45%)"
+    assert Bottleneck("unknown", "", None, "", []).short == "unknown"
+    # CPUs: two decimals without trailing zeros below 10, whole numbers from 10
+    assert [_cores(x) for x in (0.5, 1.0, 1.25, 9.999, 10.0, 12.4)] == ["0.5", "1", "1.25", "10", "10", "12"]
+    # the measured seconds (start, end], and the last half second
+    pts = [(1.0, 1.0), (1.5, 2.0), (3.0, 3.0), (3.5, 4.0), (3.6, 5.0)]
+    assert in_window(pts, 1.0, 3.0) == [2.0, 3.0, 4.0]
+    # who kept a shared machine busy: nodes, balancers, load clients, the rest
+    series = {("n1", "cpu_cores"): [(1.0, 0.5)], ("lb1", "cpu_cores"): [(1.0, 0.25)],
+              ("host", "cpu_cores"): [(1.0, 9.0)], ("n1/x", "cpu_cores"): [(1.0, 9.0)]}  # fmt: skip
+    clients = [ClientFacts(0, "local", (), 0.3, cores=0.75), ClientFacts(1, "local", (), 0.3)]
+    assert _shares(series, 0.0, 2.0, clients, 2.0) == (
+        "nodes 0.50, balancers 0.25, load clients 0.75, everything else 0.50 CPUs"
+    )
+    assert _shares({("n2", "cpu_cores"): [(9.0, 1.0)]}, 0.0, 2.0, [], 0.1) == (
+        "nodes 0.00, balancers 0.00, load clients 0.00, everything else 0.10 CPUs"
+    )
+
+
+def test_every_candidate_with_its_figures() -> None:
+    two = lambda a, b: [(1.0, a), (2.0, b)]  # noqa: E731  (two seconds of a metric)
+    series = {
+        ("n1", "cpu_util"): two(0.5, 0.7), ("n1", "cpu_cores"): two(0.25, 0.35),
+        ("n1", "cpu_limit_cores"): two(2.0, 2.0), ("n1", "cpu_quota_cores"): two(0.5, 0.5),
+        ("n1", "cpu_throttled"): two(0.1, 0.3),
+        ("n1", "net_util"): two(0.2, 0.4), ("n1", "net_rx_mbit"): two(10.0, 20.0),
+        ("n1", "net_tx_mbit"): two(1.0, 2.0), ("n1", "net_limit_mbit"): two(100.0, 100.0),
+        ("n2", "cpu_util"): [(1.0, 0.8)], ("n2", "recv_queue"): two(2.0, 4.0),
+        ("host/vda", "disk_util"): two(0.5, 0.5), ("host/vda", "disk_read_iops"): two(10.0, 20.0),
+        ("host/vda", "disk_write_iops"): two(5.0, 5.0),
+        ("host", "host_cpu_busy"): two(0.5, 0.5), ("host", "host_cpus"): two(2.0, 2.0),
+        ("n3", "flow_control_paused"): two(0.4, 0.6),
+    }  # fmt: skip
+    clients = [ClientFacts(0, "local", ("rate",), None), ClientFacts(1, "h2", (), 0.4, ("slow",))]
+    got = candidates(series, 0.0, 2.0, clients, ["host"])
+    shares = "nodes 0.30, balancers 0.00, load clients 0.00, everything else 0.70 CPUs"
+    shared = "this machine's CPUs (shared by the nodes, balancer and clients)"
+    behind = "the member furthest behind: n2 (applier queue 3.0 on average, up to 4, CPU at 80% of its limit)"
+    assert got == [
+        Candidate("host_cpu", "host", 0.5, 0.9, shared, f"2 CPU(s) busy 50%: {shares}"),
+        Candidate("disk", "host/vda", 0.5, 0.9, "disk host/vda",
+                  "busy 50% of the time, 15 reads/s, 5 writes/s"),
+        Candidate("cpu", "n1", pytest.approx(0.6), 0.9, "CPU of n1",  # type: ignore[arg-type]
+                  "0.3 of its 0.5-CPU quota, throttled in 20% of periods"),
+        Candidate("link", "n1", pytest.approx(0.3), 0.9, "link of n1",  # type: ignore[arg-type]
+                  "sent 1.5, received 15.0 of 100 Mbit/s"),
+        Candidate("cpu", "n2", 0.8, 0.9, "CPU of n2", "0 of the 0 CPU(s) it may use"),
+        Candidate("flow_control", "n3", 0.5, 0.25, "flow control at n3",
+                  f"writes held back by flow control 50% of the time; {behind}", "n2"),
+        Candidate("client", "client 0", 1.0, 0.9, "load client 0 on local", "sysbench on local"),
+        Candidate("client", "client 1", 0.4, 0.9, "load client 1 on h2", "slow"),
+    ]  # fmt: skip
+    v = decide(got)
+    assert (v.resource, v.source, v.cause) == ("client", "client 0", "")
+    assert v.summary == (
+        "the load client limited the load (load client 0 on local, 100%): its tps is a floor for the "
+        "cluster's capacity; also near their limit: flow control at n3 at 50% (writes held back by flow "
+        f"control 50% of the time; {behind})"
+    )
+    assert v.to_json()["short"] == "client 0 100%" and v.to_json()["cause"] == ""

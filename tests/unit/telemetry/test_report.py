@@ -50,21 +50,24 @@ def test_the_report_has_the_verdict_tables_and_plots(tmp_path: Path) -> None:
     titles = rep.section_titles
     assert titles.index("Bottlenecks") == titles.index("Summary") + 1
     assert titles.index("Server telemetry") == titles.index("Per-second series") + 1
+    assert titles.index("Latency histograms") == titles.index("Server telemetry") + 1
     md = render_markdown(st, run)
     assert "| 1 | oltp_point_select | link n1 97% | link of n1 was nearest its limit: 97%" in md
     assert "| n1 | 0.60 | — | 30 |" in md  # CPU cores, no limit figure stored, % of limit
     assert "| lb1/n1 | sessions mean 2.0, max 2 | UP throughout; connection errors/s — |" in md
     page = render_html(st, run)
-    # tps, latency (linear and log), then CPU, link and flow control on the same axis
-    assert page.count("<svg") == 6
+    # tps, latency (linear and log), then CPU, link, flow control and replication lag on the same
+    # axis, and the latency histogram
+    assert page.count("<svg") == 8
     assert "link, % of its limit" in page and "replication paused by flow control" in page
+    assert "replication lag: transactions received, waiting to be applied" in page
 
 
 def test_telemetry_export_and_an_experiment_point(tmp_path: Path) -> None:
     st, run, t = stored(tmp_path)
     lines = telemetry_csv(st, run).splitlines()
-    assert lines[0] == "run_id,trial_seq,workload,t,wall,source,metric,unit,value"
-    assert "1,1,oltp_point_select,0.0,1000.0,n1,net_util,fraction,0.97" in lines
+    assert lines[0] == "run_id,trial_seq,workload,t_s,wall_s,source,metric,unit,value,format_version"
+    assert "1,1,oltp_point_select,0.0,1000.0,n1,net_util,fraction,0.97,2" in lines
     assert point_bottleneck(st, [t, t]) == "link n1 97% (2/2)"
     assert point_bottleneck(st, []) == "—"
     assert point_tier(st, [t, t]) == "database node" and point_tier(st, []) == "—"

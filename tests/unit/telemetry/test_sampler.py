@@ -178,7 +178,9 @@ def test_the_recorder_stores_moves_onto_the_samples_axis_and_decides(tmp_path: P
     assert (store.bottleneck(trial) or {})["short"] == "none (cpu n1 80%)"
     prov = store.provenance(run, trial)["telemetry"]
     assert prov["sites"] == ["host"] and prov["points"] > 0
-    exported = store.export_json(run)["trials"][0]
+    from clusterbench.store.export import run_data
+
+    exported = run_data(store, run)["trials"][0]
     assert exported["bottleneck"]["resource"] == "none" and len(exported["telemetry"]) == prov["points"]
 
 

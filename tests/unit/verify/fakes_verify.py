@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 
 class StepClock:

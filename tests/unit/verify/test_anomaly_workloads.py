@@ -10,12 +10,12 @@ import random
 import pymysql
 
 from clusterbench.engines.base import SessionSql
+from clusterbench.history.ops import History, Outcome, Timebase
+from clusterbench.history.txn import decode
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.verify.counter import CounterWorkload
-from clusterbench.verify.history import History, Outcome, Timebase
 from clusterbench.verify.list_append import KeyPool, ListAppendWorkload
 from clusterbench.verify.stale_read import StaleReadProbe, ring_pairs
-from clusterbench.verify.txn import decode
 from tests.unit.verify.fakes_verify import FakeConn, StepClock
 
 SESSION = SessionSql(monitor=("SET m",), causal=("SET causal",), default=("SET default",))
@@ -110,7 +110,7 @@ def test_list_append_transaction_records_what_it_read() -> None:
     h = History()
     w = ListAppendWorkload(EPS, h, Timebase(StepClock()), session=SESSION, session_kind="causal",
                            connector=lambda e, a: conn, seed=3)  # fmt: skip
-    from clusterbench.verify.txn import MicroOp
+    from clusterbench.history.txn import MicroOp
 
     w.transact(4000, EPS[0], None, [MicroOp("r", 2, None), MicroOp("append", 2, 9)])
     assert conn.executed[0][0] == "SET causal"

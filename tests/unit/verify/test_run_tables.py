@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from clusterbench.history.ops import History, Timebase
 from clusterbench.scenario.verification import run_tables
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.verify.bank import BankWorkload
-from clusterbench.verify.history import History, Timebase
 from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.probe import AvailabilityProber
 from tests.unit.verify.fakes_verify import FakeConn

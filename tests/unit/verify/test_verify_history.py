@@ -7,11 +7,7 @@ import pytest
 
 from clusterbench.checkers.split_brain import MonitorSample
 from clusterbench.checkers.verdict import Result, Verdict
-from clusterbench.spec.endpoint import Address, Endpoint
-from clusterbench.store import Store
-from clusterbench.trial.recorder import Recorder, TrialRecord
-from clusterbench.verify.client import Pacer, run_transaction
-from clusterbench.verify.history import (
+from clusterbench.history.ops import (
     BatchWriter,
     History,
     Op,
@@ -21,6 +17,10 @@ from clusterbench.verify.history import (
     classify,
     classify_code,
 )
+from clusterbench.spec.endpoint import Address, Endpoint
+from clusterbench.store import Store
+from clusterbench.trial.recorder import Recorder, TrialRecord
+from clusterbench.verify.client import Pacer, run_transaction
 from clusterbench.verify.ledger import LedgerWorkload
 from clusterbench.verify.persist import (
     load_monitor_samples,

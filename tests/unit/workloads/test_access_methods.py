@@ -25,7 +25,7 @@ from clusterbench.workloads.sysbench import (
 )
 
 EP = Endpoint(name="t", addresses=(Address(host="198.18.0.11", port=3306),), user="sb", password="pw",
-              galera=False)  # fmt: skip
+              auto_inc_off=False)  # fmt: skip
 
 
 def test_every_method_is_a_test_of_the_access_group() -> None:

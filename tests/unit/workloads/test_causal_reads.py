@@ -25,9 +25,15 @@ def test_sets_each_engines_causal_read() -> None:
 
 
 def test_server_without_the_variable_is_left_alone() -> None:
-    causal_reads(Cursor(pymysql.err.OperationalError(1193, "Unknown system variable 'wsrep_sync_wait'")))
+    # every statement fails with 1193 (the server knows neither variable): each is still tried,
+    # none of the errors escapes
+    cur = Cursor(pymysql.err.OperationalError(1193, "Unknown system variable 'wsrep_sync_wait'"))
+    causal_reads(cur)
+    assert cur.sql == ["SET SESSION wsrep_sync_wait=1", "SET SESSION group_replication_consistency='BEFORE'"]
 
 
 def test_other_errors_are_raised() -> None:
-    with pytest.raises(pymysql.err.OperationalError):
-        causal_reads(Cursor(pymysql.err.OperationalError(1045, "Access denied")))
+    cur = Cursor(pymysql.err.OperationalError(1045, "Access denied"))
+    with pytest.raises(pymysql.err.OperationalError) as err:
+        causal_reads(cur)
+    assert err.value.args[0] == 1045 and cur.sql == ["SET SESSION wsrep_sync_wait=1"]  # stopped at the first

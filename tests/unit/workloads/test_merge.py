@@ -180,3 +180,35 @@ def test_start_skew_puts_other_machines_on_our_clock() -> None:
     ss = [sample(0, 1.0, 1.0, A, 1, wall=101.0), sample(1, 1.0, 1.0, A, 1, wall=103.05)]
     assert start_skew(ss) == pytest.approx(2.05)
     assert start_skew(ss, {1: 2.0}) == pytest.approx(0.05)
+
+
+def test_merged_average_latency_is_weighted_by_events() -> None:
+    fast = Summary(duration=10.0, threads=1, events=100, reads=0, writes=0, other=0, errors=0, reconnects=0,
+                   lat_min_ms=0.5, lat_avg_ms=1.0, lat_max_ms=2.0, percentile=95, lat_pct_ms=None,
+                   hist=hist(A))  # fmt: skip
+    slow = Summary(duration=12.0, threads=3, events=300, reads=0, writes=0, other=0, errors=0, reconnects=0,
+                   lat_min_ms=4.0, lat_avg_ms=10.0, lat_max_ms=40.0, percentile=95, lat_pct_ms=None,
+                   hist=hist(B))  # fmt: skip
+    m = merge_summaries([fast, slow])
+    assert m is not None
+    # (100 * 1.0 + 300 * 10.0) / 400 = 7.75, not the plain mean 5.5
+    assert m.lat_avg_ms == pytest.approx(7.75)
+    assert (m.lat_min_ms, m.lat_max_ms, m.duration, m.threads, m.events) == (0.5, 40.0, 12.0, 4, 400)
+    none = Summary(duration=1.0, threads=1, events=0, reads=0, writes=0, other=0, errors=0, reconnects=0,
+                   lat_min_ms=0.0, lat_avg_ms=0.0, lat_max_ms=0.0, percentile=95, lat_pct_ms=None,
+                   hist=hist({}))  # fmt: skip
+    both_idle = merge_summaries([none, none])
+    assert both_idle is not None and both_idle.lat_avg_ms == 0.0
+
+
+def test_fairness_in_full() -> None:
+    f = fairness([1.0, 2.0, 3.0])
+    assert f is not None
+    # mean 2; population sd sqrt(2/3); Jain (1+2+3)^2 / (3 * (1+4+9)) = 36/42
+    assert f.to_json() == {
+        "n": 3, "min": 1.0, "max": 3.0, "mean": 2.0, "cv": pytest.approx((2 / 3) ** 0.5 / 2),
+        "jain": pytest.approx(36 / 42), "spread": 1.0,
+    }  # fmt: skip
+    idle = fairness([0.0, 0.0])
+    assert idle is not None and (idle.cv, idle.jain, idle.spread) == (0.0, 1.0, 0.0)
+    assert fairness([]) is None

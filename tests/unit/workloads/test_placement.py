@@ -31,7 +31,7 @@ from clusterbench.workloads.sysbench import SysbenchOptions
 
 DATA = Path(__file__).parent / "data"
 EP = Endpoint(name="n1", addresses=(Address(host="198.18.0.11", port=3306),), user="sb", password="pw",
-              tls_dir=None, galera=True)  # fmt: skip
+              tls_dir=None, auto_inc_off=True)  # fmt: skip
 
 FAKE = """#!{py}
 import os, sys

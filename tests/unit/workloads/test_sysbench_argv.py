@@ -22,7 +22,7 @@ from clusterbench.workloads.sysbench import (
 
 
 def ep(*addrs: tuple[str, int], **kw: object) -> Endpoint:
-    fields: dict[str, object] = {"tls_dir": None, "galera": True, "password": "pw", **kw}
+    fields: dict[str, object] = {"tls_dir": None, "auto_inc_off": True, "password": "pw", **kw}
     return Endpoint(
         name="t",
         addresses=tuple(Address(host=h, port=p) for h, p in addrs),
@@ -118,7 +118,7 @@ def test_multi_host_multi_port_is_refused() -> None:
 
 
 def test_tls_compression_and_non_galera() -> None:
-    e = ep(("h", 3306), tls=True, tls_dir=Path("/certs"), galera=False)
+    e = ep(("h", 3306), tls=True, tls_dir=Path("/certs"), auto_inc_off=False)
     cmd = build_command(SysbenchOptions(test="oltp_read_only", compression=True), e, "run")
     assert cmd.cwd == Path("/certs")
     assert "--mysql-ssl=on" in cmd.argv and "--mysql-compression=on" in cmd.argv

@@ -25,12 +25,17 @@ def lines(name: str) -> list[str]:
 def test_warmup_run_drops_warmup_sample_and_summary_covers_measured_part() -> None:
     p = parse_output(lines("oltp_read_write_warmup1.out"), warmup=1, threads=2)
     assert [s.t for s in p.warmup_samples] == [1.0]
+    # the report 0.3 ms after the checkpoint is warm-up; its one write after the checkpoint goes
+    # into the next sample, and the 5 ms after the last report are the tail: the series adds up
     assert [(s.t, s.events, s.reads, s.writes, s.other, s.errors, s.reconnects) for s in p.samples] == [
-        (2.0, 983, 13763, 3930, 1966, 0, 0),
+        (2.0, 983, 13763, 3930 + 1, 1966, 0, 0),
         (3.0, 967, 13538, 3868, 1934, 0, 0),
+        (3.005, 2, 4, 8, 2, 0, 0),
     ]
+    assert p.samples[0].interval == pytest.approx(0.998623892 + (1.000462321 - 1.000146813))
+    assert p.samples[2].interval == pytest.approx(3.005 - 3.0)
     # the percentile from the interval histogram equals sysbench's own, bit for bit
-    assert [s.lat_pct_ms for s in p.samples] == [s.pct(95) for s in p.samples]
+    assert [s.lat_pct_ms for s in p.samples[:2]] == [s.pct(95) for s in p.samples[:2]]
     assert p.samples[0].lat_pct_ms == pytest.approx(2.4328719830078365)
     s = p.summary
     assert s is not None
@@ -68,13 +73,13 @@ def test_point_select_qps_and_histogram_total() -> None:
 
 def test_reconnects_are_counted() -> None:
     p = parse_output(lines("oltp_read_write_reconnect.out"), threads=4)
-    assert [s.reconnects for s in p.samples] == [0, 4, 0]
+    assert [s.reconnects for s in p.samples] == [0, 4, 0, 0]
     assert p.summary is not None and p.summary.reconnects == 4 and p.summary.errors == 0
 
 
 def test_bulk_insert_rows_are_events() -> None:
     p = parse_output(lines("bulk_insert.out"), threads=2)
-    assert [s.events for s in p.samples] == [486500, 491490]
+    assert [s.events for s in p.samples] == [486500, 491490, 2]
     assert p.summary is not None and p.summary.events == 977992
 
 
@@ -85,8 +90,8 @@ def test_interval_with_no_events_has_no_percentile() -> None:
         '"hist_scheme":null,"hist":null}\n'
     )
     parser = OutputParser()
-    s = parser.feed(line)
-    assert s is not None and s.lat_pct_ms is None and s.tps == 0.0 and s.hist is None
+    [s] = parser.feed(line)
+    assert s.lat_pct_ms is None and s.tps == 0.0 and s.hist is None
 
 
 def test_incomplete_interval_histogram_is_dropped() -> None:
@@ -95,8 +100,8 @@ def test_incomplete_interval_histogram_is_dropped() -> None:
         '"writes":0,"other":0,"errors":0,"reconnects":0,"percentile":95,"latency_pct_ms":1.9,'
         '"hist_scheme":{"size":1024,"deduct":-6.9,"mult":55.5},"hist":[[420,1]]}'
     )
-    s = OutputParser().feed(line)
-    assert s is not None and s.hist is None and s.lat_pct_ms is None and s.events == 847
+    [s] = OutputParser().feed(line)
+    assert s.hist is None and s.lat_pct_ms is None and s.events == 847
 
 
 def test_malformed_report_line() -> None:
@@ -133,4 +138,70 @@ def test_merge_two_clients() -> None:
     assert m.hist is not None and m.hist.total == 1951 + 1970
     assert m.lat_min_ms == pytest.approx(1.369715) and m.lat_max_ms == pytest.approx(22.067291)
     combined = combine_samples(a.samples + b.samples)
-    assert [(s.t, s.events) for s in combined] == [(1.0, 648), (2.0, 983 + 630), (3.0, 967 + 688)]
+    assert [(s.t, s.events) for s in combined] == [(1.0, 648), (2.0, 983 + 630), (3.0, 967 + 688 + 2 + 4)]
+
+
+def _line(kind: str, t: float, interval: float, events: int, *, hist: int | None = -1) -> str:
+    """A report line as cb_report.lua prints it: reads 10, writes 4 and other 2 per event, `hist`
+    events (default: all) in histogram bucket 400."""
+    n = events if hist == -1 else hist
+    scheme = '{"size":1024,"deduct":-6.9,"mult":55.5}'
+    h = f',"hist_scheme":{scheme},"hist":[[400,{n}]]' if n is not None else ""
+    return (
+        f'CBJSON {{"type":"{kind}","time_total":{t},"time_interval":{interval},"threads":8,'
+        f'"events":{events},"reads":{10 * events},"writes":{4 * events},"other":{2 * events},'
+        f'"errors":0,"reconnects":0,"percentile":95,"latency_pct_ms":1.0{h}}}'
+    )
+
+
+def test_series_adds_up_to_the_summary_under_load() -> None:
+    """A 5-s trial after a 2-s warm-up on a loaded machine: the checkpoint is 0.35 s late and its
+    line comes after the next report's; the report due at 6 s comes at 6.6 s, and the one due at
+    7 s never comes (the workers stopped first). 1000 events a second throughout."""
+    out = [
+        _line("interval", 1.0, 1.0, 1000),
+        _line("interval", 2.0, 1.0, 1000),
+        # 650 of them after the checkpoint at 2.35, whose histogram took the 350 before it
+        _line("interval", 3.0, 1.0, 1000, hist=650),
+        _line("checkpoint", 2.35, 2.35, 2350, hist=None),
+        _line("interval", 4.0, 1.0, 1000),
+        _line("interval", 5.0, 1.0, 1000),
+        _line("interval", 6.6, 1.6, 1600),
+        'CBJSON {"type":"histogram","tid":0,"count":4650,"hist_scheme":{"size":1024,"deduct":-6.9,'
+        '"mult":55.5},"hist":[[400,4650]]}',
+        _line("summary", 7.002, 4.652, 4650, hist=None),
+    ]
+    p = OutputParser(warmup=2, threads=8)
+    fed = [s for ln in out for s in p.feed(ln)]
+    fed += p.finish()
+    r = p.result()
+    assert [(s.t, s.events, s.reads, s.writes) for s in fed] == [
+        (3.0, 650, 6500, 2600),
+        (4.0, 1000, 10000, 4000),
+        (5.0, 1000, 10000, 4000),
+        (6.6, 1600, 16000, 6400),
+        (7.002, 400, 4000, 1600),
+    ]
+    assert fed == r.samples and [s.t for s in r.warmup_samples] == [1.0, 2.0]
+    assert r.summary is not None and sum(s.events for s in r.samples) == r.summary.events == 4650
+    assert sum(s.interval for s in r.samples) == pytest.approx(7.002 - 2.35)
+    assert [s.interval for s in r.samples] == pytest.approx([0.65, 1.0, 1.0, 1.6, 0.402])
+    tail = r.samples[-1]
+    assert tail.hist is not None and tail.hist.total == 400 and tail.tps == pytest.approx(400 / 0.402)
+    assert p.finish() == []  # once
+
+
+def test_without_a_checkpoint_held_reports_are_placed_by_time() -> None:
+    """No checkpoint line ever came (sysbench died at the end of the warm-up)."""
+    p = OutputParser(warmup=1)
+    assert p.feed(_line("interval", 1.0, 1.0, 10)) == [] and p.feed(_line("interval", 2.0, 1.0, 10)) == []
+    assert [s.t for s in p.finish()] == [2.0]
+    assert [s.t for s in p.warmup_samples] == [1.0]
+
+
+def test_histogram_minus() -> None:
+    scheme = HistogramScheme(size=10, deduct=0.0, mult=1.0)
+    a = LatencyHistogram.from_pairs(scheme, [[1, 5], [2, 3]])
+    assert a.minus(LatencyHistogram.from_pairs(scheme, [[1, 5], [2, 1]])) == LatencyHistogram(scheme, {2: 2})
+    assert a.minus(LatencyHistogram.from_pairs(scheme, [[3, 1]])) is None
+    assert a.minus(None) is a

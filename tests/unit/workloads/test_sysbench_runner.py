@@ -22,7 +22,7 @@ EP = Endpoint(
     user="sb",
     password="pw",
     tls_dir=None,
-    galera=True,
+    auto_inc_off=True,
 )
 
 # A stand-in for sysbench: prints a recorded output file, reports LD_PRELOAD on stderr, exits with a code.
@@ -104,7 +104,9 @@ def test_run_streams_samples_and_sets_ld_preload_only_on_sysbench(
     res = runner.run(
         SysbenchOptions(test="oltp_read_write", threads=2, time=2, warmup=1), EP, on_sample=got.append
     )
-    assert [s.t for s in got] == [2.0, 3.0]
+    # the tail after the last report reaches the store too, and the samples add up to the summary
+    assert [s.t for s in got] == [2.0, 3.0, 3.005]
+    assert sum(s.events for s in got) == 1952
     assert res.ok and res.exit_code == 0 and not res.killed
     assert res.summary is not None and res.summary.events == 1952
     assert res.clients[0].stderr_tail[-1] == "LD_PRELOAD=/x/sbfix.so"

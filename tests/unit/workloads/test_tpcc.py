@@ -24,7 +24,7 @@ from clusterbench.workloads.sysbench import (
 )
 
 EP = Endpoint(name="balancer", addresses=(Address(host="198.18.9.2", port=3306),), user="bench",
-              password="pw", database="sbtest", galera=True)  # fmt: skip
+              password="pw", database="sbtest", auto_inc_off=True)  # fmt: skip
 
 
 def counts(no: int, pay: int, os_: int = 0, dl: int = 0, sl: int = 0, rb: int = 0, rt: int = 0) -> dict:
@@ -65,8 +65,8 @@ def test_tpmc_counts_the_measured_part_only() -> None:
     assert f["tpm"] == 44 * 30.0
     assert f["types"]["new_order"]["rollbacks"] == 1 and f["retries"] == 2
     assert f["types"]["new_order"]["mean_ms"] == 2.0
-    # per second: the first measured second is counted from the last warm-up report
-    assert f["per_second"][0] == {"t": 2, "new_order": 10, "payment": 10, "order_status": 0,
+    # per second: the first measured second is counted from the checkpoint (the measured part)
+    assert f["per_second"][0] == {"t": 2, "new_order": 14 - 5, "payment": 16 - 6, "order_status": 0,
                                   "delivery": 0, "stock_level": 0}  # fmt: skip
     assert f["per_second"][1]["new_order"] == 9 and f["per_second"][1]["payment"] == 11
 
@@ -298,3 +298,35 @@ def test_a_drill_takes_a_reduced_tpcc_scale_from_its_file_and_from_fault(
         assert main(["fault", "kill-node", *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
+
+
+def test_a_second_exactly_at_the_threshold_is_no_stall() -> None:
+    # median 100, threshold 10: 10.0 tps is not below it, 9.99 is
+    at = [(1, 100.0), (2, 100.0), (3, 10.0), (4, 100.0), (5, 100.0)]
+    assert tpcc.detect_stalls(at).count == 0
+    below = [(1, 100.0), (2, 100.0), (3, 9.99), (4, 100.0), (5, 100.0)]
+    assert tpcc.detect_stalls(below).seconds == (3,)
+
+
+def test_stalls_apart_by_one_busy_second_are_two_runs() -> None:
+    pts = [(1, 100.0), (2, 0.0), (3, 100.0), (4, 0.0), (5, 100.0), (6, 100.0), (7, 100.0)]
+    s = tpcc.detect_stalls(pts)
+    assert (s.runs, s.longest, s.count) == (((2, 1), (4, 1)), 1, 2)
+    together = tpcc.detect_stalls([(1, 100.0), (2, 0.0), (3, 0.0), (4, 100.0), (5, 100.0)])
+    assert (together.runs, together.longest) == (((2, 2),), 2)
+
+
+def test_busy_only_reference_counts_every_slow_second() -> None:
+    # the median of all five is 0; of the busy ones (50, 1) it is 25.5, threshold 2.55
+    s = tpcc.detect_stalls([(1, 0.0), (2, 0.0), (3, 0.0), (4, 50.0), (5, 1.0)])
+    assert (s.busy_only, s.median_tps, s.threshold_tps) == (True, 25.5, pytest.approx(2.55))
+    assert (s.seconds, s.runs) == ((1, 2, 3, 5), ((1, 3), (5, 1)))
+    assert tpcc.detect_stalls([(1, 8.0), (2, 100.0), (3, 100.0)], fraction=0.05).count == 0
+    assert tpcc.detect_stalls([(1, 8.0), (2, 100.0), (3, 100.0)], fraction=0.1).count == 1
+
+
+def test_stalls_json_rounds_to_three_decimals() -> None:
+    s = tpcc.detect_stalls([(1, 10.12345), (2, 10.12345), (3, 0.0)], fraction=0.123456)
+    j = s.to_json()
+    assert (j["median_tps"], j["threshold_tps"]) == (10.123, 1.25)  # 0.123456 * 10.12345 = 1.24979...
+    assert (j["count"], j["longest"], j["seconds"], j["runs"]) == (1, 1, [3], [[3, 1]])

@@ -1,23 +1,28 @@
 """MariaDB Galera as an engine: the lifecycle of a whole cluster of GaleraNodes.
 
-Bring-up (why ~9 s, not ~11-15 s): node 1 is initialized and bootstrapped once, stopped cleanly
-so InnoDB and grastate.dat hold the same position, and every joiner gets a copy of that datadir:
-joiners then need only an IST of a few cluster-change events instead of a full SST each.
+Bring-up: node 1 is initialised and bootstrapped once, stopped cleanly so InnoDB and grastate.dat
+hold the same position, and every joiner gets a copy of that datadir: joiners then need only an IST
+of a few cluster-change events instead of a full SST each. Locally, the first bring-up of a server
+build and its settings keeps that datadir as a template (template.py) and later ones copy it to
+every node instead (node 1 bootstrapped in about 1.5 s instead of 4.5 s here).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
 from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
 from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode, account_sql
 from clusterbench.engines.galera.status import GraState
+from clusterbench.engines.galera.template import Template, template_key
 from clusterbench.engines.server import HEALTH_PORT, GaveUp
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import Machine, ProcessRef
@@ -34,6 +39,10 @@ def _galera(n: DbNode) -> GaleraNode:
 class GaleraEngine:
     kind = "galera"
     label = "MariaDB Galera"
+    # wsrep_node_name, wsrep_node_address ... (the general per-node names are analysis/variables.py's)
+    per_node_variables: frozenset[str] = frozenset(
+        {"wsrep_node_name", "wsrep_node_address", "wsrep_node_incoming_address", "wsrep_sst_receive_address"}
+    )
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
@@ -75,6 +84,8 @@ class GaleraEngine:
         }
         if self.topology.mariadb.sst_method == "mariabackup":
             need["mariabackup"] = "Debian package mariadb-backup"
+        if self.topology.cluster.clock == "faketime":
+            need[str(LIBFAKETIME)] = "Debian package faketime"
         return need
 
     def host_packages(self) -> tuple[str, ...]:
@@ -125,14 +136,25 @@ class GaleraEngine:
         for n in nodes:
             n.write_files()
         first = nodes[0]
-        first.install_db()
-        first.run_bootstrap_sql(account_sql(first.creds))
-        # With provider.seed = "sst" joiners start empty and each takes a full SST from a donor,
-        # machine to machine (for a controller far from the machines).
-        if not self.topology.remote or self.topology.provider.seed == "copy":
-            self._seed(site, first, nodes[1:], report)
-        self._start(site, first, bootstrap=True)
-        first.wait_synced(60)
+        root = site.template_root
+        key = ""
+        made = None
+        if root is not None:
+            key = template_key(first.server_version(), self.topology.node_settings(1).model_dump())
+            made = Template.find(root, key)
+        if made is not None:
+            self._from_template(site, made, nodes, report)
+        else:
+            first.install_db()
+            first.run_bootstrap_sql(account_sql(first.creds))
+            # With provider.seed = "sst" joiners start empty and each takes a full SST from a
+            # donor, machine to machine (for a controller far from the machines).
+            if not self.topology.remote or self.topology.provider.seed == "copy":
+                seed = self._seed(site, first, nodes[1:], report)
+                if root is not None:
+                    Template.save(first.host, first.datadir, root, key, seed)
+            self._start(site, first, bootstrap=True)
+            first.wait_synced(60)
         report(f"n1 bootstrapped ({time.monotonic() - t0:.1f} s)")
         # Start joiners one after another, each as soon as the previous one is in the view:
         # starting them all at once makes Galera retry the view for several seconds.
@@ -146,7 +168,25 @@ class GaleraEngine:
             n.start_health_agent()
             site.recorded(n)
 
-    def _seed(self, site: Site, first: GaleraNode, joiners: list[GaleraNode], report: Report) -> None:
+    def _from_template(self, site: Site, made: Template, nodes: list[GaleraNode], report: Report) -> None:
+        """Every node gets the template and this cluster's accounts (the template's have another
+        cluster's passwords), written offline on each at once: the account tables are Aria, so
+        the nodes' InnoDB and their replication position stay the template's. Node 1 then
+        bootstraps and the joiners need an IST of nothing."""
+        first = nodes[0]
+
+        def prepare(n: GaleraNode) -> None:
+            made.copy_to(n.host, n.datadir)
+            n.set_grastate(GraState(made.uuid, made.seqno, safe_to_bootstrap=n is first))
+            n.run_bootstrap_sql(account_sql(n.creds, replace=True))
+
+        with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+            list(pool.map(prepare, nodes))
+        report(f"datadirs copied from the template {made.path.parent.name}")
+        self._start(site, first, bootstrap=True)
+        first.wait_synced(60)
+
+    def _seed(self, site: Site, first: GaleraNode, joiners: list[GaleraNode], report: Report) -> GraState:
         # Bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the same
         # uuid:seqno, then give every other node a copy. InnoDB's own wsrep position wins over
         # grastate.dat, so a copy of a never-started datadir would still need an SST.
@@ -160,6 +200,7 @@ class GaleraEngine:
             site.copy_datadir(first, joiners, ["galera.cache", "*.pid"], report)
         for n in joiners:
             n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
+        return seed
 
     def _start(
         self,

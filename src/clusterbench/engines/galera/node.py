@@ -26,8 +26,9 @@ from clusterbench.hosts.base import Machine, ProcessRef
 log = logging.getLogger(__name__)
 
 
-def account_sql(c: Credentials, database: str = "sbtest") -> list[str]:
-    """Statements that create the cluster's accounts; one per line (bootstrap mode needs that)."""
+def account_sql(c: Credentials, database: str = "sbtest", replace: bool = False) -> list[str]:
+    """Statements that create the cluster's accounts; one per line (bootstrap mode needs that).
+    `replace`: over accounts of the same names with other passwords (a datadir template's)."""
     out = [f"CREATE DATABASE IF NOT EXISTS {database};"]
     accounts = [
         (c.admin_user, c.admin_password, "ALL PRIVILEGES", " WITH GRANT OPTION"),
@@ -38,13 +39,14 @@ def account_sql(c: Credentials, database: str = "sbtest") -> list[str]:
         for user, password, privileges, grant_option in accounts:
             who = f"{sql_quote(user)}@{sql_quote(host)}"
             out += [
-                f"CREATE USER {who} IDENTIFIED BY {sql_quote(password)};",
+                f"CREATE {'OR REPLACE ' if replace else ''}USER {who} IDENTIFIED BY {sql_quote(password)};",
                 f"GRANT {privileges} ON *.* TO {who}{grant_option};",
             ]
         if c.web_password:
             who = f"{sql_quote(c.web_user)}@{sql_quote(host)}"
             out += [
-                f"CREATE USER {who} IDENTIFIED BY {sql_quote(c.web_password)};",
+                f"CREATE {'OR REPLACE ' if replace else ''}USER {who} "
+                f"IDENTIFIED BY {sql_quote(c.web_password)};",
                 f"GRANT {WEB_PRIVILEGES} ON {database}.* TO {who};",
             ]
     return out
@@ -164,6 +166,9 @@ class GaleraNode(ServerNode):
             timeout=120,
         )
 
+    def server_version(self) -> str:
+        return self.host.run(["mariadbd", "--version"], timeout=30).stdout.strip()
+
     def grastate(self) -> GraState | None:
         text = self.host.read_file(self.cfg.datadir / "grastate.dat")
         return parse_grastate(text) if text else None
@@ -179,7 +184,7 @@ class GaleraNode(ServerNode):
         if self.alive():
             assert self.proc is not None
             return self.proc
-        argv = ["mariadbd", f"--defaults-file={self.cfg.cnf_path}"]
+        argv = [*self.clock_env(), "mariadbd", f"--defaults-file={self.cfg.cnf_path}"]
         if bootstrap:
             argv.append("--wsrep-new-cluster")
         if start_position:

@@ -27,6 +27,7 @@ from clusterbench.engines.base import (
     Site,
     wipe_datadir,
 )
+from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.group_replication import remote, rootfs
 from clusterbench.engines.group_replication.config import (
     GCS_PORT,
@@ -74,6 +75,12 @@ def accounts(c: Credentials) -> list[str]:
 class GroupReplicationEngine:
     kind = "group_replication"
     label = "MySQL Group Replication"
+    # each member's own address, and single-primary's read-only secondaries (set by the plugin);
+    # init_file is the member's own bootstrap file
+    per_node_variables: frozenset[str] = frozenset(
+        {"group_replication_local_address", "read_only", "super_read_only", "init_file", "report_host",
+         "admin_address", "mysqlx_bind_address", "mysqlx_socket"}
+    )  # fmt: skip
 
     def __init__(self, topology: Topology, root: Path | None = None) -> None:
         self.topology = topology
@@ -174,12 +181,15 @@ class GroupReplicationEngine:
             how = "run `clusterbench provision -f FILE` for MySQL with Group Replication"
         else:
             either = str(self.rootfs / rootfs.MYSQLD.lstrip("/"))
-        return {
+        need = {
             either: how,
             "mariadb": "Debian package mariadb-client",  # the health check's client
             "unshare": "Debian package util-linux",
             "rsync": "Debian package rsync",
         }
+        if self.topology.cluster.clock == "faketime":
+            need[str(LIBFAKETIME)] = "Debian package faketime"
+        return need
 
     def host_packages(self) -> tuple[str, ...]:
         # mysqld comes from the rootfs (required()); the host runs the health check's client,

@@ -18,6 +18,7 @@ import pymysql
 import pymysql.cursors
 
 from clusterbench.clock import Clock
+from clusterbench.engines import fakeclock
 from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
 from clusterbench.engines.group_replication import remote
 from clusterbench.engines.group_replication.config import (
@@ -194,10 +195,18 @@ class GRNode(ServerNode):
         uid, gid = self.owner
         self.host.run(["chown", f"{uid}:{gid}", *map(str, paths)])
 
+    @property
+    def clock_file_inside(self) -> Path:
+        return NODE_MOUNT / fakeclock.CLOCK_FILE
+
     def write_files(self) -> None:
         for sub in self.cfg.subdirs:
             self.host.mkdir(sub, mode=0o755 if sub == self.cfg.dir else 0o750)
         self._chown(*self.cfg.subdirs)
+        if self.fake_clock and self.rootfs != Path("/"):  # the host's libfaketime, inside the rootfs too
+            inside = self.rootfs / fakeclock.LIBFAKETIME.relative_to("/")
+            self.host.run(["mkdir", "-p", str(inside.parent)])
+            self.host.run(["cp", "-f", str(fakeclock.LIBFAKETIME), str(inside)])
         self.host.put_file(self.cfg.cnf_path, render_my_cnf(self.cfg), mode=0o644)
         c = self.creds
         self.host.put_file(
@@ -216,6 +225,7 @@ class GRNode(ServerNode):
             self.rootfs,
             self.cfg.dir,
             [
+                *self.clock_env(),
                 MYSQLD,
                 f"--defaults-file={self.cfg.cnf_inside}",
                 *args,

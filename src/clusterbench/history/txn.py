@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from clusterbench.verify.history import Op, Outcome
+from clusterbench.history.ops import Op, Outcome
 
 WORKLOAD = "list-append"
 FINAL_CLIENT_BASE = 900_000  # client ids of the final reads (one per node), after heal
@@ -24,7 +24,7 @@ FINAL_CLIENT_BASE = 900_000  # client ids of the final reads (one per node), aft
 Fn = Literal["append", "r"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MicroOp:
     f: Fn
     key: int
@@ -55,7 +55,7 @@ def decode(text: str | None) -> tuple[MicroOp, ...]:
     return tuple(MicroOp.from_json(x) for x in json.loads(text))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Txn:
     """One list-append transaction of the history with its outcome.
 

@@ -1,0 +1,94 @@
+"""The list-append graph's parts on small inputs worked out by hand: real-time and session edges,
+component labels in reverse topological order, the search's bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clusterbench.checkers.append import cycles, graph
+from clusterbench.checkers.append.graph import PROCESS, REALTIME, RW, WR, WW, EdgeList, Graph
+from clusterbench.checkers.list_append import check_list_append
+from clusterbench.history.ops import Outcome
+from clusterbench.history.txn import MicroOp, Txn
+
+from .list_append_cases import X, a, history, r, t
+
+OK, FAIL, UNK = Outcome.OK, Outcome.FAIL, Outcome.UNKNOWN
+
+
+def txn(i: int, start: float, end: float, outcome: Outcome = OK, client: int | None = None) -> Txn:
+    return Txn(i, i if client is None else client, "p", outcome, (MicroOp("append", 9, i),), start, end)
+
+
+def edges(e: EdgeList) -> set[tuple[int, int, int]]:
+    return set(zip(e.src.tolist(), e.dst.tolist(), e.typ.tolist(), strict=True))
+
+
+def test_realtime_edges_are_the_transitive_reduction() -> None:
+    # A ends before B begins, B before C; D overlaps all three; E begins after C and D ended
+    txns = [txn(0, 0, 1), txn(1, 2, 3), txn(2, 4, 5), txn(3, 0.5, 4.5), txn(4, 6, 7)]
+    e = EdgeList()
+    graph.realtime_edges(txns, [True] * 5, e)
+    assert edges(e) == {(0, 1, REALTIME), (1, 2, REALTIME), (2, 4, REALTIME), (3, 4, REALTIME)}
+
+
+def test_realtime_equal_times_order_nothing_and_unknown_outcomes_never_end() -> None:
+    txns = [txn(0, 0, 1), txn(1, 1, 2), txn(2, 0, 0.5, UNK), txn(3, 3, 4), txn(4, 3.5, 3.6, FAIL)]
+    e = EdgeList()
+    graph.realtime_edges(txns, [True, True, True, True, False], e)
+    # 0 ends at 1 when 1 begins: no edge; 2 may commit any time: nothing after it; 4 failed: absent
+    assert edges(e) == {(0, 3, REALTIME), (1, 3, REALTIME)}
+
+
+def test_session_edges_skip_failures_and_end_at_an_unknown_outcome() -> None:
+    c = 7
+    txns = [txn(0, 0, 1, client=c), txn(1, 2, 3, FAIL, client=c), txn(2, 4, 5, client=c),
+            txn(3, 6, 7, UNK, client=c), txn(4, 8, 9, client=c), txn(5, 10, 11, client=c),
+            txn(6, 1, 2, client=8)]  # fmt: skip
+    e = EdgeList()
+    graph.process_edges(txns, e)
+    assert edges(e) == {(0, 2, PROCESS), (4, 5, PROCESS)}
+
+
+def test_edge_list_drops_self_edges_and_counts_types() -> None:
+    e = EdgeList()
+    for s, d, typ in ((0, 0, WW), (0, 1, WW), (0, 1, RW), (1, 0, WR)):
+        e.add(s, d, typ)
+    assert len(e.src) == 3 and (e.count(WW), e.count(RW), e.count(WR), e.count(PROCESS)) == (1, 1, 1, 0)
+    assert EdgeList().count(WW) == 0
+
+
+def test_graph_merges_parallel_edges_and_labels_components_sinks_first() -> None:
+    e = EdgeList()
+    for s, d, typ in ((0, 1, WW), (0, 1, RW), (1, 2, WR), (2, 1, RW), (2, 3, WW)):
+        e.add(s, d, typ)
+    g = Graph(4, e)
+    assert sorted(g.succ(0)) == [(1, WW | RW)] and g.mask(0, 1) == WW | RW and g.mask(1, 0) == 0
+    assert sorted(g.succ(3)) == []
+    labels, sizes = g.components(WW | WR | RW)
+    lab = list(labels)
+    assert lab[1] == lab[2] and len({lab[0], lab[1], lab[3]}) == 3
+    assert lab[0] > lab[1] > lab[3]  # every edge between components goes from higher to lower
+    assert sorted(sizes.tolist()) == [1, 1, 2]
+    # only the ww edges: no cycle, four components
+    ww_labels, ww_sizes = g.components(WW)
+    assert len(set(ww_labels)) == 4 and ww_sizes.tolist() == [1, 1, 1, 1]
+    src, dst, masks = g.edges_of(RW)
+    assert list(zip(src.tolist(), dst.tolist(), masks.tolist(), strict=True)) == [(0, 1, WW | RW), (2, 1, RW)]
+
+
+def test_reverse_topological_relabels_a_topological_labeling() -> None:
+    # components 0 -> 1 -> 2 labeled in topological order: the edges go from lower to higher
+    labels = np.array([0, 1, 2, 2], dtype=np.int64)
+    out = graph._reverse_topological(labels, 3, np.array([0, 1]), np.array([1, 2]))
+    assert out.tolist() == [2, 1, 0, 0]
+
+
+def test_the_search_keeps_five_cycles_per_component_and_says_it_stopped() -> None:
+    # six transactions read key x empty and append to it, none of the appends read: each pair
+    # missed the other (rw both ways), 15 write-skew cycles in one component
+    v = check_list_append(history([t(r(X), a(X, i)) for i in range(1, 7)]))
+    g2 = v.evidence["anomalies"]["G2-item"]
+    assert cycles.CYCLES_PER_SCC == 5 and g2["count"] == 5 and v.evidence["search_truncated"] is True
+    two = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
+    assert two.evidence["anomalies"]["G2-item"]["count"] == 1 and two.evidence["search_truncated"] is False
