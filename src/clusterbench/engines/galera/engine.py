@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
@@ -20,9 +19,9 @@ from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
 from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
 from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
-from clusterbench.engines.galera.node import GaleraNode, account_sql
+from clusterbench.engines.galera.node import GaleraNode
 from clusterbench.engines.galera.status import GraState
-from clusterbench.engines.galera.template import Template, template_key
+from clusterbench.engines.galera.template import prepare_first
 from clusterbench.engines.server import HEALTH_PORT, GaveUp
 from clusterbench.errors import ClusterStateError, ComponentError
 from clusterbench.hosts.base import Machine, ProcessRef
@@ -136,25 +135,8 @@ class GaleraEngine:
         for n in nodes:
             n.write_files()
         first = nodes[0]
-        root = site.template_root
-        key = ""
-        made = None
-        if root is not None:
-            key = template_key(first.server_version(), self.topology.node_settings(1).model_dump())
-            made = Template.find(root, key)
-        if made is not None:
-            self._from_template(site, made, nodes, report)
-        else:
-            first.install_db()
-            first.run_bootstrap_sql(account_sql(first.creds))
-            # With provider.seed = "sst" joiners start empty and each takes a full SST from a
-            # donor, machine to machine (for a controller far from the machines).
-            if not self.topology.remote or self.topology.provider.seed == "copy":
-                seed = self._seed(site, first, nodes[1:], report)
-                if root is not None:
-                    Template.save(first.host, first.datadir, root, key, seed)
-            self._start(site, first, bootstrap=True)
-            first.wait_synced(60)
+        # node 1 Synced and the joiners' datadirs ready (template.py)
+        prepare_first(site, self.topology, nodes, report, lambda n, **kw: self._start(site, n, **kw))
         report(f"n1 bootstrapped ({time.monotonic() - t0:.1f} s)")
         # Start joiners one after another, each as soon as the previous one is in the view:
         # starting them all at once makes Galera retry the view for several seconds.
@@ -167,40 +149,6 @@ class GaleraEngine:
         for n in nodes:
             n.start_health_agent()
             site.recorded(n)
-
-    def _from_template(self, site: Site, made: Template, nodes: list[GaleraNode], report: Report) -> None:
-        """Every node gets the template and this cluster's accounts (the template's have another
-        cluster's passwords), written offline on each at once: the account tables are Aria, so
-        the nodes' InnoDB and their replication position stay the template's. Node 1 then
-        bootstraps and the joiners need an IST of nothing."""
-        first = nodes[0]
-
-        def prepare(n: GaleraNode) -> None:
-            made.copy_to(n.host, n.datadir)
-            n.set_grastate(GraState(made.uuid, made.seqno, safe_to_bootstrap=n is first))
-            n.run_bootstrap_sql(account_sql(n.creds, replace=True))
-
-        with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
-            list(pool.map(prepare, nodes))
-        report(f"datadirs copied from the template {made.path.parent.name}")
-        self._start(site, first, bootstrap=True)
-        first.wait_synced(60)
-
-    def _seed(self, site: Site, first: GaleraNode, joiners: list[GaleraNode], report: Report) -> GraState:
-        # Bootstrap node 1 once and stop it cleanly so InnoDB and grastate.dat both hold the same
-        # uuid:seqno, then give every other node a copy. InnoDB's own wsrep position wins over
-        # grastate.dat, so a copy of a never-started datadir would still need an SST.
-        self._start(site, first, bootstrap=True)
-        first.wait_synced(60)
-        first.stop(timeout=60)
-        seed = first.grastate()
-        if seed is None or seed.seqno < 0:
-            raise ComponentError(f"node n1 did not record its position at shutdown; see {first.error_log}")
-        if joiners:
-            site.copy_datadir(first, joiners, ["galera.cache", "*.pid"], report)
-        for n in joiners:
-            n.set_grastate(GraState(seed.uuid, seed.seqno, safe_to_bootstrap=False))
-        return seed
 
     def _start(
         self,
