@@ -27,6 +27,7 @@ from clusterbench.spec.resources import RATE_RE as RATE_RE  # for the fault and 
 from clusterbench.spec.resources import Resources
 from clusterbench.spec.resources import Strict as _Strict
 from clusterbench.spec.web import WebSettings
+from clusterbench.spec.webplan import WebPlan
 
 MAX_NODES = 9
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
@@ -45,11 +46,6 @@ NODE_OFFSET = 10
 # and inside the smallest subnet allowed (/26: host numbers up to .62).
 CLIENT_OFFSET = 30
 MAX_CLIENTS = 16
-# The web tier (`[web] nodes = W`): web node w at .20+w (between the nodes and the clients), the
-# front HAProxy pair fe1 .5 and fe2 .7 with its VIP .6 between them, as lb1/VIP/lb2 are .2/.3/.4.
-WEB_OFFSET = 20
-FRONT_OFFSETS = (5, 7)  # fe1, fe2
-FRONT_VIP_OFFSET = 6
 BALANCER_VIP = "the balancer VIP"
 FRONT_VIP = "the web front VIP"
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
@@ -303,7 +299,7 @@ class ClientSettings(_Strict):
     hosts: int = Field(0, ge=0, le=MAX_CLIENTS)
 
 
-class Topology(_Strict):
+class Topology(_Strict, WebPlan):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     engine: EngineSettings = Field(default_factory=EngineSettings)
     resources: Resources = Field(default_factory=Resources)
@@ -622,53 +618,6 @@ class Topology(_Strict):
             if o.index == index:
                 return base.merged(Resources(cpu_quota=o.cpu_quota, cpuset=o.cpuset, bandwidth=o.bandwidth))
         return base
-
-    # --- the web tier ---
-
-    def web_address(self, index: int) -> str:
-        """Web node w<index>'s address (.20+index); colocated, its database node's."""
-        if self.web.layout == "colocated":
-            return self.node_address(index)
-        return str(self.network[WEB_OFFSET + index])
-
-    def web_host_role(self, index: int) -> str:
-        """The role whose host web node w<index> runs on: its own (w<index>), or colocated
-        database node n<index>'s."""
-        return f"n{index}" if self.web.layout == "colocated" else f"w{index}"
-
-    def web_resources(self, index: int) -> Resources:
-        """The limits web node w<index> runs under: its own, or colocated its host's."""
-        if self.web.layout == "colocated":
-            return self.node_resources(index)
-        return self.web.node_resources(index)
-
-    def front_address(self, index: int = 1) -> str:
-        """The own address of front HAProxy fe<index> (fe1 .5, fe2 .7)."""
-        return str(self.network[FRONT_OFFSETS[index - 1]])
-
-    def front_vip_address(self) -> str | None:
-        """The web front pair's virtual IP, or None with one (or no) front HAProxy."""
-        f = self.web.front
-        if self.web.nodes == 0 or not f.paired:
-            return None
-        return f.vip if isinstance(f.vip, str) else str(self.network[FRONT_VIP_OFFSET])
-
-    def web_urls(self) -> list[str]:
-        """Where HTTP clients send their requests: the front VIP, else fe1, else (front kind
-        'none') each web node; [] without a web tier."""
-        w = self.web
-        if w.nodes == 0:
-            return []
-        if w.front.kind == "none":
-            return [f"http://{self.web_address(i)}:{w.port}" for i in w.indexes()]
-        return [f"http://{self.front_vip_address() or self.front_address()}:{w.front.port}"]
-
-    def web_database_address(self) -> tuple[str, int]:
-        """Where the web nodes' application connects: the database balancer (its VIP or lb1)."""
-        addr = self.client_address()
-        if addr is None:
-            raise ValueError("the web tier needs balancer.kind = 'haproxy'")
-        return addr, self.balancer.port
 
     def warnings(self) -> list[str]:
         n = self.cluster.nodes
