@@ -180,8 +180,13 @@ def test_delay_and_loss_on_a_link_without_netem_take_effect_and_heal(cluster: Cl
         cluster,
         {
             "name": "impair n3",
-            "load": {"workload": "oltp_read_write", "threads": 2, "time": 20, "tables": 2,
-                     "table_size": 2000},
+            "load": {
+                "workload": "oltp_read_write",
+                "threads": 2,
+                "time": 20,
+                "tables": 2,
+                "table_size": 2000,
+            },
             "verify": {"ledger_clients": 1},
             "fault": [
                 {"kind": "delay-link", "target": "node:3", "delay": "50ms", "at": 3, "for": 6},
@@ -334,7 +339,13 @@ def test_oltp_insert_drills_on_re_prepared_tables_never_fail_by_their_own_ids(cl
             cluster,
             {
                 "name": f"oltp_insert {k}",
-                "load": {"workload": "oltp_insert", "threads": 4, "time": 12, "tables": 2, "table_size": 2000},
+                "load": {
+                    "workload": "oltp_insert",
+                    "threads": 4,
+                    "time": 12,
+                    "tables": 2,
+                    "table_size": 2000,
+                },
                 "verify": {"ledger_clients": 1, "prober": False},
                 "fault": [{"kind": "kill-node", "target": "node:2", "at": 3, "for": 5}],
             },
