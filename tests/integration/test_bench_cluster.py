@@ -236,8 +236,9 @@ def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) 
     # and under each trial's, its servers' telemetry on the same axis: CPU and the links for every
     # test, flow control and the disk where they show something
     svgs = re.findall(r"<svg.*?</svg>", html, re.S)
-    panels = [s for s in svgs if any(t in s for t in ("CPU, % of each", "link, Mbit/s", "replication paused",
-                                                      "disk busy", "replication lag", "certification conflicts"))]  # fmt: skip
+    titles = ("CPU, % of each", "link, Mbit/s", "replication paused", "disk busy", "replication lag",
+              "certification conflicts")  # fmt: skip
+    panels = [s for s in svgs if any(t in s for t in titles)]
     cpu, link = (sum(t in s for s in panels) for t in ("CPU, % of each", "link, Mbit/s"))
     assert cpu == link == len(SYSBENCH_TESTS)
     # and one figure of every trial's latency distribution (more than six trials: one figure)

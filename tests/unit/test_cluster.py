@@ -252,7 +252,7 @@ def test_rejoin_after_crash_uses_recovered_position_never_new_cluster(tmp_path: 
     ]
     assert [s.argv for s in host.spawned] == [
         ["mariadbd", f"--defaults-file={n.cfg.cnf_path}", f"--wsrep-start-position={UUID}:4"],
-        ["socat", "TCP-LISTEN:9200,bind=198.18.0.12,fork,reuseaddr", f"EXEC:{n.cfg.clustercheck_path}"],
+        ["socat", "TCP-LISTEN:9200,bind=198.18.0.12,fork,reuseaddr", f"EXEC:{n.cfg.health_script}"],
     ]
     assert all("--wsrep-new-cluster" not in s.argv for s in host.spawned)
     state = json.loads(c.state_path.read_text())

@@ -164,7 +164,7 @@ def test_node_config_paths() -> None:
     assert cfg.datadir == DIR / "data"
     assert cfg.error_log == DIR / "error.log"
     assert cfg.mon_cnf == DIR / "mon.cnf"
-    assert cfg.clustercheck_path == DIR / "clustercheck.sh"
+    assert cfg.health_script == DIR / "clustercheck.sh"
 
 
 # ---------------------------------------------------------------- clustercheck

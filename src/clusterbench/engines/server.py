@@ -19,6 +19,7 @@ import pymysql
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.engines import fakeclock
 from clusterbench.engines.base import Credentials, NodeHealth, SessionSql
+from clusterbench.engines.paths import NodePaths
 from clusterbench.errors import ComponentError
 from clusterbench.hosts import procs
 from clusterbench.hosts.base import Machine, ProcessRef, terminate, wait_dead
@@ -78,7 +79,7 @@ def render_client_cnf(user: str, password: str, socket: Path | None = None, host
     return "\n".join(lines) + "\n"
 
 
-class ServerNode(ABC):
+class ServerNode(NodePaths, ABC):
     """A database server process of some engine on one host.
 
     Subclasses set `session` and implement write_files, the start argv, health() and
@@ -125,32 +126,6 @@ class ServerNode(ABC):
     @property
     @abstractmethod
     def dir(self) -> Path: ...
-
-    @property
-    def datadir(self) -> Path:
-        return self.dir / "data"
-
-    @property
-    def error_log(self) -> Path:
-        return self.dir / "error.log"
-
-    @property
-    def socket(self) -> Path:
-        """The server's unix socket as this machine sees it (local hosts only)."""
-        return self.dir / "mysqld.sock"
-
-    @property
-    def pid_file(self) -> Path:
-        """Where the server writes its PID (pid-file in its option file)."""
-        return self.dir / "mysqld.pid"
-
-    @property
-    def health_script(self) -> Path:
-        return self.dir / "clustercheck.sh"
-
-    @property
-    def admin_cnf(self) -> Path:
-        return self.dir / "admin.cnf"
 
     # --- error log ---
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from clusterbench.engines.paths import NodePaths
 from clusterbench.spec.topology import MariaDBSettings
 
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
@@ -39,7 +40,7 @@ def provider_options(s: MariaDBSettings, address: str) -> str:
 
 
 @dataclass(frozen=True)
-class NodeConfig:
+class NodeConfig(NodePaths):
     cluster_name: str
     index: int
     address: str
@@ -51,29 +52,6 @@ class NodeConfig:
     def node_name(self) -> str:
         return f"n{self.index}"
 
-    @property
-    def cnf_path(self) -> Path:
-        return self.dir / "my.cnf"
-
-    @property
-    def socket(self) -> Path:
-        return self.dir / "mysqld.sock"
-
-    @property
-    def datadir(self) -> Path:
-        return self.dir / "data"
-
-    @property
-    def error_log(self) -> Path:
-        return self.dir / "error.log"
-
-    @property
-    def mon_cnf(self) -> Path:
-        return self.dir / "mon.cnf"
-
-    @property
-    def clustercheck_path(self) -> Path:
-        return self.dir / "clustercheck.sh"
 
 
 def render_my_cnf(cfg: NodeConfig) -> str:

@@ -140,7 +140,7 @@ class GaleraNode(ServerNode):
             mode=0o600,
         )
         self.host.put_file(self.admin_cnf, self.admin_cnf_text(), mode=0o600)
-        self.host.put_file(self.cfg.clustercheck_path, render_clustercheck(self.cfg), mode=0o700)
+        self.host.put_file(self.cfg.health_script, render_clustercheck(self.cfg), mode=0o700)
 
     def admin_cnf_text(self) -> str:
         return render_client_cnf(self.creds.admin_user, self.creds.admin_password, self.cfg.socket)

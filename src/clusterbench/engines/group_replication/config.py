@@ -10,6 +10,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from clusterbench.engines.group_replication.rootfs import NODE_MOUNT
+from clusterbench.engines.paths import NodePaths
 from clusterbench.spec.engine import MySQLSettings
 
 GCS_PORT = 33061
@@ -24,7 +25,7 @@ _env = Environment(
 
 
 @dataclass(frozen=True)
-class MemberConfig:
+class MemberConfig(NodePaths):
     cluster_name: str
     index: int
     address: str
@@ -43,33 +44,9 @@ class MemberConfig:
     def server_id(self) -> int:
         return self.index
 
-    # Host-side paths.
+    # Host-side paths: engines/paths.py (the health script has a name of its own here).
     @property
-    def cnf_path(self) -> Path:
-        return self.dir / "my.cnf"
-
-    @property
-    def socket(self) -> Path:
-        return self.dir / "mysqld.sock"
-
-    @property
-    def datadir(self) -> Path:
-        return self.dir / "data"
-
-    @property
-    def error_log(self) -> Path:
-        return self.dir / "error.log"
-
-    @property
-    def mon_cnf(self) -> Path:
-        return self.dir / "mon.cnf"
-
-    @property
-    def admin_cnf(self) -> Path:
-        return self.dir / "admin.cnf"
-
-    @property
-    def healthcheck_path(self) -> Path:
+    def health_script(self) -> Path:
         return self.dir / "healthcheck.sh"
 
     @property

@@ -197,14 +197,17 @@ class GRGroup:
             for m in self.members:
                 m.start(init)
                 self.started(m)
-            for m in self.members:
+            # member 1 bootstraps the group as soon as it answers, while the others still start
+            first.wait_sql(READY_TIMEOUT)
+            first.install_metrics_component()
+            first.start_group(bootstrap=True)
+            for m in rest:
                 m.wait_sql(READY_TIMEOUT)
                 m.install_metrics_component()
         finally:
             for m in self.members:
                 m.forget_init()
         timings["mysqld"] = time.monotonic() - t0
-        first.start_group(bootstrap=True)
         first.wait_state(ONLINE, 60)
         timings["bootstrap"] = time.monotonic() - t0
         report(f"n{first.index} bootstrapped the group ({timings['bootstrap']:.1f} s)")

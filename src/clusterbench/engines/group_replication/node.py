@@ -187,7 +187,7 @@ class GRNode(ServerNode):
 
     @property
     def health_script(self) -> Path:
-        return self.cfg.healthcheck_path
+        return self.cfg.health_script
 
     # --- files ---
 
@@ -215,7 +215,7 @@ class GRNode(ServerNode):
         self.host.put_file(
             self.admin_cnf, render_client_cnf(c.admin_user, c.admin_password, self.cfg.socket), mode=0o600
         )
-        self.host.put_file(self.cfg.healthcheck_path, render_healthcheck(self.cfg), mode=0o700)
+        self.host.put_file(self.cfg.health_script, render_healthcheck(self.cfg), mode=0o700)
 
     def mysqld_argv(self, *args: str) -> list[str]:
         # The last option names the node directory on the host: mysqld's own command line then
