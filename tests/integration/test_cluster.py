@@ -130,6 +130,10 @@ def test_kill9_under_write_load_restarts_by_ist(cluster: Cluster) -> None:
         n2 = galera(cluster.node(2))
         g = n2.grastate()
         assert g is not None and g.crashed, "kill -9 leaves seqno -1 in grastate.dat"
+        # the kill took effect: n2's server is gone and the survivors formed a view of two
+        assert not n2.alive()
+        st = galera(cluster.node(1)).status()
+        assert st is not None and st.cluster_size == 2, st
         offset = n2.error_log_size()
         msg = cluster.node_start(2)
         assert "rejoined by IST after recovering" in msg, msg
@@ -201,6 +205,7 @@ def test_cold_start_after_kill_of_every_node_keeps_the_cluster_history(cluster: 
         w.stop.set()
         w.join(10)
     assert len(w.acked) > 20
+    assert not any(n.alive() for n in cluster.nodes())  # the kills took effect: every server is gone
     offsets = {i: cluster.node(i).error_log_size() for i in (1, 2, 3)}
     out = cluster.start_all()
     chosen = next(int(ln[1]) for ln in out if ln.endswith(" bootstrapped"))
