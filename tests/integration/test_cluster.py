@@ -132,7 +132,12 @@ def test_kill9_under_write_load_restarts_by_ist(cluster: Cluster) -> None:
         assert g is not None and g.crashed, "kill -9 leaves seqno -1 in grastate.dat"
         # the kill took effect: n2's server is gone and the survivors formed a view of two
         assert not n2.alive()
+        # Galera suspects a silent peer only after evs.suspect_timeout (5 s by default)
+        deadline = time.monotonic() + 30
         st = galera(cluster.node(1)).status()
+        while (st is None or st.cluster_size != 2) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            st = galera(cluster.node(1)).status()
         assert st is not None and st.cluster_size == 2, st
         offset = n2.error_log_size()
         msg = cluster.node_start(2)
