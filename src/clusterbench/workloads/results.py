@@ -140,7 +140,10 @@ class RunResult:
             return f"mysqlslap failed: {last}"
         if self.exit_code == 139 or self.exit_code == -11:
             return f"sysbench {self.test} crashed (SIGSEGV); is the reconnect shim loaded?"
-        return f"sysbench {self.test} exited with {self.exit_code} and no summary"
+        said = next((ln.strip() for ln in reversed(self.stderr_tail) if ln.strip()), "")
+        code = self.exit_code
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+        return f"sysbench {self.test} {how} and no summary" + (f"; it said: {said}" if said else "")
 
     def _http_failure(self) -> str:
         if self.killed:

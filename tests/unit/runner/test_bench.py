@@ -357,7 +357,9 @@ def test_failed_trial_fails_the_run_and_says_why(store: Store) -> None:
     fake = FakeSysbench(exit_code=1)
     out = bench(fake, []).execute(plan("oltp_point_select"), store)
     assert out.status == "failed" and store.get_run(out.run_id).status == "failed"
-    assert out.failures == ["oltp_point_select: sysbench oltp_point_select exited with 1 and no summary"]
+    assert out.failures == [
+        "oltp_point_select: sysbench oltp_point_select exited with 1 and no summary; it said: boom"
+    ]
     ev = store.events(out.run_id)[-1]
     assert ev["kind"] == "trial_failed" and ev["detail"]["stderr"] == ["boom"]
 
