@@ -17,6 +17,7 @@ from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode, Desyncable
 from clusterbench.errors import ComponentError, PreflightError
 from clusterbench.faults import delayline, delayline_plan
+from clusterbench.faults.base import FaultAction
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.faults.web import vip_move
 from clusterbench.hosts.base import Machine
@@ -60,26 +61,15 @@ class Action(Protocol):
     def heal(self) -> dict[str, Any]: ...
 
 
-class _Base:
-    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
-        self.cluster = cluster
-        self.fault = fault
-        self.active = False
-
-
-class KillNodes(_Base):
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+class KillNodes(FaultAction):
+    def _apply(self) -> dict[str, Any]:
         return {"killed": [self.cluster.node_kill(i) for i in self.fault.nodes]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         return {"restarted": self.cluster.restart_nodes(self.fault.nodes)}
 
 
-class CoordinatedCrash(_Base):
+class CoordinatedCrash(FaultAction):
     """kill -9 of every target within a window (planned offsets from the scenario's seed), so the
     nodes crash together the way a power cut or a bad deploy takes them down; the heal is the
     engine's recovery of a complete outage (a cold start from the most advanced node) or, when
@@ -92,8 +82,7 @@ class CoordinatedCrash(_Base):
         super().__init__(cluster, fault)
         self.sleep = sleep
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         order = [int(i) for i in self.fault.params.get("order") or self.fault.nodes]
         offsets = [float(x) for x in self.fault.params.get("offsets") or [0.0] * len(order)]
         t0 = time.monotonic()
@@ -107,66 +96,50 @@ class CoordinatedCrash(_Base):
             killed.append(self.cluster.node_kill(i))
         return {"killed": killed, "at_s": at, "window_s": self.fault.params.get("window", 0.0)}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         t0 = time.monotonic()
         out = self.cluster.restart_nodes(self.fault.nodes)
         return {"restarted": out, "recovery_s": round(time.monotonic() - t0, 1)}
 
 
-class StopNodes(_Base):
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+class StopNodes(FaultAction):
+    def _apply(self) -> dict[str, Any]:
         return {"stopped": [self.cluster.node_stop(i) for i in self.fault.nodes]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         return {"restarted": self.cluster.restart_nodes(self.fault.nodes)}
 
 
-class PauseNodes(_Base):
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+class PauseNodes(FaultAction):
+    def _apply(self) -> dict[str, Any]:
         for i in self.fault.nodes:
             self.cluster.node(i).pause()
         return {"paused": [f"n{i}" for i in self.fault.nodes]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         for i in self.fault.nodes:
             self.cluster.node(i).resume()
         return {"resumed": [f"n{i}" for i in self.fault.nodes], **recovered(self.cluster, self.fault.nodes)}
 
 
-class IsolateNodes(_Base):
+class IsolateNodes(FaultAction):
     """The node reaches nobody and nobody reaches it: the provider cuts its link (locally the
     host side of its veth goes down; over ssh iptables keeps only loopback and our SSH)."""
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         for i in self.fault.nodes:
             self.cluster.provider.isolate(self.cluster.names.node_role(i))
         return {"isolated": [f"n{i}" for i in self.fault.nodes]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         for i in self.fault.nodes:
             self.cluster.provider.reconnect(self.cluster.names.node_role(i))
         back = recovered(self.cluster, self.fault.nodes)
         return {"reconnected": [f"n{i}" for i in self.fault.nodes], **back}
 
 
-class Partition(_Base):
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+class Partition(FaultAction):
+    def _apply(self) -> dict[str, Any]:
         t = self.cluster.topology
         addr_of = {i: t.node_address(i) for i in t.node_indexes()}
         pairs = [(int(p[0]), int(p[1])) for p in self.fault.params["pairs"]]
@@ -175,34 +148,27 @@ class Partition(_Base):
             node_host(self.cluster, i).run(argv)
         return {"cut": [f"n{a}|n{b}" for a, b in pairs]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         for i, argv in unpartition_rules(list(self.fault.nodes)):
             node_host(self.cluster, i).run(argv, check=False)
         return {"healed": [f"n{i}" for i in self.fault.nodes], **recovered(self.cluster, self.fault.nodes)}
 
 
-class ThrottleLink(_Base):
+class ThrottleLink(FaultAction):
     """tbf at a rate on the node's link (locally both directions, over ssh the egress)."""
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         rate = str(self.fault.params["rate"])
         for i in self.fault.nodes:
             self.cluster.provider.shape(self.cluster.names.node_role(i), rate)
         return {"rate": rate, "nodes": [f"n{i}" for i in self.fault.nodes]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         restored = {f"n{i}": restore_link(self.cluster, i) for i in self.fault.nodes}
         return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}
 
 
-class ImpairLink(_Base):
+class ImpairLink(FaultAction):
     """Added delay (and jitter) or loss on each target node's link, on any kernel: netem where the
     kernel has it and it can do the fault, else the NFQUEUE delay line for the delay and the
     iptables `statistic` match for the loss (faults/delayline.py, docs/delayline.md), inside the
@@ -227,16 +193,12 @@ class ImpairLink(_Base):
                 seed=fault.index, clock=cluster.clock,
             )  # fmt: skip
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         out: dict[str, Any] = {f"n{i}": link.apply() for i, link in self.links.items()}
         out["summary"] = "; ".join(impairment_line(node, d) for node, d in list(out.items()))
         return out
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for i, link in self.links.items():
             out[f"n{i}"] = link.heal()
@@ -256,15 +218,14 @@ def impairment_line(node: str, detail: dict[str, Any]) -> str:
     return line
 
 
-class ThrottleCpu(_Base):
+class ThrottleCpu(FaultAction):
     def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
         super().__init__(cluster, fault)
         problem = cluster.provider.cpu_limit_problem()
         if problem:
             raise PreflightError(problem)
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         quota = float(self.fault.params["cpu_quota"])
         for i in self.fault.nodes:
             n = self.cluster.node(i)
@@ -273,10 +234,7 @@ class ThrottleCpu(_Base):
             )
         return {"cpu_quota": quota, "nodes": [f"n{i}" for i in self.fault.nodes]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         restored: dict[str, float | str] = {}
         for i in self.fault.nodes:
             q = self.cluster.provider.restore_cpu(self.cluster.names.node_role(i))
@@ -284,7 +242,7 @@ class ThrottleCpu(_Base):
         return {"restored": restored, **recovered(self.cluster, self.fault.nodes)}
 
 
-class DesyncNodes(_Base):
+class DesyncNodes(FaultAction):
     """The node stops taking part in flow control (as a donor or backup would): Galera's
     wsrep_desync. Refused up front on an engine whose nodes cannot desync."""
 
@@ -301,23 +259,19 @@ class DesyncNodes(_Base):
         assert isinstance(n, Desyncable)
         return n
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         for i in self.fault.nodes:
             self._node(i).desync(True)
         return {"desynced": [f"n{i}" for i in self.fault.nodes]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         for i in self.fault.nodes:
             if self.cluster.node(i).alive():
                 self._node(i).desync(False)
         return {"resynced": [f"n{i}" for i in self.fault.nodes]}
 
 
-class RollingRestart(_Base):
+class RollingRestart(FaultAction):
     """Restart every node in turn, each only after the previous one is Synced again (F19)."""
 
     def apply(self) -> dict[str, Any]:
@@ -338,7 +292,7 @@ class RollingRestart(_Base):
         }
 
 
-class KillBalancer(_Base):
+class KillBalancer(FaultAction):
     """kill -9 HAProxy on one balancer host. With a keepalived pair, `balancer` means the one that
     holds the VIP when the fault starts (the drill people run), `lb:N` a given one."""
 
@@ -346,8 +300,7 @@ class KillBalancer(_Base):
         super().__init__(cluster, fault)
         self.index = fault.balancer or 1
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         c = self.cluster
         if self.fault.params.get("target") != "lb" and len(c.haproxies()) > 1:
             holder = c.vip_holder()
@@ -361,10 +314,7 @@ class KillBalancer(_Base):
             out.update(vip_move(c.wait_vip, role, c.topology.balancer.advert_int, t0))
         return out
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         t0 = time.monotonic()
         msg = self.cluster.balancer_start(self.index)
         return {"restarted": f"{msg} ({time.monotonic() - t0:.1f} s)"}
@@ -379,7 +329,7 @@ def fill_path(cluster: Cluster, i: int) -> Path:
     return cluster.node(i).datadir / FILL_NAME
 
 
-class DiskFull(_Base):
+class DiskFull(FaultAction):
     """Fill the datadir file system of the target nodes: only a small file system of its own that
     the tool mounted for it at `up` (topology `[[node]] datadir_size`), never the machine's. The
     server then fails to extend its files (writes there fail with 1114 'table is full'; a
@@ -397,8 +347,7 @@ class DiskFull(_Base):
                 "again (clusterbench never fills the machine's own file system)"
             )
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         out: dict[str, str] = {}
         for i in self.fault.nodes:
             n = self.cluster.node(i)
@@ -415,10 +364,7 @@ class DiskFull(_Base):
             out[f"n{i}"] = f"{datadirfs.human(d.free)} free" if d else "?"
         return {"filled": out}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         out: dict[str, str] = {}
         for i in self.fault.nodes:
             n = self.cluster.node(i)
@@ -450,7 +396,7 @@ def caught_up(n: DbNode, timeout: float) -> str:
     return f"applied the backlog in {time.monotonic() - t0:.1f} s"
 
 
-class RunSql(_Base):
+class RunSql(FaultAction):
     """A statement run once on one node at its time (e.g. a DDL while another node's disk is full,
     a by-hand step of a drill), as the cluster's admin. Nothing to heal."""
 
@@ -506,7 +452,7 @@ def heal_vrrp(cluster: Cluster) -> list[str]:
     return healed
 
 
-class CutVrrp(_Base):
+class CutVrrp(FaultAction):
     """The two keepalived instances of a balancer pair stop hearing each other: iptables in each
     balancer's host drops VRRP to and from the peer. Each then believes the other is gone and the
     backup takes the VIP too (about 3 x advert_int later): both hold it, a split brain. Heal
@@ -520,8 +466,7 @@ class CutVrrp(_Base):
                 "the topology (see examples/topologies/3-nodes-vip.toml)"
             )
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         t = self.cluster.topology
         before = self.cluster.vip_holders()
         for k in t.balancer_indexes():
@@ -531,10 +476,7 @@ class CutVrrp(_Base):
                 host.run(argv)
         return {"cut": "VRRP between lb1 and lb2", "vip_holders_before": before}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         t0 = time.monotonic()
         heal_vrrp(self.cluster)
         adv = self.cluster.topology.balancer.advert_int

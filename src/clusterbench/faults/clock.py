@@ -18,7 +18,7 @@ from clusterbench.cluster import Cluster
 from clusterbench.engines.base import DbNode
 from clusterbench.engines.fakeclock import REREAD_S, offset_text
 from clusterbench.errors import PreflightError
-from clusterbench.faults.actions import _Base
+from clusterbench.faults.base import FaultAction
 from clusterbench.faults.spec import PlannedFault
 
 # a drift is written this often (libfaketime reads it again at most once a second)
@@ -50,7 +50,7 @@ def skew_text(seconds: float | None) -> str:
     return "no answer" if seconds is None else f"{seconds:+.3f} s"
 
 
-class ClockSkew(_Base):
+class ClockSkew(FaultAction):
     def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
         super().__init__(cluster, fault)
         if cluster.topology.cluster.clock != "faketime":
@@ -87,8 +87,7 @@ class ClockSkew(_Base):
         while not self._stop.wait(DRIFT_STEP_S):
             self._write(self.offset + self.drift * (time.monotonic() - t0))
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         self._stop.clear()
         t0 = time.monotonic()
         self._write(self.offset)
@@ -105,10 +104,7 @@ class ClockSkew(_Base):
             "summary": f"wall clock of {', '.join(measured)} {' and '.join(asked)}; measured {seen}",
         }
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         self._stop.set()
         if self._drifter is not None:
             self._drifter.join(timeout=5)

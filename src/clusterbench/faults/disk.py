@@ -18,7 +18,7 @@ from typing import Any
 from clusterbench.cluster import Cluster
 from clusterbench.datadir_layers import layer_of, layered, remount
 from clusterbench.errors import PreflightError
-from clusterbench.faults.actions import _Base
+from clusterbench.faults.base import FaultAction
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.providers.faultfs import FaultFS
 from clusterbench.providers.faultfs_proto import DiskFaults, Dropped
@@ -34,7 +34,7 @@ def _ms(text: str | None) -> float:
     return float(text)
 
 
-class _OnLayer(_Base):
+class _OnLayer(FaultAction):
     """A fault that needs every target's datadir on the layer: refused in one line otherwise."""
 
     def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
@@ -50,8 +50,7 @@ class _OnLayer(_Base):
 
 
 class PowerLoss(_OnLayer):
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         t0 = time.monotonic()
         dropped: dict[int, Dropped] = {}
         nodes = {i: self.cluster.node(i) for i in self.layers}
@@ -76,10 +75,7 @@ class PowerLoss(_OnLayer):
             "summary": "power lost on " + "; ".join(f"{k}: {v}" for k, v in lost.items()),
         }
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         t0 = time.monotonic()
         for i in self.layers:  # the machines come back: their layers mounted anew
             remount(self.cluster, i)
@@ -102,8 +98,7 @@ class DiskFaultWindow(_OnLayer):
         return DiskFaults(error=str(p.get("error") or "EIO"), error_ops=error_ops,
                           probability=float(p.get("probability") or 1.0), seconds=seconds)  # fmt: skip
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         f = self.faults()
         for layer in self.layers.values():
             layer.set_faults(f)
@@ -114,10 +109,7 @@ class DiskFaultWindow(_OnLayer):
             what = f"{f.error} on {', '.join(f.error_ops)} with probability {f.probability:g}"
         return {"summary": f"{self.fault.kind} {what} on {', '.join(f'n{i}' for i in self.layers)}"}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         served = {}
         for i, layer in self.layers.items():
             layer.clear_faults()

@@ -21,7 +21,8 @@ from typing import Any
 from clusterbench.cluster import Cluster
 from clusterbench.datadir_layers import layer_source, layered
 from clusterbench.errors import PreflightError
-from clusterbench.faults.actions import _Base, recovered
+from clusterbench.faults.actions import recovered
+from clusterbench.faults.base import FaultAction
 from clusterbench.faults.spec import PlannedFault
 from clusterbench.hosts.base import Machine
 
@@ -93,7 +94,7 @@ def clear(cluster: Cluster, i: int) -> None:
         set_limits(machine(cluster, i), dev, 0, 0)
 
 
-class ThrottleDisk(_Base):
+class ThrottleDisk(FaultAction):
     def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
         super().__init__(cluster, fault)
         missing = [i for i in fault.nodes if cluster.topology.node_datadir_fs(i) != "loop"]
@@ -114,8 +115,7 @@ class ThrottleDisk(_Base):
         self.iops = int(fault.params.get("iops", 0))
         self.devices: dict[int, str] = {}
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         for i in self.fault.nodes:
             dev = datadir_device(self.cluster, i)
             if dev is None:
@@ -139,10 +139,7 @@ class ThrottleDisk(_Base):
             "summary": f"datadir disk of {nodes} held to {what} (reads and writes each)",
         }
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         for i, dev in self.devices.items():
             set_limits(machine(self.cluster, i), dev, 0, 0)
         restored = {f"n{i}": "no limit" for i in self.devices}

@@ -14,6 +14,7 @@ from typing import Any
 
 from clusterbench.cluster import Cluster
 from clusterbench.errors import ComponentError
+from clusterbench.faults.base import FaultAction
 from clusterbench.faults.spec import PlannedFault
 
 # How long a VIP may take to move before the fault says it did not: keepalived gives a killed
@@ -31,54 +32,35 @@ def vip_move(wait: Callable[..., str], killed: str, advert_int: float, t0: float
     return {"vip_moved_to": holder, "vip_move_s": round(time.monotonic() - t0, 3)}
 
 
-class _WebBase:
-    def __init__(self, cluster: Cluster, fault: PlannedFault) -> None:
-        self.cluster = cluster
-        self.fault = fault
-        self.active = False
-
-
-class KillWeb(_WebBase):
+class KillWeb(FaultAction):
     """SIGKILL to the web nodes' nginx and php-fpm, masters and workers; the front balancers take
     them out after their failed checks. Heal: started again and seen UP by every front."""
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         return {"killed": [self.cluster.web_kill(i) for i in self.fault.web]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         return {"restarted": [self.cluster.web_start(i) for i in self.fault.web]}
 
 
-class StopWeb(_WebBase):
+class StopWeb(FaultAction):
     """A graceful stop (SIGTERM: nginx and php-fpm finish what they can and exit)."""
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         return {"stopped": [self.cluster.web_stop(i) for i in self.fault.web]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         return {"restarted": [self.cluster.web_start(i) for i in self.fault.web]}
 
 
-class PauseWeb(_WebBase):
+class PauseWeb(FaultAction):
     """SIGSTOP to every process of the web nodes: connections are accepted and nothing answers (a
     hung application server); the front's checks time out. Heal: SIGCONT, then seen UP again."""
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         return {"paused": [self.cluster.web_pause(i) for i in self.fault.web]}
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         out = [self.cluster.web_resume(i) for i in self.fault.web]
         t0 = time.monotonic()
         for h in self.cluster.fronts():
@@ -87,7 +69,7 @@ class PauseWeb(_WebBase):
         return {"resumed": out, "seen_up_after_s": round(time.monotonic() - t0, 2)}
 
 
-class KillFront(_WebBase):
+class KillFront(FaultAction):
     """kill -9 of a front HAProxy: `front` means the one holding the front VIP when the fault
     starts (the study's "master balancer turned off"), fe:N a given one. With a pair, how long
     the VIP took to move is part of the fault's record."""
@@ -96,8 +78,7 @@ class KillFront(_WebBase):
         super().__init__(cluster, fault)
         self.index = fault.balancer or 1
 
-    def apply(self) -> dict[str, Any]:
-        self.active = True
+    def _apply(self) -> dict[str, Any]:
         c = self.cluster
         paired = c.topology.front_vip_address() is not None
         if self.fault.params.get("target") == "front" and paired:
@@ -112,10 +93,7 @@ class KillFront(_WebBase):
             out.update(vip_move(c.wait_front_vip, role, c.topology.web.front.advert_int, t0))
         return out
 
-    def heal(self) -> dict[str, Any]:
-        if not self.active:
-            return {}
-        self.active = False
+    def _heal(self) -> dict[str, Any]:
         return {"restarted": self.cluster.front_start(self.index)}
 
 
