@@ -30,7 +30,7 @@ integration: setup-test
 test: setup-test
 	$(PYTHON) -m ruff check src tests benchmarks
 	$(PYTHON) -m mypy
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q --durations=30 tests
 
 bench: setup
 	$(PYTHON) benchmarks/bringup.py
