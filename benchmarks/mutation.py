@@ -16,7 +16,7 @@ and pyproject.toml with a `[tool.mutmut]` section added, runs `mutmut run` there
 CPU priority, and prints the share of mutants killed per module and in all, then every survivor
 (`--diffs FILE` writes each survivor's change). Exit status 1 when the share is under `--bar`.
 
-Usage: nice -n 19 python benchmarks/mutation.py [--max-children 2] [--bar 0.9] [--diffs FILE]
+Usage: nice -n 19 python benchmarks/mutation.py [--max-children 2] [--bar 0.9] [--diffs FILE] [--only GLOB]
        python benchmarks/mutation.py --report DIR   (the results of an earlier run in DIR)
        python benchmarks/mutation.py --resume DIR   (go on with a run that was stopped)
 
@@ -72,6 +72,18 @@ COPIED = ("src", "benchmarks", "examples", "docs", "scripts")  # what the unit t
 # Detects the user's shell from the processes above pytest, which are mutmut's here, not a shell;
 # it tests the command line's completion, no verdict.
 SHELL_TEST = "tests/unit/test_cli.py::test_shell_completion_script"
+
+
+def restrict(only: Sequence[str]) -> None:
+    """Mutate only the files `only` names (paths under src/clusterbench/, globs allowed), each
+    inside the scope: e.g. checkers/append/* and checkers/list_append.py for the list-append parts."""
+    if not only:
+        return
+    paths = [f"src/clusterbench/{o}" for o in only]
+    outside = [p for p in paths if not any(p == s or fnmatch.fnmatch(p, s) for s, _ in SCOPE)]
+    if outside:
+        raise SystemExit(f"error: --only {' '.join(outside)} is not verdict code this script mutates")
+    SCOPE[:] = [(p, None) for p in paths]
 
 
 def _module_pattern(path: str) -> str:
@@ -188,7 +200,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--resume", type=Path, help="go on with a run stopped in this directory (tested mutants are kept)"
     )
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="mutate only these files of the scope (under src/clusterbench/, e.g. 'checkers/append/*')",
+    )
     a = ap.parse_args(argv)
+    restrict(a.only)
     if shutil.which("nice") is None:
         print("error: needs `nice` (mutation runs take every core they get)", file=sys.stderr)
         return 2
