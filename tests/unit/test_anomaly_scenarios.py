@@ -4,9 +4,6 @@ line, exit 2, nothing started)."""
 
 from __future__ import annotations
 
-import logging
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +25,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "200")
-    old = signal.getsignal(signal.SIGTERM)
-    logger = logging.getLogger("clusterbench")
-    handlers, level = list(logger.handlers), logger.level
-    yield home
-    signal.signal(signal.SIGTERM, old)
-    for h in logger.handlers:
-        if h not in handlers:
-            logger.removeHandler(h)
-            h.close()
-    logger.setLevel(level)
+def isolated(cli_home: Path) -> Path:
+    return cli_home
 
 
 def write(tmp_path: Path, text: str) -> Path:

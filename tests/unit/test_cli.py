@@ -3,9 +3,6 @@ bad input must fail before any root check, and commands that need root are run a
 
 from __future__ import annotations
 
-import logging
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,21 +22,8 @@ NOT_ROOT = (
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """CLUSTERBENCH_HOME in tmp_path; main()'s SIGTERM handler and log handlers are undone afterwards."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "200")
-    old = signal.getsignal(signal.SIGTERM)
-    logger = logging.getLogger("clusterbench")
-    handlers, level = list(logger.handlers), logger.level
-    yield home
-    signal.signal(signal.SIGTERM, old)
-    for h in logger.handlers:
-        if h not in handlers:
-            logger.removeHandler(h)
-            h.close()
-    logger.setLevel(level)
+def isolated(cli_home: Path) -> Path:
+    return cli_home
 
 
 def as_user(monkeypatch: pytest.MonkeyPatch, uid: int) -> None:

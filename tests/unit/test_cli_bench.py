@@ -15,11 +15,8 @@ DATA = Path(__file__).parent / "workloads" / "data"
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(h))
-    monkeypatch.setenv("COLUMNS", "200")
-    return h
+def home(cli_home: Path) -> Path:
+    return cli_home
 
 
 def one_error(capsys: pytest.CaptureFixture[str]) -> str:

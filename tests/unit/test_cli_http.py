@@ -12,10 +12,8 @@ from tests.unit.test_cli_bench import one_error
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(h))
-    return h
+def home(cli_home: Path) -> Path:
+    return cli_home
 
 
 @pytest.mark.parametrize(

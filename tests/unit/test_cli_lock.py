@@ -4,12 +4,11 @@ live command holds the cluster's lock; nothing is started. A `sleep` stands in f
 from __future__ import annotations
 
 import json
-import logging
-import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,32 +18,19 @@ from clusterbench.cluster import generate_credentials
 from clusterbench.hosts import process
 from clusterbench.lock import ClusterLock, Holder
 from clusterbench.providers import preflight
-from clusterbench.spec.topology import Topology
 
 HOLDER = "clusterbench scenario examples/scenarios/kill-node.toml"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(home))
+def home(
+    cli_home: Path, lab_state: Callable[[dict[str, Any]], Path], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     monkeypatch.setenv("COLUMNS", "400")
     monkeypatch.setattr(preflight.os, "geteuid", lambda: 0)
-    old = signal.getsignal(signal.SIGTERM)
-    logger = logging.getLogger("clusterbench")
-    handlers, level = list(logger.handlers), logger.level
-    d = home / "clusters" / "lab"
-    d.mkdir(parents=True)
-    topo = Topology.model_validate({"cluster": {"name": "lab", "subnet": "198.18.221.0/24"}})
-    (d / "state.json").write_text(json.dumps({"name": "lab", "topology": topo.model_dump(mode="json")}))
+    d = lab_state({"cluster": {"subnet": "198.18.221.0/24"}})
     (d / "secrets.json").write_text(json.dumps(generate_credentials().to_json()))
-    yield home
-    signal.signal(signal.SIGTERM, old)
-    for h in logger.handlers:
-        if h not in handlers:
-            logger.removeHandler(h)
-            h.close()
-    logger.setLevel(level)
+    yield cli_home
     lock.release_all()
 
 

@@ -20,11 +20,8 @@ EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(h))
-    monkeypatch.setenv("COLUMNS", "200")
-    return h
+def home(cli_home: Path) -> Path:
+    return cli_home
 
 
 def _add_run(s: Store, cmd: str, scale: float = 1.0) -> int:

@@ -3,12 +3,10 @@ that cuts VRRP (pure rules, refused without a pair) and `status` exiting 1 durin
 
 from __future__ import annotations
 
-import json
-import logging
-import signal
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -93,31 +91,16 @@ def test_cut_vrrp_is_planned_for_the_pair_and_refused_without_one() -> None:
 
 
 @pytest.fixture
-def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "200")
-    old = signal.getsignal(signal.SIGTERM)
-    logger = logging.getLogger("clusterbench")
-    handlers, level = list(logger.handlers), logger.level
-    d = home / "clusters" / "lab"
-    d.mkdir(parents=True)
-    topo = Topology.model_validate({"cluster": {"name": "lab"}, "balancer": {"count": 2}})
-    (d / "state.json").write_text(json.dumps({"name": "lab", "topology": topo.model_dump(mode="json")}))
-    yield home
-    signal.signal(signal.SIGTERM, old)
-    for h in logger.handlers:
-        if h not in handlers:
-            logger.removeHandler(h)
-            h.close()
-    logger.setLevel(level)
+def vip_home(cli_home: Path, lab_state: Callable[[dict[str, Any]], Path]) -> Path:
+    lab_state({"balancer": {"count": 2}})
+    return cli_home
 
 
 @pytest.mark.parametrize(("holders", "rc"), [(["lb1"], 0), (["lb1", "lb2"], 1), ([], 0)])
 def test_status_exits_1_while_two_balancers_hold_the_vip(
     holders: list[str],
     rc: int,
-    cli_home: Path,
+    vip_home: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

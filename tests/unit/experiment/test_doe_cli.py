@@ -3,9 +3,6 @@ before anything starts (also for `experiment run`)."""
 
 from __future__ import annotations
 
-import logging
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,19 +13,8 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "experiments"
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("CLUSTERBENCH_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "200")
-    old = signal.getsignal(signal.SIGTERM)
-    logger = logging.getLogger("clusterbench")
-    handlers = list(logger.handlers)
-    yield home
-    signal.signal(signal.SIGTERM, old)
-    for h in logger.handlers:
-        if h not in handlers:
-            logger.removeHandler(h)
-            h.close()
+def isolated(cli_home: Path) -> Path:
+    return cli_home
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
