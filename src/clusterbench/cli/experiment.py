@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn
 from rich.table import Table
 
 from clusterbench.cli import console, guard
@@ -28,7 +28,7 @@ from clusterbench.cli.common import (
     sysbench_runner,
     typer_app,
 )
-from clusterbench.cli.live import sample_line
+from clusterbench.cli.live import ProgressView, sample_line
 from clusterbench.cli.plan import FileArg, ProfileOpt, hms, make_plan, plan_cmd
 from clusterbench.errors import InputError
 from clusterbench.experiment import tls as tlsmod
@@ -45,41 +45,25 @@ from clusterbench.workloads.parse import combine_samples
 exp_app = typer_app(help="Run experiments and report them.")
 
 
-class ExperimentView(ExperimentListener):
+class ExperimentView(ProgressView, ExperimentListener):
     """An overall bar (trials done / to do) with an ETA, and the current trial's last second."""
 
     def __init__(self) -> None:
-        self.tty = console.is_tty()
-        self.progress: Progress | None = None
-        self.task: Any = None
+        super().__init__(clients=1)
         self.plan: Plan | None = None
         self.todo: list[str] = []
         self.finished: set[str] = set()
         self.t0 = time.monotonic()
         self.est0 = 0.0
-        self.clients = 1
-        self.pending: dict[int, list[Sample]] = {}
-        self.run_id: int | None = None
-        self.servers = ""
-        self.neck: Bottleneck | None = None
 
-    def __enter__(self) -> ExperimentView:
-        if self.tty:
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(bar_width=30),
-                MofNCompleteColumn(),
-                TextColumn("ETA {task.fields[eta]}"),
-                TextColumn("{task.fields[live]}"),
-                console=console.out,
-                refresh_per_second=4,
-            )
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
+    def columns(self) -> list[ProgressColumn]:
+        return [
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=30),
+            MofNCompleteColumn(),
+            TextColumn("ETA {task.fields[eta]}"),
+            TextColumn("{task.fields[live]}"),
+        ]
 
     def _eta(self) -> str:
         assert self.plan is not None

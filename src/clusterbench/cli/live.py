@@ -3,7 +3,7 @@ second's numbers (clients of one second added up), or a line per sample without 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.progress_bar import ProgressBar
@@ -48,40 +48,53 @@ def sample_line(s: Sample) -> str:
     return line
 
 
-class LiveView(BenchListener):
-    """Progress bar per trial (elapsed / total seconds) with the current second's numbers."""
+class ProgressView:
+    """What the run's and the experiment's live views share: a rich progress display on a terminal
+    (its columns are the view's), samples waiting for their second, the run, the latest telemetry
+    line and bottleneck."""
 
-    def __init__(self, *, clients: int, per_sample_lines: bool) -> None:
+    def __init__(self, clients: int) -> None:
         self.clients = clients
-        self.per_sample_lines = per_sample_lines
         self.tty = console.is_tty()
         self.progress: Progress | None = None
         self.task: Any = None
         self.pending: dict[int, list[Sample]] = {}
         self.run_id: int | None = None
         self.servers = ""  # the latest telemetry line
-        self.last = ""  # the latest sample's line
         self.neck: Bottleneck | None = None
 
-    def run_created(self, run_id: int) -> None:
-        self.run_id = run_id
+    def columns(self) -> list[ProgressColumn]:
+        raise NotImplementedError
 
-    def __enter__(self) -> LiveView:
+    def __enter__(self) -> Self:
         if self.tty:
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                _ElapsedBar(bar_width=30),
-                _Seconds(),
-                TextColumn("{task.fields[stats]}"),
-                console=console.out,
-                refresh_per_second=4,
-            )
+            self.progress = Progress(*self.columns(), console=console.out, refresh_per_second=4)
             self.progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+class LiveView(ProgressView, BenchListener):
+    """Progress bar per trial (elapsed / total seconds) with the current second's numbers."""
+
+    def __init__(self, *, clients: int, per_sample_lines: bool) -> None:
+        super().__init__(clients)
+        self.per_sample_lines = per_sample_lines
+        self.last = ""  # the latest sample's line
+
+    def columns(self) -> list[ProgressColumn]:
+        return [
+            TextColumn("{task.description}"),
+            _ElapsedBar(bar_width=30),
+            _Seconds(),
+            TextColumn("{task.fields[stats]}"),
+        ]
+
+    def run_created(self, run_id: int) -> None:
+        self.run_id = run_id
 
     def phase(self, message: str) -> None:
         if self.progress is not None:
