@@ -20,7 +20,7 @@ from typing import Any
 
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.verdict import Result, Verdict, guarded
-from clusterbench.engines.base import DbNode, SessionSql
+from clusterbench.engines.base import LOCKING_READS_RULE_OUT, DbNode, SessionSql
 from clusterbench.history.ops import History, Op, Outcome, Timebase
 from clusterbench.history.txn import FINAL_CLIENT_BASE, WORKLOAD, MicroOp, encode, parse_list, txns_from_ops
 from clusterbench.spec.endpoint import Endpoint
@@ -208,7 +208,7 @@ class ListAppendWorkload(Workload[None]):
         unreadable = self.final_reads(nodes)
         doc = set(documented(self.session, self.session_kind))
         if self.reads == "for-update":
-            doc -= {"lost-update", "internal"}
+            doc -= LOCKING_READS_RULE_OUT
         label = f"{self.session_kind}/{self.reads}"
 
         def check() -> Verdict:

@@ -12,7 +12,9 @@ from clusterbench.checkers.verdict import Result, combine
 
 from .list_append_cases import U, X, Y, Z, a, history, r, t
 
-GALERA_DEFAULT = ("lost-update", "internal", "stale-read", "G2-item")  # engines/galera/node.py
+# A session whose documentation promises snapshot isolation with write skew and stale reads (what
+# clusterbench listed for Galera before InnoDB's Repeatable Read was found to break SI itself).
+GALERA_DEFAULT = ("lost-update", "internal", "stale-read", "G2-item")
 SSS, SRC, SSI = "strong-session-serializable", "strong-read-committed", "strong-snapshot-isolation"
 
 NONADJACENT = history([t(a(X, 1)), t(r(X, 1), r(Y)), t(a(Y, 1)), t(r(Y, 1), r(X))])  # rw wr rw wr
@@ -32,6 +34,27 @@ def test_g_nonadjacent_breaks_si_even_with_write_skew_documented(documented: tup
     assert combine([v]) is Result.FAIL
     ex = v.evidence["anomalies"]["G-nonadjacent"]["examples"][0]
     assert [s["type"] for s in ex["steps"]] == ["rw", "wr", "rw", "wr"]
+
+
+def test_innodb_repeatable_read_documents_si_violations_but_never_read_committed_ones() -> None:
+    """Both engines' InnoDB at REPEATABLE READ (engines/base.py INNODB_RR, Jepsen MySQL 8.0.34):
+    fractured reads (G-single without a lost update) and G-nonadjacent are documented, G1c is not;
+    reads under FOR UPDATE take them back (verify/list_append.py)."""
+    from clusterbench.engines.base import INNODB_RR, LOCKING_READS_RULE_OUT, SessionSql
+    from clusterbench.engines.galera.node import GALERA_SESSION
+    from clusterbench.engines.group_replication.node import GR_SESSION
+
+    assert GALERA_SESSION.documented_causal == GR_SESSION.documented_causal == INNODB_RR
+    assert set(SessionSql((), (), ()).documented_default) == {*INNODB_RR, "stale-read"}
+    for hist, name in ((NONADJACENT, "G-nonadjacent"), (READ_SKEW, "G-single")):
+        v = check_list_append(hist, documented=INNODB_RR)
+        assert v.result is Result.FAIL and v.documented_limitation, v.summary
+        assert v.evidence["documented_seen"] == [name] and combine([v]) is Result.PASS
+        locked = check_list_append(hist, documented=set(INNODB_RR) - LOCKING_READS_RULE_OUT)
+        assert locked.evidence["broken"] == [name] and combine([locked]) is Result.FAIL
+    g1c = history([t(a(X, 1), r(Y, 1)), t(a(Y, 1), r(X, 1))])  # each read the other's append: wr, wr
+    v = check_list_append(g1c, documented=INNODB_RR)
+    assert v.evidence["broken"] == ["G1c"] and combine([v]) is Result.FAIL
 
 
 def test_write_skew_alone_is_documented_where_g2_item_is() -> None:

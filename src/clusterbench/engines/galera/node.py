@@ -58,13 +58,11 @@ WSREP_SQL = "SHOW GLOBAL STATUS LIKE 'wsrep_%'"
 # a read wait until every write-set the cluster committed before it has been applied here.
 # Documented (MariaDB's Galera docs, 2026): a distributed variant of snapshot isolation, so write
 # skew (G2-item) is allowed; lost updates (P4) across nodes without SELECT ... FOR UPDATE; stale
-# reads with wsrep_sync_wait=0.
+# reads with wsrep_sync_wait=0. Within a node, InnoDB's REPEATABLE READ as everywhere (SessionSql).
 GALERA_SESSION = SessionSql(
     monitor=("SET SESSION wsrep_sync_wait=0",),
     causal=("SET SESSION wsrep_sync_wait=1",),
     default=("SET SESSION wsrep_sync_wait=0",),
-    documented_default=("lost-update", "internal", "stale-read", "G2-item"),
-    documented_causal=("lost-update", "internal", "G2-item"),
     unreplicated=("SET SESSION wsrep_on=OFF",),
 )
 
