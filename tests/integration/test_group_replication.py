@@ -338,13 +338,15 @@ FAULT_GROUPS: dict[str, tuple[int, list[dict[str, Any]]]] = {
             {"kind": "throttle-link", "target": "node:2", "at": 32, "for": 5, "rate": "1mbit"},
         ],
     ),
-    # GR: writes through HAProxy came back 10.7 s after the partition's heal in one run and later
-    # than 8 s in another (a loaded CI run): the balancer kill starts 14 s after the heal.
+    # GR: the primary cut off alone is not expelled before the heal (Group Replication checks
+    # suspicions every 15 s: docs/group_replication.md), so writes stop for the whole partition
+    # and come back when it merges: 2 s after the heal in two runs here, 10.7 s in an earlier one,
+    # not within 14 s in one loaded rehearsal. The balancer kill starts 20 s after the heal.
     "partition-kill-balancer": (
-        36,
+        42,
         [
             {"kind": "partition", "groups": [[1], [2, 3]], "at": 3, "for": 9},
-            {"kind": "kill-balancer", "target": "balancer", "at": 26, "for": 4},
+            {"kind": "kill-balancer", "target": "balancer", "at": 32, "for": 4},
         ],
     ),
     "rolling-restart": (40, [{"kind": "rolling-restart", "target": "all", "at": 3}]),
