@@ -1,6 +1,7 @@
 """How much of an experiment's wall time is not measuring (bring-up, node changes, prepare, warm-up,
 sysbench start/stop, provenance, teardown)? Runs the shipped nodes 1..9 experiment at the quick
-profile into a scratch store and prints the share (goal: at most 25 %). Needs root.
+profile into a scratch store and prints the share (issue 26: at most 10 %; the script's first goal
+was 25 %). Needs root.
 
     python benchmarks/experiment_overhead.py [--profile quick] [--file examples/experiments/nodes-1-9.toml]
 """
@@ -45,8 +46,8 @@ def main() -> int:
             print(f"  {k:<16} {v:8.1f} s  {v / led.wall:6.1%}")
         share = led.not_measuring_share()
         print(
-            f"not measuring: {share:.1%} of the wall time (goal <= 25 %): "
-            + ("met" if share <= 0.25 else "NOT met")
+            f"not measuring: {share:.1%} of the wall time (target <= 10 %): "
+            + ("met" if share <= 0.10 else "NOT met")
         )
         return 0 if out.status == "completed" else 1
     finally:
