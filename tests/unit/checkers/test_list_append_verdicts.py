@@ -87,6 +87,31 @@ def test_g_single_is_documented_with_lost_updates_only_when_every_one_is_p4() ->
     assert g["examples"][0]["p4"] is False  # the one that breaks the promise comes first
 
 
+def test_g_single_returning_by_wr_is_p4_when_both_appended_one_key_the_missed_one_first() -> None:
+    """explain.p4's second rule: the shortest cycle T1 -rw-> T2 -wr-> T1 returns by wr, yet T1's
+    append to x landed after T2's (with T3's between them, so no direct ww edge T2 -> T1): two
+    concurrent writers of x both committed, a lost update. Without the shared key it is a read skew."""
+    t2 = t(a(X, 2), a(Y, 2), a(Z, 2))
+    t1 = t(r(Y), r(Z, 2), a(X, 4))
+    t3 = t(a(X, 3))
+    final = t(r(X, 2, 3, 4), r(Y, 2), r(Z, 2), final=True)
+    v = check_list_append(history([t2, t3, t1, final]), documented=("lost-update",))
+    g = v.evidence["anomalies"]["G-single"]
+    assert g["examples"][0]["p4"] is True and [st["type"] for st in g["examples"][0]["steps"]] == ["rw", "wr"]
+    assert g["p4"] == g["count"] and v.documented_limitation and combine([v]) is Result.PASS
+    # the same through a third transaction (T2 -wr-> T4 -wr-> T1): the rw edge's target is T2
+    t2, t4 = t(a(X, 2), a(Y, 2), a(U, 2)), t(r(U, 2), a(Z, 5))
+    t1, t3a, t3b = t(r(Y), r(Z, 5), a(X, 4)), t(a(X, 3)), t(a(X, 6))
+    final = t(r(X, 2, 3, 6, 4), r(Y, 2), r(Z, 5), r(U, 2), final=True)
+    v3 = check_list_append(history([t2, t4, t3a, t3b, t1, final]), documented=("lost-update",))
+    ex3 = v3.evidence["anomalies"]["G-single"]["examples"][0]
+    assert [st["type"] for st in ex3["steps"]] == ["rw", "wr", "wr"] and ex3["p4"] is True
+    skew = history([t(a(Y, 2), a(Z, 2)), t(r(Y), r(Z, 2), a(X, 4)), t(r(X, 4), r(Y, 2), r(Z, 2), final=True)])
+    w = check_list_append(skew, documented=("lost-update",))
+    assert w.evidence["anomalies"]["G-single"]["examples"][0]["p4"] is False
+    assert w.evidence["broken"] == ["G-single"] and combine([w]) is Result.FAIL
+
+
 def test_stale_reads_documented_cover_realtime_single_but_not_a_read_from_the_future() -> None:
     chain = history([t(a(X, 1), at=(0, 1)), t(a(Y, 1), at=(2, 3)), t(r(Y, 1), r(X))])
     v = check_list_append(chain, documented=("stale-read",))
