@@ -4,6 +4,7 @@ component labels in reverse topological order, the search's bounds."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from clusterbench.checkers.append import cycles, graph
 from clusterbench.checkers.append.graph import PROCESS, REALTIME, RW, WR, WW, EdgeList, Graph
@@ -92,3 +93,16 @@ def test_the_search_keeps_five_cycles_per_component_and_says_it_stopped() -> Non
     assert cycles.CYCLES_PER_SCC == 5 and g2["count"] == 5 and v.evidence["search_truncated"] is True
     two = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
     assert two.evidence["anomalies"]["G2-item"]["count"] == 1 and two.evidence["search_truncated"] is False
+
+
+def test_the_search_stops_at_its_time_budget_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a write skew with no time left: the search stops and says so; the fallback still finds the class
+    monkeypatch.setattr(cycles, "SEARCH_BUDGET_S", -1.0)
+    v = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
+    assert v.evidence["search_truncated"] is True and v.evidence["anomalies"]["G2-item"]["count"] == 1
+
+
+def test_the_search_bounds_the_states_of_one_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cycles, "STATES_PER_SEARCH", 0)
+    v = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
+    assert v.evidence["search_truncated"] is True and v.evidence["anomalies"]["G2-item"]["count"] == 1
