@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,22 @@ def clear_stale(topology: Topology, home: Path) -> None:
     Cluster(topology, home=home).down()
 
 
+@contextmanager
+def running(topology: Topology, home: Path) -> Iterator[Cluster]:
+    """A cluster of a module's (or the session's) own: what a killed earlier session left of it is
+    removed first, it is brought up, and afterwards taken down with nothing of it left. up()
+    removes what it started when it fails, and touches nothing when preflight refuses (e.g. a
+    cluster of that name is already up): only a cluster brought up here is taken down here."""
+    clear_stale(topology, home)
+    c = Cluster(topology, home=home)
+    c.up()
+    try:
+        yield c
+    finally:
+        c.down()
+    assert leftovers(topology.cluster.name) == []
+
+
 @pytest.fixture(scope="session")
 def cluster(cb_home: Path) -> Iterator[Cluster]:
     """A 3-node cluster + HAProxy shared by the session's tests. Tests that break it must heal it."""
@@ -161,16 +178,8 @@ def cluster(cb_home: Path) -> Iterator[Cluster]:
         subnet,
         mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5},
     )
-    clear_stale(topo, cb_home)
-    c = Cluster(topo, home=cb_home)
-    # up() removes what it started when it fails, and touches nothing when preflight refuses (e.g. a
-    # cluster of that name is already up): only a cluster we brought up is ours to take down.
-    c.up()
-    try:
+    with running(topo, cb_home) as c:
         yield c
-    finally:
-        c.down()
-    assert leftovers(name) == []
 
 
 # --- the session's Group Replication cluster ---

@@ -29,7 +29,7 @@ from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram
 from clusterbench.workloads.placement import START_SCRIPT, ClientHost, LocalClientHost
 from clusterbench.workloads.saturation import FLAG_CPU, FLAG_RATE, WARNING
 
-from .conftest import leftovers, make_topology
+from .conftest import make_topology, running
 
 pytestmark = pytest.mark.integration
 
@@ -40,13 +40,8 @@ SMALL = {"tables": 1, "table_size": 2000}
 def cluster(cb_home: Path) -> Iterator[Cluster]:
     name = os.environ.get("CB_DL_CLUSTER", "cbdl")
     subnet = os.environ.get("CB_DL_SUBNET", "198.18.216.0/24")
-    c = Cluster(make_topology(name, subnet, clients={"hosts": 2}), home=cb_home)
-    c.up()
-    try:
+    with running(make_topology(name, subnet, clients={"hosts": 2}), cb_home) as c:
         yield c
-    finally:
-        c.down()
-    assert leftovers(name) == []
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
 
-from .conftest import clear_stale, leftovers, make_topology
+from .conftest import make_topology, running
 
 pytestmark = pytest.mark.integration
 
@@ -31,15 +31,8 @@ NAME = "cbdt"
 def looped(cb_home: Path) -> Iterator[Cluster]:
     subnet = "198.18.234.0/24"
     own = {"name": NAME, "nodes": 3, "subnet": subnet, "datadir_fs": "loop", "clock": "faketime"}
-    topo = make_topology(NAME, subnet, cluster=own)
-    clear_stale(topo, cb_home)
-    c = Cluster(topo, home=cb_home)
-    c.up()
-    try:
+    with running(make_topology(NAME, subnet, cluster=own), cb_home) as c:
         yield c
-    finally:
-        c.down()
-    assert leftovers(NAME) == []
 
 
 def test_each_node_has_a_block_device_of_its_own(looped: Cluster) -> None:

@@ -22,7 +22,7 @@ from clusterbench.faults.spec import FaultSpec, plan
 from clusterbench.history.ops import History, Timebase
 from clusterbench.verify.ledger import LedgerWorkload
 
-from .conftest import acknowledged_missing, clear_stale, leftovers, make_topology
+from .conftest import acknowledged_missing, make_topology, running
 
 pytestmark = pytest.mark.integration
 
@@ -38,14 +38,8 @@ def layered(cb_home: Path) -> Iterator[Cluster]:
     topo = make_topology(
         NAME, subnet, cluster={"name": NAME, "nodes": 3, "subnet": subnet, "datadir_layer": "faultfs"}
     )
-    clear_stale(topo, cb_home)
-    c = Cluster(topo, home=cb_home)
-    c.up()
-    try:
+    with running(topo, cb_home) as c:
         yield c
-    finally:
-        c.down()
-    assert leftovers(NAME) == []
 
 
 def drill(c: Cluster, kind: str, flush: int, table: str) -> tuple[Any, set[Any], set[Any], dict[str, Any]]:

@@ -21,7 +21,7 @@ from clusterbench.checkers.verdict import Result
 from clusterbench.cluster import Cluster
 from clusterbench.verify.convergence import collect_convergence
 
-from .conftest import clear_stale, gr_skip_reason, leftovers, make_topology
+from .conftest import gr_skip_reason, make_topology, running
 
 pytestmark = pytest.mark.integration
 
@@ -71,14 +71,8 @@ def cloning_group(cb_home: Path) -> Iterator[Cluster]:
     topo = make_topology(
         NAME, subnet, engine={"kind": "group_replication"}, mysql={"member_expel_timeout": 5}, node=[n3]
     )
-    clear_stale(topo, cb_home)
-    c = Cluster(topo, home=cb_home)
-    c.up()
-    try:
+    with running(topo, cb_home) as c:
         yield c
-    finally:
-        c.down()
-    assert leftovers(NAME) == []
 
 
 def test_a_member_the_group_clones_rejoins_in_one_node_start_and_says_so(cloning_group: Cluster) -> None:
