@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -21,11 +20,6 @@ from clusterbench.errors import InputError
 from clusterbench.experiment.results import point_stats
 from clusterbench.experiment.stored import KIND, last_experiment
 from clusterbench.store.refs import resolve_run
-
-FileArg = Annotated[Path, typer.Argument(metavar="FILE", help="Experiment file (TOML).")]
-ProfileOpt = Annotated[
-    str | None, typer.Option("--profile", "-p", help="A profile of the file, e.g. quick or full.")
-]
 
 
 def compare_cmd(
