@@ -400,16 +400,13 @@ class RunSql(FaultAction):
     """A statement run once on one node at its time (e.g. a DDL while another node's disk is full,
     a by-hand step of a drill), as the cluster's admin. Nothing to heal."""
 
-    def apply(self) -> dict[str, Any]:
+    def _apply(self) -> dict[str, Any]:
         i = self.fault.nodes[0]
         stmt = str(self.fault.params["statement"])
         t0 = time.monotonic()
         with self.cluster.node(i).connect(5.0, read_timeout=300) as conn, conn.cursor() as cur:
             rows = cur.execute(stmt)
         return {"node": f"n{i}", "statement": stmt, "rows": rows, "seconds": round(time.monotonic() - t0, 2)}
-
-    def heal(self) -> dict[str, Any]:
-        return {}
 
 
 # A chain of our own in each balancer's host that drops VRRP (IP protocol 112) to and from its peer.
