@@ -25,6 +25,7 @@ from clusterbench.engines.galera.status import (
     parse_recovered_position,
     parse_wsrep_status,
     render_grastate,
+    render_gvwstate,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -189,6 +190,20 @@ def test_render_grastate_golden_and_round_trip() -> None:
         f"# GALERA saved state\nversion: 2.1\nuuid:    {UUID}\nseqno:   42\nsafe_to_bootstrap: 1\n"
     )
     assert parse_grastate(text) == g
+
+
+def test_render_gvwstate_matches_what_galera_saved() -> None:
+    # gvwstate_n2.dat: what Galera 4.23 wrote on n2 of a 3-node cluster at its Primary view
+    # (kept from a real bring-up); the members given in any order.
+    ids = ["982cadd8-eb68-11f1-9845-2f7e1b20ed43", "97829983-eb68-11f1-b5e4-46e1b07042a7",
+           "976c2cb0-eb68-11f1-a349-cac3486898b4"]  # fmt: skip
+    text = (DATA / "gvwstate_n2.dat").read_text()
+    assert render_gvwstate("97829983-eb68-11f1-b5e4-46e1b07042a7", ids, view_seq=3) == text
+
+
+def test_render_gvwstate_refuses_a_node_outside_its_view() -> None:
+    with pytest.raises(ValueError, match="not a member"):
+        render_gvwstate("00000000-0000-0000-0000-000000000001", ["00000000-0000-0000-0000-000000000002"])
 
 
 def test_parse_grastate_defaults_and_comments() -> None:

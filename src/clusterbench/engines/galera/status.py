@@ -1,8 +1,10 @@
-"""Pure parsing of Galera state: `SHOW STATUS LIKE 'wsrep_%'` rows, grastate.dat, recovery logs."""
+"""Pure parsing of Galera state: `SHOW STATUS LIKE 'wsrep_%'` rows, grastate.dat, recovery logs;
+and the gvwstate.dat a bring-up writes."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 _DONOR = re.compile(r"Member \S+ \(([^)]*)\) requested state transfer from .*?Selected \S+ \(([^)]*)\)")
@@ -100,6 +102,20 @@ def render_grastate(g: GraState) -> str:
         "# GALERA saved state\nversion: 2.1\n"
         f"uuid:    {g.uuid}\nseqno:   {g.seqno}\nsafe_to_bootstrap: {1 if g.safe_to_bootstrap else 0}\n"
     )
+
+
+def render_gvwstate(me: str, members: Sequence[str], view_seq: int = 1) -> str:
+    """A node's gvwstate.dat naming a Primary view of `members` (gcomm UUIDs, `me` among them):
+    what Galera saves at every Primary view and restores at start (pc.recovery). Nodes that all
+    hold it form that Primary component by themselves once every member is connected, with no
+    bootstrap; when they all hold one position, none needs a state transfer. Type 3 is a
+    Primary view; the representative is the lowest UUID, every member in segment 0."""
+    if me not in members:
+        raise ValueError(f"{me} is not a member of the view it is to restore")
+    ids = sorted(members)
+    lines = [f"my_uuid: {me}", "#vwbeg", f"view_id: 3 {ids[0]} {view_seq}", "bootstrap: 0"]
+    lines += [f"member: {u} 0" for u in ids]
+    return "\n".join([*lines, "#vwend"]) + "\n"
 
 
 def parse_recovered_position(log_text: str) -> str | None:

@@ -2,10 +2,10 @@
 pre-extracted servers. The first bring-up of a given server build and settings initialises node
 1, bootstraps it once and stops it cleanly (as every bring-up did), and keeps a copy of that
 datadir with its position (cluster UUID and seqno) under `<home>/templates/`. A later bring-up
-copies it to every node, marks node 1 safe to bootstrap, starts it, and sets its own accounts'
-passwords on it (replicated to the joiners as they join by IST): no initialisation, no first
-start and stop. Clusters made from one template share its cluster UUID (isolated all the same:
-each listens on its own addresses).
+copies it to every node and writes its own accounts' passwords into each copy offline: no
+initialisation, no first start and stop. Every node then holds one position, so the engine starts
+them together (engine.py). Clusters made from one template share its cluster UUID (isolated all
+the same: each listens on its own addresses).
 
 The key is the server's `--version` and the topology's server settings, so a new MariaDB build or
 other settings (a redo log size) make a new template. A template is written to a temporary
@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import Any
 
 from clusterbench.engines.base import Report, Site
 from clusterbench.engines.galera.node import GaleraNode, account_sql
-from clusterbench.engines.galera.status import GraState
+from clusterbench.engines.galera.status import GraState, render_gvwstate
 from clusterbench.errors import ComponentError
 from clusterbench.hosts.base import Machine
 from clusterbench.spec.topology import Topology
@@ -80,12 +81,14 @@ class Template:
 Start = Callable[..., None]  # the engine's start of a node: start(node, bootstrap=...)
 
 
-def prepare_first(
+def prepare_datadirs(
     site: Site, topology: Topology, nodes: list[GaleraNode], report: Report, start: Start
-) -> None:
-    """Node 1 up and Synced, and every joiner's datadir ready to join by IST: from the template
-    when there is one, else node 1 initialised, bootstrapped once and stopped (and, locally, kept
-    as the template)."""
+) -> GraState | None:
+    """Every node's datadir ready: from the template when there is one, else node 1 initialised,
+    bootstrapped once and stopped, and (unless joiners are to take a full SST) copied to the
+    others, and locally kept as the template. Returns the position every node now holds (all
+    stopped, so they can start together), or None when only node 1 has a datadir (the joiners
+    start empty and take an SST)."""
     first = nodes[0]
     root = site.template_root
     key = ""
@@ -94,26 +97,24 @@ def prepare_first(
         made = Template.find(root, key)
         if made is not None:
             from_template(made, nodes, report)
-            start(first, bootstrap=True)
-            first.wait_synced(60)
-            return
+            return GraState(made.uuid, made.seqno, safe_to_bootstrap=False)
     first.install_db()
     first.run_bootstrap_sql(account_sql(first.creds))
     # With provider.seed = "sst" joiners start empty and each takes a full SST from a donor,
     # machine to machine (for a controller far from the machines).
-    if not topology.remote or topology.provider.seed == "copy":
-        state = seed(site, first, nodes[1:], report, start)
-        if root is not None:
-            Template.save(first.host, first.datadir, root, key, state)
-    start(first, bootstrap=True)
-    first.wait_synced(60)
+    if topology.remote and topology.provider.seed != "copy":
+        return None
+    state = seed(site, first, nodes[1:], report, start)
+    if root is not None:
+        Template.save(first.host, first.datadir, root, key, state)
+    return state
 
 
 def from_template(made: Template, nodes: list[GaleraNode], report: Report) -> None:
     """Every node gets the template and this cluster's accounts (the template's have another
     cluster's passwords), written offline on each at once: the account tables are Aria, so the
-    nodes' InnoDB and their replication position stay the template's, and node 1's bootstrap
-    leaves the joiners an IST of nothing."""
+    nodes' InnoDB and their replication position stay the template's: one position on every
+    node, so they can start together with no state transfer."""
     first = nodes[0]
 
     def prepare(n: GaleraNode) -> None:
@@ -141,3 +142,33 @@ def seed(site: Site, first: GaleraNode, joiners: list[GaleraNode], report: Repor
     for n in joiners:
         n.set_grastate(GraState(state.uuid, state.seqno, safe_to_bootstrap=False))
     return state
+
+
+def start_together(
+    nodes: list[GaleraNode], state: GraState, report: Report, start: Start, timeout: float
+) -> None:
+    """Nodes that all hold one position, started at once. Each is given the same Primary view
+    (gvwstate.dat) naming them all; Galera restores that component as soon as every member is
+    connected (pc.recovery), with no bootstrap, and finds no one behind, so no state transfer.
+    A node that exits fails the wait at once, quoting its errors."""
+    ids = sorted(str(uuid.uuid4()) for _ in nodes)  # sorted: n1 is local index 0, n2 1, ...
+    for n, me in zip(nodes, ids, strict=True):
+        n.set_grastate(GraState(state.uuid, state.seqno, safe_to_bootstrap=False))
+        n.host.put_file(n.datadir / "gvwstate.dat", render_gvwstate(me, ids), mode=0o660, owner="mysql")
+    for n in nodes:
+        start(n)
+
+    def exited() -> str | None:
+        # raised from here, so the error names the node that exited and quotes its own log
+        for o in nodes:
+            if not o.alive():
+                raise ComponentError(
+                    f"node {o.name} exited while joining; errors from {o.error_log} since its start: "
+                    f"{o.error_log_tail()}"
+                )
+        return None
+
+    for n in nodes:
+        n.wait_synced(timeout, expect_size=len(nodes), give_up=exited)
+    at = f"{state.uuid}:{state.seqno}"
+    report(f"{len(nodes)} nodes started together at {at}: one Primary component, no state transfer")

@@ -381,6 +381,21 @@ class GRNode(ServerNode):
         with self.connect(read_timeout=timeout) as conn, conn.cursor() as cur:
             cur.execute("STOP GROUP_REPLICATION")
 
+    def online_count(self) -> int:
+        """How many members this member's view has ONLINE (0 when it does not answer): the one
+        table that answers while a START GROUP_REPLICATION runs here."""
+        if not self.alive():
+            return 0
+        try:
+            rows = self.query(
+                "SELECT COUNT(*) FROM performance_schema.replication_group_members "
+                "WHERE MEMBER_STATE = 'ONLINE'",
+                timeout=1.0,
+            )
+        except pymysql.MySQLError:
+            return 0
+        return int(rows[0][0]) if rows else 0
+
     def status(self) -> GRStatus | None:
         """This member's view of its group, or None when mysqld does not answer."""
         if not self.alive():
