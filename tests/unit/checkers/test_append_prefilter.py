@@ -48,6 +48,8 @@ def test_possible_is_exactly_the_classes_necessary_condition(
 
 
 @pytest.mark.parametrize(("family", "variant", "masks", "possible"), [c for c in CASES if not c[3]])
-def test_no_witness_where_the_condition_fails(family: str, variant: str, masks: list[int], possible: bool) -> None:
+def test_no_witness_where_the_condition_fails(
+    family: str, variant: str, masks: list[int], possible: bool
+) -> None:
     # The full search agrees: nothing the pre-filter rules out is a cycle of the class.
     assert _witness(make_spec(family, variant), masks) is None

@@ -1,0 +1,89 @@
+"""check_list_append's verdict, summary and evidence fields pinned exactly for each way it ends:
+PASS, FAIL with a broken promise beside a documented class, FAIL wholly documented, UNKNOWN with
+nothing to check, UNKNOWN for a history it cannot check (duplicate appends)."""
+
+from __future__ import annotations
+
+from clusterbench.checkers.list_append import check_list_append
+from clusterbench.checkers.verdict import Result
+from tests.unit.checkers.test_list_append import FAIL, H, a, r
+
+EVIDENCE_FIELDS = [
+    "anomalies", "broken", "documented", "documented_seen", "graph", "keys", "not", "not_searched",
+    "outcomes", "search_truncated", "strongest_level", "strongest_models", "txns",
+]  # fmt: skip
+
+
+def g_single_and_g1c() -> H:
+    """A read skew on keys 1-2 (one rw edge: G-single) and a circular flow on keys 3-4 (G1c)."""
+    h = H()
+    h.t(a(1, 1), a(2, 1))
+    h.t(a(1, 2), a(2, 2))
+    h.t(r(1, 1), r(2, 1, 2))
+    h.t(r(1, 1, 2), r(2, 1, 2))
+    h.t(a(3, 1), r(4, 2))
+    h.t(a(4, 2), r(3, 1))
+    return h
+
+
+def test_pass_names_its_counts_and_the_strongest_model() -> None:
+    h = H()
+    h.t(r(1), a(1, 1))
+    h.t(r(1, 1), a(1, 2), a(2, 10))
+    h.t(r(1, 1, 2), r(2, 10))
+    v = check_list_append(h.txns, label="x")
+    assert (v.checker, v.result, v.documented_limitation) == ("list-append:x", Result.PASS, False)
+    assert v.summary == ("3 ok transactions (0 failed, 0 unknown), 4 dependencies, no anomaly: "
+                         "consistent with strict-serializable")  # fmt: skip
+    ev = v.evidence
+    assert sorted(ev) == EVIDENCE_FIELDS
+    assert (ev["txns"], ev["keys"], ev["outcomes"]) == (3, 2, {"ok": 3, "fail": 0, "unknown": 0})
+    assert ev["graph"] == {"txns": 3, "edges": {"ww": 1, "wr": 3, "rw": 0, "process": 0, "realtime": 0}}
+    assert (ev["not"], ev["documented"], ev["broken"], ev["documented_seen"]) == ([], [], [], [])
+    assert (ev["search_truncated"], ev["not_searched"], ev["anomalies"]) == (False, {}, {})
+
+
+def test_a_broken_promise_beside_a_documented_class() -> None:
+    v = check_list_append(g_single_and_g1c().txns, documented=["G2-item", "G-single", "G-single"])
+    assert v.checker == "list-append" and v.result is Result.FAIL and not v.documented_limitation
+    assert v.summary == (
+        "G1c x1, G-single x1; consistent with strong-read-uncommitted at best; promise broken: G1c; "
+        "documented limitation seen: G-single"
+    )
+    ev = v.evidence
+    assert ev["documented"] == ["G-single", "G2-item"]  # sorted, once each
+    assert (ev["broken"], ev["documented_seen"], ev["not"]) == (["G1c"], ["G-single"], ["read-committed"])
+    assert sorted(ev["anomalies"]) == ["G-single", "G1c"]
+
+
+def test_every_class_documented_is_a_documented_limitation() -> None:
+    v = check_list_append(g_single_and_g1c().txns, documented=["G1c", "G-single"])
+    assert v.result is Result.FAIL and v.documented_limitation
+    assert v.summary == (
+        "G1c x1, G-single x1; consistent with strong-read-uncommitted at best; "
+        "documented limitation seen: G1c, G-single"
+    )
+    assert v.evidence["broken"] == []
+
+
+def test_ok_transactions_without_a_read_are_nothing_to_check() -> None:
+    h = H()
+    h.t(a(1, 1))
+    h.t(a(1, 2), outcome=FAIL)
+    v = check_list_append(h.txns)
+    assert v.result is Result.UNKNOWN
+    assert v.summary == "no ok transaction with a read among 2: nothing to check"
+
+
+def test_duplicate_appends_are_refused_with_the_reason() -> None:
+    h = H()
+    h.t(a(1, 1))
+    h.t(a(1, 1))
+    h.t(r(1, 1))
+    v = check_list_append(h.txns)
+    assert v.result is Result.UNKNOWN and not v.documented_limitation
+    assert v.summary == (
+        "cannot check this history: T0 and T1 both appended 1 to key 1: list-append needs every "
+        "appended value to be unique per key"
+    )
+    assert v.evidence["not"] == [] and v.evidence["strongest_level"] == "not checked"
