@@ -3,6 +3,8 @@ component labels in reverse topological order, the search's bounds."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -93,6 +95,26 @@ def test_the_search_keeps_five_cycles_per_component_and_says_it_stopped() -> Non
     assert cycles.CYCLES_PER_SCC == 5 and g2["count"] == 5 and v.evidence["search_truncated"] is True
     two = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
     assert two.evidence["anomalies"]["G2-item"]["count"] == 1 and two.evidence["search_truncated"] is False
+
+
+def star(n: int) -> list[Any]:
+    """T0 and each of T1..Tn write two keys of their own in opposite orders: n write cycles
+    (G0), each T0 <-> Ti, all in one component through T0."""
+    t0 = t(*[m for i in range(1, n + 1) for m in (a(10 * i, 1), a(10 * i + 1, 2))])
+    others = [t(a(10 * i, 3), a(10 * i + 1, 4)) for i in range(1, n + 1)]
+    final = t(*[m for i in range(1, n + 1) for m in (r(10 * i, 1, 3), r(10 * i + 1, 4, 2))])
+    return [t0, *others, final]
+
+
+@pytest.mark.parametrize(("n", "count", "truncated"), [(1, 1, False), (4, 4, False), (7, 5, True)])
+def test_a_cycle_found_again_from_its_other_edge_does_not_count_towards_the_budget(
+    n: int, count: int, truncated: bool
+) -> None:
+    # Each 2-cycle is reached from both of its ww edges; only its first finding counts, so four
+    # cycles are all found without the search claiming it stopped early, and seven are cut at five.
+    v = check_list_append(history(star(n)))
+    assert v.evidence["anomalies"]["G0"]["count"] == count
+    assert v.evidence["search_truncated"] is truncated
 
 
 def test_the_search_stops_at_its_time_budget_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,8 +51,9 @@ class Found:
 
     def add(self, nodes: list[int], masks: list[int], skip: Skip) -> list[str]:
         """Record a cycle under the classes it belongs to, except those a class already found
-        makes needless (`skip`); returns the classes it was recorded under."""
+        makes needless (`skip`); returns the classes it was newly recorded under."""
         classes = {n: labels for n, labels in classify(masks, self.specs).items() if not skip(n, self)}
+        new = []
         for name, labels in classes.items():
             i = nodes.index(min(nodes))
             rot_nodes, rot_labels = nodes[i:] + nodes[:i], labels[i:] + labels[:i]
@@ -60,8 +61,14 @@ class Found:
             if key not in self.seen:
                 self.seen.add(key)
                 self.cycles[name].append((rot_nodes, rot_labels))
+                new.append(name)
         self.nodes.update(nodes)
-        return list(classes)
+        return new
+
+    def has(self, name: str, nodes: list[int]) -> bool:
+        """Is this cycle (any rotation) recorded under `name`?"""
+        i = nodes.index(min(nodes))
+        return (name, tuple(nodes[i:] + nodes[:i])) in self.seen
 
 
 class Search:
@@ -108,8 +115,12 @@ class Search:
             tried[comp] = tried.get(comp, 0) + 1
             for nodes, _ in self._walks(spec, a, b, lab_a, lab_h):
                 masks = [self.g.mask(x, y) for x, y in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
+                # Only a cycle not found before counts towards the component's budget (the
+                # anchor b -> a of a 2-cycle found from a -> b gives the same cycle again).
                 if spec.name in self.found.add(nodes, masks, self.skip):
                     kept[comp] = kept.get(comp, 0) + 1
+                    break
+                if self.found.has(spec.name, nodes):
                     break
 
     def _walks(
