@@ -87,3 +87,21 @@ def test_duplicate_appends_are_refused_with_the_reason() -> None:
         "appended value to be unique per key"
     )
     assert v.evidence["not"] == [] and v.evidence["strongest_level"] == "not checked"
+
+
+def test_lost_appends_named_in_key_and_value_order_with_every_node_that_lacks_them() -> None:
+    h = H()
+    h.t(a(2, 5))
+    h.t(a(1, 1), a(1, 2))
+    h.t(a(3, 7))
+    h.t(r(1, 1), r(2), final=True, client=100)  # lacks 2 and 5; never read key 3
+    h.t(r(1, 1, 2), r(2), final=True, client=101)  # lacks 5
+    h.t(r(1), r(2), r(3), final=True, client=102, outcome=FAIL)  # failed: shows nothing
+    v = check_list_append(h.txns)
+    lost = v.evidence["anomalies"]["lost-append"]
+    assert lost["count"] == 2
+    got = [(e["key"], e["value"], e["missing_on"], e["txn"]["txn"]) for e in lost["examples"]]
+    assert got == [(1, 2, ["node:101"], 1), (2, 5, ["node:101", "node:102"], 0)]
+    assert lost["examples"][1]["why"] == (
+        "T0 appended 5 to key 2 (acknowledged); the final read on node:101, node:102 lacks it"
+    )
