@@ -105,3 +105,35 @@ def test_lost_appends_named_in_key_and_value_order_with_every_node_that_lacks_th
     assert lost["examples"][1]["why"] == (
         "T0 appended 5 to key 2 (acknowledged); the final read on node:101, node:102 lacks it"
     )
+
+
+def test_an_aborted_or_phantom_element_is_charged_to_the_read_that_shows_it_not_to_a_shorter_one() -> None:
+    # T1 read [1], a prefix that stops just before the failed append 2 (or the phantom 9); only
+    # T3 (T2) read past it.
+    h = H()
+    h.t(a(1, 1))
+    h.t(r(1, 1))
+    h.t(a(1, 2), outcome=FAIL)
+    h.t(r(1, 1, 2))
+    g1a = check_list_append(h.txns).evidence["anomalies"]["G1a"]
+    assert g1a["count"] == 1 and g1a["examples"][0]["reader"]["txn"] == 3
+    assert g1a["examples"][0]["why"] == "T3 read 2 in key 1, appended by T2, which failed"
+    h = H()
+    h.t(a(1, 1))
+    h.t(r(1, 1))
+    h.t(r(1, 1, 9))
+    ph = check_list_append(h.txns).evidence["anomalies"]["phantom-value"]
+    assert ph["count"] == 1 and ph["examples"][0]["read_by"] == [2]
+
+
+def test_a_read_that_began_the_instant_an_append_was_acknowledged_is_not_stale() -> None:
+    # Real time orders only what ended strictly before another began.
+    summaries = {}
+    for start in (1.0, 1.001):
+        h = H()
+        h.t(a(1, 1), start=0, end=1.0)
+        h.t(r(1), start=start, end=2.0)
+        h.t(r(1, 1), final=True)
+        summaries[start] = check_list_append(h.txns).summary
+    assert summaries[1.0].endswith("no anomaly: consistent with strict-serializable")
+    assert summaries[1.001].startswith("stale-read x1;")
