@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterbench.checkers.append.classes import _possible, _witness, make_spec
+from clusterbench.checkers.append.classes import _possible, _witness, classify, make_spec, make_specs
 from clusterbench.checkers.append.graph import PROCESS, REALTIME, RW, WR, WW
 
 CASES = [
@@ -53,3 +53,35 @@ def test_no_witness_where_the_condition_fails(
 ) -> None:
     # The full search agrees: nothing the pre-filter rules out is a cycle of the class.
     assert _witness(make_spec(family, variant), masks) is None
+
+
+WITNESSES = [
+    # a step that may be taken either way is taken as a data edge where the class allows it
+    ("G0", "process", [WW, WW | PROCESS], [WW, PROCESS]),  # the one process edge it needs
+    ("G0", "realtime", [WW, WW | PROCESS, REALTIME], [WW, WW, REALTIME]),
+    ("G0", "realtime", [WW | REALTIME, WW | PROCESS, WW | REALTIME], [WW, WW, REALTIME]),
+    ("G-single", "", [RW | WR, WR], [RW, WR]),
+    ("G1c", "", [WW | WR, WW], [WR, WW]),  # G1c needs its wr
+]
+
+
+@pytest.mark.parametrize(("family", "variant", "masks", "labels"), WITNESSES)
+def test_witness_prefers_data_edges(family: str, variant: str, masks: list[int], labels: list[int]) -> None:
+    assert _witness(make_spec(family, variant), masks) == labels
+
+
+CLASSIFIED = [
+    ([RW, WR], {"G-single": [RW, WR]}),
+    ([RW, PROCESS], {"G-single-process": [RW, PROCESS]}),
+    # ww or rw, then wr: G1c, which rules out more than the G-single the same steps could be
+    ([WW | RW, WR], {"G1c": [WW, WR]}),
+    ([RW, WR, RW, WR], {"G-nonadjacent": [RW, WR, RW, WR]}),
+    ([RW, RW, WR], {"G2-item": [RW, RW, WR]}),
+]
+
+
+@pytest.mark.parametrize(("masks", "classes"), CLASSIFIED)
+def test_classify_reports_each_cycle_under_the_classes_that_say_most(
+    masks: list[int], classes: dict[str, list[int]]
+) -> None:
+    assert classify(masks, make_specs()) == classes
