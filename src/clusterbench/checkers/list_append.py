@@ -137,8 +137,9 @@ def analyze(txns: Sequence[Txn], documented: Iterable[str] = ()) -> Analysis:
         )
         found[name] = [_entry(ix, name, c, i < EXAMPLES, p4.of) for i, c in enumerate(ranked)]
     for name, (nodes, _) in cf.fallback:
-        for e in found[name]:
-            if e["txn_ids"] == [txns[x].id for x in nodes]:
+        ids = [ix.txns[x].id for x in nodes]
+        for e in found[name][:EXAMPLES]:  # only the examples are shown, and carry their ids
+            if e["txn_ids"] == ids:
                 e["note"] = "found after the search bound"
     return Analysis(
         txns=len(txns),

@@ -124,6 +124,17 @@ def test_the_search_stops_at_its_time_budget_and_says_so(monkeypatch: pytest.Mon
     assert v.evidence["search_truncated"] is True and v.evidence["anomalies"]["G2-item"]["count"] == 1
 
 
+def test_more_components_than_examples_found_after_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seven separate write skews with no search time left: the fallback finds one cycle in each;
+    # the five shown say they were found after the bound, the other two are counted.
+    monkeypatch.setattr(cycles, "SEARCH_BUDGET_S", -1.0)
+    txns = [x for k in range(1, 8) for x in (t(r(k), a(k, 1)), t(r(k), a(k, 2)))]
+    v = check_list_append(history(txns))
+    g2 = v.evidence["anomalies"]["G2-item"]
+    assert v.evidence["search_truncated"] is True and g2["count"] == 7
+    assert [e["note"] for e in g2["examples"]] == ["found after the search bound"] * 5
+
+
 def test_the_search_bounds_the_states_of_one_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cycles, "STATES_PER_SEARCH", 0)
     v = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
