@@ -139,3 +139,18 @@ def test_the_search_bounds_the_states_of_one_walk(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(cycles, "STATES_PER_SEARCH", 0)
     v = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
     assert v.evidence["search_truncated"] is True and v.evidence["anomalies"]["G2-item"]["count"] == 1
+
+
+@pytest.mark.parametrize(("states", "truncated"), [(1, True), (2, False)])
+def test_a_walk_may_expand_exactly_its_state_budget(
+    monkeypatch: pytest.MonkeyPatch, states: int, truncated: bool
+) -> None:
+    # A 2-cycle closes in the walk's first state; a 3-cycle of three write skews (T0 misses T1,
+    # T1 misses T2, T2 misses T0) needs a second state.
+    monkeypatch.setattr(cycles, "STATES_PER_SEARCH", states)
+    two = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
+    assert two.evidence["search_truncated"] is False
+    assert [e.get("note") for e in two.evidence["anomalies"]["G2-item"]["examples"]] == [None]
+    three = check_list_append(history([t(r(1), a(2, 1)), t(r(2), a(3, 1)), t(r(3), a(1, 1))]))
+    assert three.evidence["search_truncated"] is truncated
+    assert three.evidence["anomalies"]["G2-item"]["count"] == 1
