@@ -145,8 +145,8 @@ def test_the_search_bounds_the_states_of_one_walk(monkeypatch: pytest.MonkeyPatc
 def test_a_walk_may_expand_exactly_its_state_budget(
     monkeypatch: pytest.MonkeyPatch, states: int, truncated: bool
 ) -> None:
-    # A 2-cycle closes in the walk's first state; a 3-cycle of three write skews (T0 misses T1,
-    # T1 misses T2, T2 misses T0) needs a second state.
+    # A 2-cycle closes in the walk's first state; a 3-cycle of rw edges (T0 misses T2's append,
+    # T2 misses T1's, T1 misses T0's) needs a second state.
     monkeypatch.setattr(cycles, "STATES_PER_SEARCH", states)
     two = check_list_append(history([t(r(X), a(X, 1)), t(r(X), a(X, 2))]))
     assert two.evidence["search_truncated"] is False
