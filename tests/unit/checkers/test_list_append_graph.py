@@ -154,3 +154,14 @@ def test_a_walk_may_expand_exactly_its_state_budget(
     three = check_list_append(history([t(r(1), a(2, 1)), t(r(2), a(3, 1)), t(r(3), a(1, 1))]))
     assert three.evidence["search_truncated"] is truncated
     assert three.evidence["anomalies"]["G2-item"]["count"] == 1
+
+
+@pytest.mark.parametrize("edges", [1, 2])
+def test_a_component_tries_exactly_its_budget_of_anchor_edges(
+    monkeypatch: pytest.MonkeyPatch, edges: int
+) -> None:
+    # three write cycles through T0: each anchor tried finds one new cycle, then the budget stops
+    monkeypatch.setattr(cycles, "EDGES_PER_SCC", edges)
+    v = check_list_append(history(star(3)))
+    assert v.evidence["anomalies"]["G0"]["count"] == edges
+    assert v.evidence["search_truncated"] is True
