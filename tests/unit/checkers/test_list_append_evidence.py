@@ -46,13 +46,18 @@ def test_g1c_two_wr_edges() -> None:
     ]
 
 
-def test_g_single_read_skew_starts_at_its_rw_edge_and_is_not_p4() -> None:
+def read_skew() -> H:
+    """T1 writes keys 1 and 2; T2 reads key 1 before T1 and key 2 after it (one rw edge)."""
     h = H()
     h.t(a(1, 1), a(2, 1))
     h.t(a(1, 2), a(2, 2))
     h.t(r(1, 1), r(2, 1, 2))
     h.t(r(1, 1, 2), r(2, 1, 2))
-    ex = example(h, "G-single")
+    return h
+
+
+def test_g_single_read_skew_starts_at_its_rw_edge_and_is_not_p4() -> None:
+    ex = example(read_skew(), "G-single")
     assert ex["cycle"] == ["T2 -rw(1)-> T1", "T1 -wr(2)-> T2"]
     assert steps(ex) == [
         (2, 1, "rw", [1], "T2 read key 1 as [1], without T1's append of 2"),

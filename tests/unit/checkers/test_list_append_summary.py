@@ -7,6 +7,7 @@ from __future__ import annotations
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.verdict import Result
 from tests.unit.checkers.test_list_append import FAIL, H, a, r
+from tests.unit.checkers.test_list_append_evidence import read_skew
 
 EVIDENCE_FIELDS = [
     "anomalies", "broken", "documented", "documented_seen", "graph", "keys", "not", "not_searched",
@@ -16,11 +17,7 @@ EVIDENCE_FIELDS = [
 
 def g_single_and_g1c() -> H:
     """A read skew on keys 1-2 (one rw edge: G-single) and a circular flow on keys 3-4 (G1c)."""
-    h = H()
-    h.t(a(1, 1), a(2, 1))
-    h.t(a(1, 2), a(2, 2))
-    h.t(r(1, 1), r(2, 1, 2))
-    h.t(r(1, 1, 2), r(2, 1, 2))
+    h = read_skew()
     h.t(a(3, 1), r(4, 2))
     h.t(a(4, 2), r(3, 1))
     return h
