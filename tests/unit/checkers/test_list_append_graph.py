@@ -97,12 +97,13 @@ def test_the_search_keeps_five_cycles_per_component_and_says_it_stopped() -> Non
     assert two.evidence["anomalies"]["G2-item"]["count"] == 1 and two.evidence["search_truncated"] is False
 
 
-def star(n: int) -> list[Any]:
+def star(n: int, keys_from: int = 10, first: int = 0) -> list[Any]:
     """T0 and each of T1..Tn write two keys of their own in opposite orders: n write cycles
-    (G0), each T0 <-> Ti, all in one component through T0."""
-    t0 = t(*[m for i in range(1, n + 1) for m in (a(10 * i, 1), a(10 * i + 1, 2))])
-    others = [t(a(10 * i, 3), a(10 * i + 1, 4)) for i in range(1, n + 1)]
-    final = t(*[m for i in range(1, n + 1) for m in (r(10 * i, 1, 3), r(10 * i + 1, 4, 2))])
+    (G0), each T0 <-> Ti, all in one component through T0 (keys from `keys_from` on)."""
+    k = [keys_from + 2 * i for i in range(n)]
+    t0 = t(*[m for x in k for m in (a(x, 1), a(x + 1, 2))])
+    others = [t(a(x, 3), a(x + 1, 4)) for x in k]
+    final = t(*[m for x in k for m in (r(x, 1, 3), r(x + 1, 4, 2))])
     return [t0, *others, final]
 
 
@@ -115,6 +116,22 @@ def test_a_cycle_found_again_from_its_other_edge_does_not_count_towards_the_budg
     v = check_list_append(history(star(n)))
     assert v.evidence["anomalies"]["G0"]["count"] == count
     assert v.evidence["search_truncated"] is truncated
+
+
+def test_each_component_has_a_budget_of_its_own() -> None:
+    # seven write cycles in one component (cut at five) and three in another (all found)
+    v = check_list_append(history(star(7) + star(3, keys_from=100)))
+    assert v.evidence["anomalies"]["G0"]["count"] == 8
+    assert not [e for e in v.evidence["anomalies"]["G0"]["examples"] if "note" in e]
+
+
+def test_variants_a_class_found_makes_needless_are_named_as_not_searched() -> None:
+    v = check_list_append(history(star(2)))
+    assert v.evidence["not_searched"] == {
+        f"{f}-{var}": "implied by G0, already found"
+        for var in ("process", "realtime")
+        for f in ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
+    }
 
 
 def test_the_search_stops_at_its_time_budget_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
