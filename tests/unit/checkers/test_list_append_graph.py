@@ -134,6 +134,58 @@ def test_variants_a_class_found_makes_needless_are_named_as_not_searched() -> No
     }
 
 
+def test_what_is_documented_decides_which_variants_are_searched() -> None:
+    # G0 documented: only its own variants are documented with it; the others are searched
+    v = check_list_append(history(star(2)), documented=["G0"])
+    assert v.evidence["not_searched"] == {
+        "G0-process": "implied by G0, already found", "G0-realtime": "implied by G0, already found"
+    }  # fmt: skip
+
+
+def lost_updates(n: int) -> list[Any]:
+    """n keys, each read empty and appended to by one transaction while another appended first:
+    n lost updates (G-single, all P4)."""
+    return [x for k in range(1, n + 1) for x in (t(r(k), a(k, 2)), t(a(k, 1)), t(r(k, 1)))]
+
+
+def test_p4_is_counted_over_every_g_single_not_only_the_examples() -> None:
+    gs = check_list_append(history(lost_updates(7))).evidence["anomalies"]["G-single"]
+    assert (gs["count"], gs["p4"], len(gs["examples"])) == (7, 7, 5)
+
+
+def test_with_lost_updates_documented_the_g_single_process_variant_is_still_searched() -> None:
+    v = check_list_append(history(lost_updates(7)), documented=["lost-update"])
+    assert v.evidence["documented_seen"] == ["G-single"] and v.evidence["broken"] == ["G2-item"]
+    assert "G-single-process" not in v.evidence["not_searched"]
+
+
+def test_one_g_single_that_is_not_p4_makes_every_g_single_a_broken_promise() -> None:
+    read_skew = [t(a(5, 1), a(6, 1)), t(a(5, 2), a(6, 2)), t(r(5, 1), r(6, 1, 2)), t(r(5, 1, 2), r(6, 1, 2))]
+    v = check_list_append(history(lost_updates(1) + read_skew), documented=["lost-update"])
+    gs = v.evidence["anomalies"]["G-single"]
+    assert (gs["count"], gs["p4"]) == (2, 1)
+    assert "G-single" in v.evidence["broken"] and not v.documented_limitation
+
+
+def test_one_ok_read_is_something_to_check() -> None:
+    v = check_list_append(history([t(r(1))]))
+    assert v.summary == (
+        "1 ok transactions (0 failed, 0 unknown), 0 dependencies, no anomaly: "
+        "consistent with strict-serializable"
+    )
+
+
+def test_a_refused_history_still_counts_what_it_holds() -> None:
+    v = check_list_append(history([t(a(1, 1)), t(a(1, 1)), t(r(1, 1))]), label="dup")
+    ev = v.evidence
+    assert v.checker == "list-append:dup"
+    assert (ev["txns"], ev["outcomes"], ev["graph"], ev["keys"]) == (
+        3, {"ok": 3, "fail": 0, "unknown": 0}, {"txns": 0, "edges": {}}, 1
+    )  # fmt: skip
+    assert list(ev["anomalies"]) == ["duplicate-appends"]
+    assert ev["anomalies"]["duplicate-appends"]["count"] == 1
+
+
 def test_the_search_stops_at_its_time_budget_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     # a write skew with no time left: the search stops and says so; the fallback still finds the class
     monkeypatch.setattr(cycles, "SEARCH_BUDGET_S", -1.0)
