@@ -109,3 +109,26 @@ def test_a_realtime_edge_gives_both_times() -> None:
         (1, 2, "wr", [2], "T2 read key 2 as [1], ending with T1's append of 1"),
     ]
     assert ex["length"] == 3
+
+
+def test_an_edge_is_explained_by_the_writers_append_to_that_key_not_to_another() -> None:
+    # T1 appends 7 to key 2 before it appends 2 to key 1: the rw edge on key 1 names 2
+    h = H()
+    h.t(a(1, 1), a(2, 1))
+    h.t(a(2, 7), a(1, 2))
+    h.t(r(1, 1), r(2, 1, 7))
+    h.t(r(1, 1, 2), r(2, 1, 7))
+    assert [s[4] for s in steps(example(h, "G-single"))] == [
+        "T2 read key 1 as [1], without T1's append of 2",
+        "T2 read key 2 as [1, 7], ending with T1's append of 7",
+    ]
+    # T0 appends 5 to key 1 and 7 to key 2; T1 appends 7 to key 1; T2's read of key 1 ends with
+    # T1's 7, so T0 -wr-> T2 is explained by key 2 alone
+    h = H()
+    h.t(a(1, 5), a(2, 7), r(3, 1))
+    h.t(a(1, 7))
+    h.t(r(1, 7), r(2, 7), a(3, 1))
+    assert steps(example(h, "G1c")) == [
+        (0, 2, "wr", [2], "T2 read key 2 as [7], ending with T0's append of 7"),
+        (2, 0, "wr", [3], "T0 read key 3 as [1], ending with T2's append of 1"),
+    ]
