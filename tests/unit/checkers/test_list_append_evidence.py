@@ -46,13 +46,14 @@ def test_g1c_two_wr_edges() -> None:
     ]
 
 
-def read_skew() -> H:
-    """T1 writes keys 1 and 2; T2 reads key 1 before T1 and key 2 after it (one rw edge)."""
+def read_skew(v: int = 2, key_2_first: bool = False) -> H:
+    """T1 appends 2 to key 1 and v to key 2; T2 reads key 1 before T1 and key 2 after it (one
+    rw edge)."""
     h = H()
     h.t(a(1, 1), a(2, 1))
-    h.t(a(1, 2), a(2, 2))
-    h.t(r(1, 1), r(2, 1, 2))
-    h.t(r(1, 1, 2), r(2, 1, 2))
+    h.t(*((a(2, v), a(1, 2)) if key_2_first else (a(1, 2), a(2, v))))
+    h.t(r(1, 1), r(2, 1, v))
+    h.t(r(1, 1, 2), r(2, 1, v))
     return h
 
 
@@ -113,12 +114,7 @@ def test_a_realtime_edge_gives_both_times() -> None:
 
 def test_an_edge_is_explained_by_the_writers_append_to_that_key_not_to_another() -> None:
     # T1 appends 7 to key 2 before it appends 2 to key 1: the rw edge on key 1 names 2
-    h = H()
-    h.t(a(1, 1), a(2, 1))
-    h.t(a(2, 7), a(1, 2))
-    h.t(r(1, 1), r(2, 1, 7))
-    h.t(r(1, 1, 2), r(2, 1, 7))
-    assert [s[4] for s in steps(example(h, "G-single"))] == [
+    assert [s[4] for s in steps(example(read_skew(7, key_2_first=True), "G-single"))] == [
         "T2 read key 1 as [1], without T1's append of 2",
         "T2 read key 2 as [1, 7], ending with T1's append of 7",
     ]
