@@ -18,7 +18,7 @@ from clusterbench.faults import leftovers as fault_leftovers
 from clusterbench.providers import datadirfs
 from clusterbench.store import Store
 
-from .conftest import leftovers, make_topology
+from .conftest import leftovers, make_topology, running
 
 pytestmark = pytest.mark.integration
 
@@ -33,14 +33,9 @@ def mounted_under(root: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def disk_cluster(cb_home: Path) -> Iterator[Cluster]:
     topo = make_topology(NAME, SUBNET, node=[{"index": 3, "datadir_size": "256M"}])
-    c = Cluster(topo, home=cb_home)
-    c.up()
-    try:
+    with running(topo, cb_home) as c:
         yield c
-    finally:
-        c.down()
-        assert mounted_under(c.dir) == []
-    assert leftovers(NAME) == []
+    assert mounted_under(c.dir) == []
 
 
 def test_a_failed_up_unmounts_the_datadir_file_system(cb_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -175,8 +175,9 @@ def _entry(ix: Index, name: str, c: Cycle, full: bool, p4_of: dict[tuple[int, ..
     """A cycle's evidence: in full (each edge explained) for the examples; the others are only
     counted (_summary), so they keep just what the counts read (a G-single's p4)."""
     nodes, labels = c
-    e = explain.cycle(ix, name, nodes, labels) if full else {}
+    e: dict[str, Any] = {}
     if full:
+        e = explain.cycle(ix, nodes, labels)
         e["txn_ids"] = [ix.txns[x].id for x in nodes]
     if name == "G-single":
         e["p4"] = p4_of[tuple(nodes)]

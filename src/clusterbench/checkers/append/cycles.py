@@ -49,26 +49,22 @@ class Found:
     not_searched: dict[str, str] = field(default_factory=dict)
     fallback: list[tuple[str, Cycle]] = field(default_factory=list)
 
-    def add(self, nodes: list[int], masks: list[int], skip: Skip) -> list[str]:
+    def add(self, nodes: list[int], masks: list[int], skip: Skip) -> dict[str, bool]:
         """Record a cycle under the classes it belongs to, except those a class already found
-        makes needless (`skip`); returns the classes it was newly recorded under."""
+        makes needless (`skip`); returns those classes, each with whether the cycle is new in it
+        (not recorded before, in any rotation)."""
         classes = {n: labels for n, labels in classify(masks, self.specs).items() if not skip(n, self)}
-        new = []
-        for name, labels in classes.items():
-            i = nodes.index(min(nodes))
-            rot_nodes, rot_labels = nodes[i:] + nodes[:i], labels[i:] + labels[:i]
-            key = (name, tuple(rot_nodes))
-            if key not in self.seen:
-                self.seen.add(key)
-                self.cycles[name].append((rot_nodes, rot_labels))
-                new.append(name)
-        self.nodes.update(nodes)
-        return new
-
-    def has(self, name: str, nodes: list[int]) -> bool:
-        """Is this cycle (any rotation) recorded under `name`?"""
         i = nodes.index(min(nodes))
-        return (name, tuple(nodes[i:] + nodes[:i])) in self.seen
+        rot_nodes = nodes[i:] + nodes[:i]
+        out = {}
+        for name, labels in classes.items():
+            key = (name, tuple(rot_nodes))
+            out[name] = key not in self.seen
+            if out[name]:
+                self.seen.add(key)
+                self.cycles[name].append((rot_nodes, labels[i:] + labels[:i]))
+        self.nodes.update(nodes)
+        return out
 
 
 class Search:
@@ -115,12 +111,12 @@ class Search:
             tried[comp] = tried.get(comp, 0) + 1
             for nodes, _ in self._walks(spec, a, b, lab_a, lab_h):
                 masks = [self.g.mask(x, y) for x, y in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
-                # Only a cycle not found before counts towards the component's budget (the
-                # anchor b -> a of a 2-cycle found from a -> b gives the same cycle again).
-                if spec.name in self.found.add(nodes, masks, self.skip):
-                    kept[comp] = kept.get(comp, 0) + 1
-                    break
-                if self.found.has(spec.name, nodes):
+                got = self.found.add(nodes, masks, self.skip)
+                if spec.name in got:
+                    # Only a cycle not found before counts towards the component's budget (the
+                    # anchor b -> a of a 2-cycle found from a -> b gives the same cycle again).
+                    if got[spec.name]:
+                        kept[comp] = kept.get(comp, 0) + 1
                     break
 
     def _walks(
@@ -174,8 +170,9 @@ class Search:
             done.add(comp)
             nodes = _shortest_back(self.g, labels, a, b)
             masks = [self.g.mask(x, y) for x, y in zip(nodes, nodes[1:] + nodes[:1], strict=True)]
-            for name in self.found.add(nodes, masks, self.skip):
-                self.found.fallback.append((name, (nodes, masks)))
+            for name, new in self.found.add(nodes, masks, self.skip).items():
+                if new:
+                    self.found.fallback.append((name, (nodes, masks)))
 
 
 def _path_nodes(

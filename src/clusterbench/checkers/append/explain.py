@@ -104,18 +104,16 @@ def p4(ix: Index, nodes: list[int], labels: list[int]) -> bool:
     return False
 
 
-def cycle(ix: Index, name: str, nodes: list[int], labels: list[int]) -> dict[str, Any]:
-    """The cycle's evidence, starting at its first rw edge when it has one."""
+def cycle(ix: Index, nodes: list[int], labels: list[int]) -> dict[str, Any]:
+    """The cycle's evidence, starting at its first rw edge when it has one (a G-single's P4 mark
+    is the caller's: worked out once per cycle, for every cycle, by list_append._P4)."""
     if RW in labels:
         i = labels.index(RW)
         nodes, labels = nodes[i:] + nodes[:i], labels[i:] + labels[:i]
     steps = [step(ix, x, y, t) for x, y, t in zip(nodes, nodes[1:] + nodes[:1], labels, strict=True)]
-    entry: dict[str, Any] = {
+    return {
         "length": len(nodes),
         "cycle": [_arrow(s) for s in steps],
         "steps": steps,
         "txns": [ix.txns[x].describe() for x in nodes],
     }
-    if name == "G-single":
-        entry["p4"] = p4(ix, nodes, labels)
-    return entry
