@@ -27,10 +27,15 @@ unit: setup-test
 integration: setup-test
 	$(PYTHON) -m pytest -q -x tests/integration
 
+# The test files run on TEST_WORKERS workers at once (most tests wait on servers, not on CPUs);
+# the tests marked `alone` then run one at a time, with the machine to themselves.
+TEST_WORKERS ?= 3
+
 test: setup-test
 	$(PYTHON) -m ruff check src tests benchmarks
 	$(PYTHON) -m mypy
-	$(PYTHON) -m pytest -q --durations=30 tests
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone" --durations=30 tests
+	$(PYTHON) -m pytest -q -m alone --durations=10 tests
 
 bench: setup
 	$(PYTHON) benchmarks/bringup.py

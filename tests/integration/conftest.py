@@ -40,6 +40,24 @@ def _skip_reason() -> str | None:
     return None
 
 
+def worker() -> int:
+    """This pytest-xdist worker's number (0 in a session without workers). `make test` runs the
+    test files on several workers at once; each worker has its own session clusters (their names
+    and subnets carry this number), and every module's own cluster has a name and subnet no other
+    module uses, so two workers never ask for one cluster or one subnet."""
+    w = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(w[2:]) if w.startswith("gw") and w[2:].isdigit() else 0
+
+
+def _own(base: str, third_octet: int, spare: int) -> tuple[str, str]:
+    """Worker 0 keeps `base` on 198.18.<third_octet>.0/24; worker w > 0 gets `base<w>` on
+    198.18.<spare + w>.0/24 (ranges no module's own cluster uses)."""
+    w = worker()
+    if w == 0:
+        return base, f"198.18.{third_octet}.0/24"
+    return f"{base}{w}", f"198.18.{spare + w}.0/24"
+
+
 @pytest.fixture(scope="session")
 def cb_home() -> Iterator[Path]:
     reason = _skip_reason()
@@ -171,8 +189,9 @@ def running(topology: Topology, home: Path) -> Iterator[Cluster]:
 def cluster(cb_home: Path) -> Iterator[Cluster]:
     """A 3-node cluster + HAProxy shared by the session's tests. Tests that break it must heal it."""
     # CB_TEST_CLUSTER / CB_TEST_SUBNET let two test sessions run side by side on one machine.
-    name = os.environ.get("CB_TEST_CLUSTER", "cbit")
-    subnet = os.environ.get("CB_TEST_SUBNET", "198.18.201.0/24")
+    own_name, own_subnet = _own("cbit", 201, 190)
+    name = os.environ.get("CB_TEST_CLUSTER", own_name)
+    subnet = os.environ.get("CB_TEST_SUBNET", own_subnet)
     topo = make_topology(
         name,
         subnet,
@@ -184,8 +203,9 @@ def cluster(cb_home: Path) -> Iterator[Cluster]:
 
 # --- the session's Group Replication cluster ---
 
-NAME = os.environ.get("CB_TEST_GR_CLUSTER", "cbgr")
-SUBNET = os.environ.get("CB_TEST_GR_SUBNET", "198.18.203.0/24")
+_GR_NAME, _GR_SUBNET = _own("cbgr", 203, 180)
+NAME = os.environ.get("CB_TEST_GR_CLUSTER", _GR_NAME)
+SUBNET = os.environ.get("CB_TEST_GR_SUBNET", _GR_SUBNET)
 
 
 def gr_skip_reason() -> str | None:

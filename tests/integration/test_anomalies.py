@@ -87,8 +87,21 @@ def test_lost_updates_without_for_update_and_none_with_it(cluster: Cluster) -> N
     values = set(rmw.evidence["keys"][key]["final"].values())
     assert len(values) == 1 and values.pop() == rmw.evidence["increments"]["ok"] - rmw.evidence["lost"]
     for v in (fu, inc):
-        assert v.result is Result.PASS, v.summary
         assert v.evidence["increments"]["ok"] > 50
+        (key,) = v.evidence["keys"]
+        values = set(v.evidence["keys"][key]["final"].values())
+        assert len(values) == 1, v.summary  # every node holds one value
+        value, inc_ok = values.pop(), v.evidence["increments"]["ok"]
+        if v.result is Result.FAIL:
+            # Jepsen found lost updates (P4) in healthy Galera clusters (MariaDB Galera Cluster
+            # 12.1.2, 2026). Seen here once, with other tests loading the machine: 4 of 1,233
+            # acknowledged server-computed increments lost. Rare, and a real finding the checker
+            # must report as a FAIL, not as a documented limitation.
+            assert not v.documented_limitation, v.summary
+            assert 0 < v.evidence["lost"] == inc_ok - value <= inc_ok // 50, v.summary
+        else:
+            assert v.result is Result.PASS, v.summary
+            assert inc_ok <= value <= inc_ok + v.evidence["increments"]["unknown"]
 
 
 def test_stale_reads_in_the_default_session_none_in_the_causal_one(cluster: Cluster) -> None:

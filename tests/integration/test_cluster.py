@@ -62,7 +62,7 @@ def test_up_gives_synced_cluster_with_haproxy_up(cluster: Cluster) -> None:
         ns = subprocess.run(
             ["ip", "netns", "identify", str(n.proc.pid)], capture_output=True, text=True
         ).stdout
-        assert ns.strip() == f"cb-cbit-n{n.index}"
+        assert ns.strip() == f"cb-{cluster.topology.name}-n{n.index}"
         uid = Path(f"/proc/{n.proc.pid}/status").read_text().split("Uid:")[1].split()[0]
         assert int(uid) != 0
 
@@ -295,7 +295,7 @@ def test_node_whose_donor_was_killed_mid_sst_starts_with_one_command(cluster: Cl
 def test_cli_status_and_sql_against_running_cluster(cluster: Cluster) -> None:
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cluster.home), "COLUMNS": "160"}
     st = subprocess.run(
-        [sys.executable, "-m", "clusterbench", "status", "-n", "cbit"],
+        [sys.executable, "-m", "clusterbench", "status", "-n", cluster.topology.name],
         capture_output=True,
         text=True,
         env=env,
@@ -311,7 +311,7 @@ def test_cli_status_and_sql_against_running_cluster(cluster: Cluster) -> None:
             "sql",
             "2",
             "-n",
-            "cbit",
+            cluster.topology.name,
             "-e",
             "SHOW STATUS LIKE 'wsrep_cluster_size'",
         ],
@@ -330,7 +330,8 @@ def test_up_refuses_a_cluster_that_is_already_up_and_an_overlapping_subnet(
 ) -> None:
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cluster.home)}
     f = tmp_path / "same.toml"
-    f.write_text('[cluster]\nname = "cbit"\nsubnet = "198.18.201.0/24"\n')
+    name, subnet = cluster.topology.name, str(cluster.topology.cluster.subnet)
+    f.write_text(f'[cluster]\nname = "{name}"\nsubnet = "{subnet}"\n')
     r = subprocess.run(
         [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
         capture_output=True,
@@ -339,8 +340,9 @@ def test_up_refuses_a_cluster_that_is_already_up_and_an_overlapping_subnet(
         timeout=60,
     )
     assert r.returncode == 2
-    assert "cluster 'cbit' is already up" in r.stderr and "Traceback" not in r.stderr
-    f.write_text('[cluster]\nname = "other"\nsubnet = "198.18.201.0/25"\n')
+    assert f"cluster '{name}' is already up" in r.stderr and "Traceback" not in r.stderr
+    half = subnet.replace("/24", "/25")
+    f.write_text(f'[cluster]\nname = "other"\nsubnet = "{half}"\n')
     r = subprocess.run(
         [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],
         capture_output=True,
@@ -349,7 +351,7 @@ def test_up_refuses_a_cluster_that_is_already_up_and_an_overlapping_subnet(
         timeout=60,
     )
     assert r.returncode == 2
-    assert "overlaps 198.18.201.0/24 dev cb-cbit-br" in r.stderr
+    assert f"overlaps {subnet} dev cb-{name}-br" in r.stderr
     assert leftovers("other") == []
 
 
@@ -401,7 +403,7 @@ def test_ctrl_c_during_up_tears_down(cb_home: Path, tmp_path: Path) -> None:
 
 def test_down_after_sigkill_of_the_tool_finds_leftovers(cb_home: Path, tmp_path: Path) -> None:
     f = tmp_path / "t.toml"
-    f.write_text('[cluster]\nname = "cbkill"\nsubnet = "198.18.204.0/24"\nnodes = 1\n')
+    f.write_text('[cluster]\nname = "cbkill"\nsubnet = "198.18.210.0/24"\nnodes = 1\n')
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
     p = subprocess.Popen(
         [sys.executable, "-m", "clusterbench", "up", "-f", str(f)],

@@ -6,7 +6,7 @@ the channel, the CPU probe runs there, its clock offset is measured, and the rep
 staged there before sysbench starts. The lab has no database, so the host runs a stand-in that
 waits and prints a recorded sysbench output where sysbench would run; everything else is real.
 
-The lab (`cb-cbdls-*`, CB_DL_SUBNET or 198.18.216.0/24) is removed at the end, also on failure.
+The lab (`cb-cbdls-*`, CB_DLS_SUBNET or 198.18.218.0/24) is removed at the end, also on failure.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def lab(cb_home: Path) -> Iterator[SshLab]:
     reason = lab_available()
     if reason:
         pytest.skip(reason)
-    lab = SshLab(name="cbdls", subnet=os.environ.get("CB_DL_SUBNET", "198.18.216.0/24"), count=1)
+    lab = SshLab(name="cbdls", subnet=os.environ.get("CB_DLS_SUBNET", "198.18.218.0/24"), count=1)
     try:
         lab.start()
         yield lab

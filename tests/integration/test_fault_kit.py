@@ -41,6 +41,8 @@ def test_each_node_has_a_block_device_of_its_own(looped: Cluster) -> None:
     assert len(set(devices.values())) == 3
 
 
+# alone: per-second disk rates while held (a late sample on a busy machine read 5.02 MiB/s)
+@pytest.mark.alone
 def test_a_throttled_disk_under_tpcc_stalls_the_load_and_is_named(looped: Cluster) -> None:
     spec = ScenarioSpec.model_validate({
         "name": "slow disk n2",

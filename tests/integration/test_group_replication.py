@@ -216,7 +216,7 @@ def test_multi_primary_every_member_takes_writes(cb_home: Path) -> None:
     if reason:
         pytest.skip(reason)
     name = "cbgrmp"
-    c = Cluster(gr_topology(name, "198.18.205.0/24", mode="multi-primary"), home=cb_home)
+    c = Cluster(gr_topology(name, "198.18.211.0/24", mode="multi-primary"), home=cb_home)
     c.up()
     try:
         st = c.status()

@@ -22,7 +22,9 @@ from clusterbench.telemetry.verdict import Bottleneck
 from tests.integration.test_group_replication import all_ready, sql
 from tests.integration.test_telemetry import SECONDS, candidate, limits, run_trial
 
-pytestmark = pytest.mark.integration
+# `alone`: what these tests assert (per-second series, the bottleneck named) needs the machine's CPUs
+# to this test only; `make test` runs them after the others, one at a time.
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 # every member has these, each second (engine figures in METRICS' stored names)
 FIGURES = ("cpu_cores", "rss_mib", "net_tx_mbit", "recv_queue", "cert_queue", "cert_failures_s",

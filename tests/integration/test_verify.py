@@ -6,7 +6,7 @@ misclassified outcome (N5), a bank without FOR UPDATE (N2). The positive test ki
 a node under ledger + prober + monitor load. Every test leaves the cluster Synced and drops its
 tables.
 
-This module brings up its own cluster ('cbvf', 198.18.207.0/24) instead of the session's 'cbit':
+This module brings up its own cluster ('cbvf', 198.18.213.0/24) instead of the session's 'cbit':
 other engineers run the 'cbit' session suite on the same machine, and two clusters with one name
 cannot coexist.
 """
@@ -57,7 +57,7 @@ NAME = "cbvf"
 def vcluster(cb_home: Path) -> Iterator[Cluster]:
     topo = make_topology(
         NAME,
-        "198.18.207.0/24",
+        "198.18.213.0/24",
         mariadb={"evs_suspect_timeout": 2.0, "evs_inactive_timeout": 4.0, "evs_keepalive_period": 0.5},
     )
     c = Cluster(topo, home=cb_home)

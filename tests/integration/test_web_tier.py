@@ -194,6 +194,8 @@ def outage(db: Path, run_id: int) -> dict[str, Any]:
     return dict(event["detail"])
 
 
+# alone: the VIP's move is timed against the study's 2 s bar (2.08 s seen with other tests beside it)
+@pytest.mark.alone
 def test_killing_the_front_balancer_holding_the_vip(web_cluster: Cluster, tmp_path: Path) -> None:
     c = web_cluster
     before = c.front_vip_holder()

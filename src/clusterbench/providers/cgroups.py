@@ -59,7 +59,7 @@ class CgroupV1:
             if wanted is None:
                 continue
             d = self._dir(controller, name)
-            d.mkdir(parents=True, exist_ok=True)
+            _mkdir(d)
             made.append(d)
         for path, value in self.writes(name, cpu_quota, cpuset):
             try:
@@ -134,3 +134,15 @@ def _read(path: Path) -> str:
         return path.read_text().strip()
     except OSError:
         return "0"
+
+
+def _mkdir(d: Path, tries: int = 3) -> None:
+    """Make group `d` and its parent. Another cluster's `down` may remove the shared parent, once
+    empty, between the two mkdirs (two clusters brought up and down side by side): then again."""
+    for attempt in range(tries):
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            return
+        except FileNotFoundError:
+            if attempt == tries - 1:
+                raise

@@ -1,0 +1,32 @@
+"""Test-session settings shared by the unit and integration tests."""
+
+from __future__ import annotations
+
+import pytest
+
+# `make test` runs the test files on several workers (pytest-xdist, one file per worker at a time).
+# A worker takes the next file as it frees up, in collection order, so the files that take longest
+# (measured: `pytest --durations=0`, summed per file) go first and the short ones fill in at the end.
+LONGEST_FIRST = (
+    "integration/test_group_replication.py",
+    "integration/test_ssh.py",
+    "integration/test_rebuild.py",
+    "integration/test_faults.py",
+    "integration/test_power_loss.py",
+    "integration/test_web_tier.py",
+    "integration/test_fault_kit.py",
+    "integration/test_tpcc.py",
+    "integration/test_experiment.py",
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    for i, name in enumerate(LONGEST_FIRST):
+        if path.endswith(name):
+            return i
+    return len(LONGEST_FIRST)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: the order within a file, and of the other files, is kept
