@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterbench.clock import Clock
+from clusterbench.components.daemon import deploy
 from clusterbench.components.haproxy.component import HAProxy
 from clusterbench.components.haproxy.config import HAProxyConfig
 from clusterbench.components.keepalived.component import Keepalived
@@ -167,12 +168,7 @@ class BalancerOps:
             self._record_balancer(h)
         # keepalived after HAProxy: its track script would otherwise fail and hold it in FAULT.
         kas = self.keepaliveds()
-        for ka in kas:
-            ka.write_files()
-            ka.validate()
-        for ka in kas:
-            ka.start()
-            self._record_keepalived(ka)
+        deploy(kas, self._record_keepalived)
         for h in hs:
             h.wait_all_up(self._backend_names(), timeout=BACKENDS_TIMEOUT)
             report(f"haproxy {h.cfg.dir.name} UP on {h.cfg.address}:{port}")

@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from clusterbench.errors import ClusterStateError
@@ -66,21 +66,16 @@ class Holder:
         return f"`{self.command or '?'}` (PID {self.pid}, since {when}, {ago} ago)"
 
 
+@dataclass(eq=False)
 class ClusterLock:
-    def __init__(
-        self,
-        home: Path,
-        name: str,
-        *,
-        proc_root: Path = PROC,
-        now: Callable[[], float] = time.time,
-        pid: int | None = None,
-    ) -> None:
-        self.home = home
-        self.name = name
-        self.proc_root = proc_root
-        self.now = now
-        self.pid = os.getpid() if pid is None else pid
+    """The lock of cluster `name` under `home`, taken and released for process `pid`."""
+
+    home: Path
+    name: str
+    _: KW_ONLY
+    proc_root: Path = PROC
+    now: Callable[[], float] = time.time
+    pid: int = field(default_factory=os.getpid)
 
     @property
     def path(self) -> Path:

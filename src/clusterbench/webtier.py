@@ -16,6 +16,7 @@ from typing import Any
 
 from clusterbench.balancers import BACKENDS_TIMEOUT, wait_holder
 from clusterbench.clock import Clock
+from clusterbench.components.daemon import deploy
 from clusterbench.components.haproxy.component import HAProxy
 from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.components.keepalived.component import Keepalived
@@ -182,17 +183,15 @@ class WebOps:
         """The web nodes, then the front HAProxy(s) and their keepalived pair; returns when every
         front sees every web node UP (their /health reached the database) and, with a pair,
         exactly one holds the front VIP."""
-        ws = self.web_nodes()
-        for w in ws:
-            w.write_files()
-            w.validate()
-        for w in ws:
-            w.start()
+
+        def started(w: WebNode) -> None:
             self._record_web(w)
             on = self.topology.web_host_role(w.cfg.index)
             where = "" if on == w.name else f" on {on}'s host"
             report(f"web node {w.name} started{where}: {w.cfg.url}, php-fpm {w.cfg.children} children, "
                    f"nginx {w.cfg.nginx_workers} worker(s)")  # fmt: skip
+
+        deploy(self.web_nodes(), started)
         hs = self.fronts()
         for h in hs:
             h.write_files()
@@ -200,12 +199,8 @@ class WebOps:
             h.start()
             self._record_front(h.cfg.dir.name, "proc", h.proc)
         kas = self.front_keepaliveds()
-        for ka in kas:
-            ka.write_files()
-            ka.validate()
-        for ka in kas:  # after the HAProxies: their track script would hold them in FAULT
-            ka.start()
-            self._record_front(ka.cfg.role, "keepalived", ka.proc)
+        # after the HAProxies: their track script would hold them in FAULT
+        deploy(kas, lambda ka: self._record_front(ka.cfg.role, "keepalived", ka.proc))
         for h in hs:
             h.wait_all_up(self.web_backend_names(), timeout=BACKENDS_TIMEOUT)
             report(f"front haproxy {h.cfg.dir.name} UP on {h.cfg.address}:{self.topology.web.front.port}, "

@@ -28,7 +28,7 @@ from clusterbench.cli.common import (
     sysbench_runner,
     typer_app,
 )
-from clusterbench.cli.live import ProgressView, sample_line
+from clusterbench.cli.live import ProgressView, combined, sample_line
 from clusterbench.cli.plan import FileArg, ProfileOpt, hms, make_plan, plan_cmd
 from clusterbench.errors import InputError
 from clusterbench.experiment import tls as tlsmod
@@ -40,7 +40,6 @@ from clusterbench.paths import home_dir
 from clusterbench.store.refs import resolve_run
 from clusterbench.telemetry.verdict import Bottleneck
 from clusterbench.workloads import RunResult, Sample, SysbenchOptions
-from clusterbench.workloads.parse import combine_samples
 
 exp_app = typer_app(help="Run experiments and report them.")
 
@@ -115,13 +114,10 @@ class ExperimentView(ProgressView, ExperimentListener):
             self.progress.update(self.task, live=self.current)
 
     def sample(self, t: TrialSpec, sample: Sample) -> None:
-        k = round(sample.t)
-        group = self.pending.setdefault(k, [])
-        group.append(sample)
-        if len(group) < self.clients:
+        s = combined(self.pending, self.clients, sample)
+        if s is None:
             return
-        del self.pending[k]
-        s = combine_samples(group)[0] if self.clients > 1 else sample
+        k = round(sample.t)
         if self.progress is not None:
             servers = f"  | {self.servers}" if self.servers else ""
             self.progress.update(self.task, live=f"#{t.index} [{k:>3} s] {sample_line(s)}{servers}")

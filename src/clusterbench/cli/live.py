@@ -40,6 +40,18 @@ def _fmt(v: float | None, spec: str = ".2f") -> str:
     return "—" if v is None else format(v, spec)
 
 
+def combined(pending: dict[int, list[Sample]], clients: int, sample: Sample) -> Sample | None:
+    """The clients' samples of second round(sample.t) as one, once all `clients` have reported
+    it (kept in `pending` until then); None before that."""
+    k = round(sample.t)
+    group = pending.setdefault(k, [])
+    group.append(sample)
+    if len(group) < clients:
+        return None
+    del pending[k]
+    return combine_samples(group)[0] if clients > 1 else sample
+
+
 def sample_line(s: Sample) -> str:
     """One sample the way the live view shows it: tps, p95, errors, reconnects."""
     line = f"tps {s.tps:>9.2f}  p95 {_fmt(s.pct(95)):>8} ms  err/s {s.errors / (s.interval or 1):.2f}"
@@ -116,13 +128,10 @@ class LiveView(ProgressView, BenchListener):
             console.step(f"{test}: {options.threads} threads, {options.time} s{warm}")
 
     def sample(self, seq: int, sample: Sample) -> None:
-        t = round(sample.t)
-        group = self.pending.setdefault(t, [])
-        group.append(sample)
-        if len(group) < self.clients:
+        s = combined(self.pending, self.clients, sample)
+        if s is None:
             return
-        del self.pending[t]
-        s = combine_samples(group)[0] if self.clients > 1 else sample
+        t = round(sample.t)
         self.last = sample_line(s)
         if self.progress is not None:
             self._show()

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import pymysql
 
@@ -79,8 +79,24 @@ def render_client_cnf(user: str, password: str, socket: Path | None = None, host
     return "\n".join(lines) + "\n"
 
 
-class ServerNode(NodePaths, ABC):
-    """A database server process of some engine on one host.
+class ServerConfig(Protocol):
+    """What ServerNode reads of an engine's node configuration."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def dir(self) -> Path: ...
+
+
+C = TypeVar("C", bound=ServerConfig)
+
+
+class ServerNode(NodePaths, ABC, Generic[C]):
+    """A database server process of some engine on one host, configured by `cfg`.
 
     Subclasses set `session` and implement write_files, the start argv, health() and
     engine_status(); everything here is the same for every engine."""
@@ -93,14 +109,15 @@ class ServerNode(NodePaths, ABC):
 
     def __init__(
         self,
-        index: int,
+        cfg: C,
         host: Machine,
         creds: Credentials,
         proc: ProcessRef | None = None,
         check_proc: ProcessRef | None = None,
         clock: Clock | None = None,
     ) -> None:
-        self.index = index
+        self.cfg = cfg
+        self.index = cfg.index
         self.host = host
         self.creds = creds
         self.proc = proc
@@ -113,19 +130,19 @@ class ServerNode(NodePaths, ABC):
         self._metrics_conn: pymysql.connections.Connection | None = None
         self._metrics_failed_at: float | None = None
 
-    # --- identity and paths (subclasses provide dir, address, socket, error_log, health script) ---
+    # --- identity and paths (NodePaths: socket, error_log, health script under dir) ---
 
     @property
     def name(self) -> str:
         return f"n{self.index}"
 
     @property
-    @abstractmethod
-    def address(self) -> str: ...
+    def address(self) -> str:
+        return self.cfg.address
 
     @property
-    @abstractmethod
-    def dir(self) -> Path: ...
+    def dir(self) -> Path:
+        return self.cfg.dir
 
     # --- error log ---
 
@@ -333,25 +350,32 @@ class ServerNode(NodePaths, ABC):
             cur.execute(sql)
             return list(cur.fetchall())
 
-    def monitor_rows(self, sql: str, timeout: float = 1.0) -> list[tuple[str, str]] | None:
-        """Name/value rows read in a monitoring session (never blocks on a node without quorum);
-        None when the node is down or does not answer. A refused admin account is an error: the
-        cluster's credentials do not match its data."""
-        if not self.alive():
-            return None
+    @contextmanager
+    def monitor_cursor(self, timeout: float, **kw: Any) -> Iterator[Any]:
+        """A cursor of a monitoring session (never blocks on a node without quorum). A refused
+        admin account raises ComponentError: the cluster's credentials do not match its data."""
         try:
-            with self.connect(timeout) as conn, conn.cursor() as cur:
+            with self.connect(timeout, **kw) as conn, conn.cursor() as cur:
                 for stmt in self.session.monitor:
                     cur.execute(stmt)
-                cur.execute(sql)
-                return [(str(r[0]), "" if r[1] is None else str(r[1])) for r in cur.fetchall()]
+                yield cur
         except pymysql.err.OperationalError as exc:
             if exc.args and exc.args[0] == 1045:
                 raise ComponentError(
                     f"node {self.name} refuses the admin account ({exc.args[1]}); the cluster's credentials "
                     "do not match its data: recreate it with `clusterbench down` and `clusterbench up`"
                 ) from None
+            raise
+
+    def monitor_rows(self, sql: str, timeout: float = 1.0) -> list[tuple[str, str]] | None:
+        """Name/value rows read in a monitoring session; None when the node is down or does not
+        answer. A refused admin account is an error (monitor_cursor)."""
+        if not self.alive():
             return None
+        try:
+            with self.monitor_cursor(timeout) as cur:
+                cur.execute(sql)
+                return [(str(r[0]), "" if r[1] is None else str(r[1])) for r in cur.fetchall()]
         except pymysql.MySQLError:
             return None
 

@@ -4,7 +4,7 @@ provenance (split from experiment/report.py)."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from clusterbench.analysis import multiples, plots
@@ -22,14 +22,18 @@ from clusterbench.telemetry.report import busiest_per_second
 # ---- faults, clients, series, wall time ------------------------------------------------------------
 
 
+def _trial_events(store: Store, run_id: int, kind: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(event, its trial's row) for each event of `kind` of a trial of the run."""
+    trials = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    for e in store.events(run_id):
+        if e["kind"] == kind and e["trial_id"] in trials:
+            yield e, trials[e["trial_id"]]
+
+
 def fault_effects(store: Store, run_id: int) -> list[dict[str, Any]]:
     """One row per fault of every trial that had a fault schedule (`fault_effect` events)."""
-    trials = {r["trial_id"]: r for r in trial_rows(store, run_id)}
     out = []
-    for e in store.events(run_id):
-        if e["kind"] != "fault_effect" or e["trial_id"] not in trials:
-            continue
-        r = trials[e["trial_id"]]
+    for e, r in _trial_events(store, run_id, "fault_effect"):
         out.append({"trial_id": e["trial_id"], "index": r["index"], "part": r["part"],
                     "point": r["point_label"], "rep": r["rep"], **e["detail"]})  # fmt: skip
     return out
@@ -71,12 +75,8 @@ def fault_section(rows: Sequence[dict[str, Any]], several_parts: bool = True) ->
 
 def client_findings(store: Store, run_id: int) -> list[dict[str, Any]]:
     """One row per load client that hit a bottleneck of its own (`client_saturated` events)."""
-    trials = {r["trial_id"]: r for r in trial_rows(store, run_id)}
     out = []
-    for e in store.events(run_id):
-        if e["kind"] != "client_saturated" or e["trial_id"] not in trials:
-            continue
-        r = trials[e["trial_id"]]
+    for e, r in _trial_events(store, run_id, "client_saturated"):
         d = e["detail"]
         out.append({"index": r["index"], "part": r["part"], "point": r["point_label"], "rep": r["rep"],
                     "client": d.get("client"), "host": d.get("host"),

@@ -61,12 +61,16 @@ class Action(Protocol):
     def heal(self) -> dict[str, Any]: ...
 
 
-class KillNodes(FaultAction):
-    def _apply(self) -> dict[str, Any]:
-        return {"killed": [self.cluster.node_kill(i) for i in self.fault.nodes]}
+class _RestartedOnHeal(FaultAction):
+    """A fault that takes nodes down; the heal starts them again."""
 
     def _heal(self) -> dict[str, Any]:
         return {"restarted": self.cluster.restart_nodes(self.fault.nodes)}
+
+
+class KillNodes(_RestartedOnHeal):
+    def _apply(self) -> dict[str, Any]:
+        return {"killed": [self.cluster.node_kill(i) for i in self.fault.nodes]}
 
 
 class CoordinatedCrash(FaultAction):
@@ -102,12 +106,9 @@ class CoordinatedCrash(FaultAction):
         return {"restarted": out, "recovery_s": round(time.monotonic() - t0, 1)}
 
 
-class StopNodes(FaultAction):
+class StopNodes(_RestartedOnHeal):
     def _apply(self) -> dict[str, Any]:
         return {"stopped": [self.cluster.node_stop(i) for i in self.fault.nodes]}
-
-    def _heal(self) -> dict[str, Any]:
-        return {"restarted": self.cluster.restart_nodes(self.fault.nodes)}
 
 
 class PauseNodes(FaultAction):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -140,3 +141,11 @@ def terminate(
     host.signal(proc, signal.SIGKILL)
     wait_dead(host, proc, clock, 10)
     return "killed after timeout"
+
+
+def key_values(text: str) -> Iterator[tuple[str, str]]:
+    """(key, value) of each `key=value` line a probe script printed; other lines are passed over."""
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            yield key, value

@@ -23,8 +23,8 @@ cmdlog = logging.getLogger("clusterbench.cmd")
 _SPAWN = 'setsid "$@" >>"$CB_LOG" 2>&1 </dev/null & echo $!'
 
 
-class LocalHost:
-    """Runs commands directly, in the root network namespace."""
+class RootNamespace:
+    """This machine's root network namespace: commands run as they are; `name` for messages."""
 
     remote = False
 
@@ -33,6 +33,10 @@ class LocalHost:
 
     def wrap(self, argv: list[str]) -> list[str]:
         return list(argv)
+
+
+class LocalHost(RootNamespace):
+    """Runs commands directly, in the root network namespace."""
 
     def run(
         self, argv: list[str], *, input: str | None = None, timeout: float = 60.0, check: bool = True

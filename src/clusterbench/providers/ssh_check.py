@@ -13,6 +13,7 @@ from pathlib import Path
 
 from clusterbench.engines import make_engine
 from clusterbench.errors import ClusterStateError, PreflightError
+from clusterbench.hosts.base import key_values
 from clusterbench.hosts.ssh import SshHost, on_hosts
 from clusterbench.spec.topology import InventoryHost, Topology
 
@@ -62,30 +63,22 @@ class HostFacts:
     complete: bool = False
 
 
+# probe keys copied as they are, and the repeated ones collected: key -> HostFacts list
+_PROBE_TEXT = ("os", "os_like", "pretty", "machine")
+_PROBE_LISTS = {"missing": "missing", "absent": "absent", "listen": "listening"}
+
+
 def parse_probe(text: str) -> HostFacts:
     f = HostFacts()
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if not sep:
-            continue
+    for key, value in key_values(text):
         if key == "uid" and value.lstrip("-").isdigit():
             f.uid = int(value)
         elif key == "sudo":
             f.sudo = value == "yes"
-        elif key == "os":
-            f.os = value
-        elif key == "os_like":
-            f.os_like = value
-        elif key == "pretty":
-            f.pretty = value
-        elif key == "machine":
-            f.machine = value
-        elif key == "missing":
-            f.missing.append(value)
-        elif key == "absent":
-            f.absent.append(value)
-        elif key == "listen":
-            f.listening.append(value)
+        elif key in _PROBE_TEXT:
+            setattr(f, key, value)
+        elif key in _PROBE_LISTS:
+            getattr(f, _PROBE_LISTS[key]).append(value)
         elif key == "end":
             f.complete = True
     return f

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.checkers.list_append import ANOMALIES
@@ -38,24 +38,24 @@ def trial_table(base: str, trial_id: int, token: str | None = None) -> str:
     return f"{base}_t{trial_id}_{token or secrets.token_hex(3)}"
 
 
+@dataclass(eq=False)
 class AnomalyVerification:
     """The anomaly workloads of a drill (a Verifier of the trial pipeline)."""
 
     name = "anomalies"
 
-    def __init__(self, cluster: Cluster, spec: AnomalySpec, seed: int | None = None) -> None:
-        self.cluster = cluster
-        self.spec = spec
-        self.seed = seed
-        self.tb = Timebase()
-        self.history: History | None = None
-        self.counter: CounterWorkload | None = None
-        self.stale: StaleReadProbe | None = None
-        self.append: ListAppendWorkload | None = None
-        self.tables: dict[str, str] = {}
-        self.stop_notes: list[str] = []
-        self.stopped_t: float | None = None
-        self.writers: list[str] = []
+    cluster: Cluster
+    spec: AnomalySpec
+    seed: int | None = None
+    tb: Timebase = field(init=False, default_factory=Timebase)
+    history: History | None = field(init=False, default=None)
+    counter: CounterWorkload | None = field(init=False, default=None)
+    stale: StaleReadProbe | None = field(init=False, default=None)
+    append: ListAppendWorkload | None = field(init=False, default=None)
+    tables: dict[str, str] = field(init=False, default_factory=dict)
+    stop_notes: list[str] = field(init=False, default_factory=list)
+    stopped_t: float | None = field(init=False, default=None)
+    writers: list[str] = field(init=False, default_factory=list)
 
     @property
     def session(self) -> SessionSql:

@@ -9,7 +9,7 @@ CLI only parses and prints.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -118,33 +118,26 @@ def soak_spec(spec: ScenarioSpec, i: int) -> ScenarioSpec:
     return spec.model_copy(update=update)
 
 
+@dataclass(eq=False)
 class Drill:
     """One drill on a cluster that is up."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        spec: ScenarioSpec,
-        store_path: Path,
-        sysbench: SysbenchRunner,
-        *,
-        listener: TrialListener | None = None,
-        tags: Sequence[str] = (),
-        notes: str = "",
-        telemetry: bool = True,
-        connect: Any = pymysql.connect,
-        facts: Any = host_facts,
-    ) -> None:
-        self.cluster = cluster
-        self.spec = spec
-        self.store_path = store_path
-        self.sysbench = sysbench
-        self.lis = listener or TrialListener()
-        self.tags = tuple(tags)
-        self.notes = notes
-        self.telemetry = telemetry
-        self.connect = connect
-        self.facts = facts
+    cluster: Cluster
+    spec: ScenarioSpec
+    store_path: Path
+    sysbench: SysbenchRunner
+    _: KW_ONLY
+    listener: TrialListener | None = None
+    tags: Sequence[str] = ()
+    notes: str = ""
+    telemetry: bool = True
+    connect: Any = pymysql.connect
+    facts: Any = host_facts
+    lis: TrialListener = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lis = self.listener or TrialListener()
+        self.tags = tuple(self.tags)
 
     def faults(self) -> list[PlannedFault]:
         """The schedule on this cluster: `target = "primary"` is the member taking the writes now."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.checkers.availability import FaultWindow, availability, availability_verdict
@@ -56,25 +57,25 @@ def writer_endpoints(cluster: Cluster) -> list[Endpoint]:
     return [cluster.endpoint("balancer") for _ in indexes]
 
 
+@dataclass(eq=False)
 class Verification:
     """The verification workloads of a drill (a Verifier of the trial pipeline)."""
 
     name = "verification"
 
-    def __init__(self, cluster: Cluster, spec: ScenarioSpec) -> None:
-        self.cluster = cluster
-        self.spec = spec
-        self.tb = Timebase()
-        self.history: History | None = None
-        self.ledger: LedgerWorkload | None = None
-        self.bank: BankWorkload | None = None
-        self.prober: AvailabilityProber | None = None
-        self.monitor: SplitBrainMonitor | None = None
-        self.vip: VipMonitor | None = None
-        self.front_vip: VipMonitor | None = None  # the web tier's front pair
-        self.stop_notes: list[str] = []
-        self.tables: dict[str, str] = {}
-        self.stopped_t: float | None = None
+    cluster: Cluster
+    spec: ScenarioSpec
+    tb: Timebase = field(init=False, default_factory=Timebase)
+    history: History | None = field(init=False, default=None)
+    ledger: LedgerWorkload | None = field(init=False, default=None)
+    bank: BankWorkload | None = field(init=False, default=None)
+    prober: AvailabilityProber | None = field(init=False, default=None)
+    monitor: SplitBrainMonitor | None = field(init=False, default=None)
+    vip: VipMonitor | None = field(init=False, default=None)
+    front_vip: VipMonitor | None = field(init=False, default=None)  # the web tier's front pair
+    stop_notes: list[str] = field(init=False, default_factory=list)
+    tables: dict[str, str] = field(init=False, default_factory=dict)
+    stopped_t: float | None = field(init=False, default=None)
 
     def start(self, ctx: TrialContext) -> None:
         v = self.spec.verify

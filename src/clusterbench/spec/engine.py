@@ -118,6 +118,14 @@ def galera_key_error(key: str) -> str | None:
     return None
 
 
+def _refuse_changed(section: dict[str, Any], defaults: dict[str, Any], message: str) -> None:
+    """ValueError(`message` naming the key) for the first key of `section` that is not its default."""
+    for key, value in section.items():
+        if key in defaults and value == defaults[key]:
+            continue
+        raise ValueError(message.format(key=key))
+
+
 def check_sections(data: dict[str, Any], mariadb_defaults: dict[str, Any]) -> None:
     """Refuse server settings in the section of the other engine, naming the field. A section
     that only restates the defaults passes (a topology saved in state.json carries both)."""
@@ -126,22 +134,19 @@ def check_sections(data: dict[str, Any], mariadb_defaults: dict[str, Any]) -> No
     mariadb = data.get("mariadb")
     mysql = data.get("mysql")
     if kind == "group_replication" and isinstance(mariadb, dict):
-        for key, value in mariadb.items():
-            if key in mariadb_defaults and value == mariadb_defaults[key]:
-                continue
-            raise ValueError(
-                f"mariadb.{key} is a Galera (MariaDB) setting but engine.kind = 'group_replication'; "
-                "put server settings under [mysql] or remove it"
-            )
+        _refuse_changed(
+            mariadb,
+            mariadb_defaults,
+            "mariadb.{key} is a Galera (MariaDB) setting but engine.kind = 'group_replication'; "
+            "put server settings under [mysql] or remove it",
+        )
     if kind == "galera" and isinstance(mysql, dict):
-        defaults = MySQLSettings().model_dump(mode="json")
-        for key, value in mysql.items():
-            if key in defaults and value == defaults[key]:
-                continue
-            raise ValueError(
-                f"mysql.{key} is a Group Replication (MySQL) setting but engine.kind is 'galera'; "
-                "set engine.kind = 'group_replication' or put Galera settings under [mariadb]"
-            )
+        _refuse_changed(
+            mysql,
+            MySQLSettings().model_dump(mode="json"),
+            "mysql.{key} is a Group Replication (MySQL) setting but engine.kind is 'galera'; "
+            "set engine.kind = 'group_replication' or put Galera settings under [mariadb]",
+        )
     if isinstance(mariadb, dict):
         keys = list(mariadb)
         extra = mariadb.get("extra")

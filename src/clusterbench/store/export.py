@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from clusterbench.store.store import Store
@@ -60,15 +61,24 @@ def run_data(store: Store, run_id: int) -> dict[str, Any]:
     }
 
 
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """`header` and then `rows` as CSV, lines ending in \\n."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return out.getvalue()
+
+
 def samples_csv(store: Store, run_id: int) -> str:
     """Every sample of the run, one row each, with its trial's seq and workload."""
     store.get_run(run_id)
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(SAMPLE_CSV_COLUMNS)
-    for tr in store.trials(run_id):
-        for s in store.samples(tr.id):
-            row = {**named(s), "run_id": run_id, "trial_seq": tr.seq, "workload": tr.workload,
-                   "format_version": FORMAT_VERSION}  # fmt: skip
-            w.writerow(["" if row[c] is None else row[c] for c in SAMPLE_CSV_COLUMNS])
-    return out.getvalue()
+
+    def rows() -> Iterator[list[Any]]:
+        for tr in store.trials(run_id):
+            for s in store.samples(tr.id):
+                row = {**named(s), "run_id": run_id, "trial_seq": tr.seq, "workload": tr.workload,
+                       "format_version": FORMAT_VERSION}  # fmt: skip
+                yield ["" if row[c] is None else row[c] for c in SAMPLE_CSV_COLUMNS]
+
+    return csv_text(SAMPLE_CSV_COLUMNS, rows())

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import csv
-import io
-
 from clusterbench.store import Store
-from clusterbench.store.export import FORMAT_VERSION
+from clusterbench.store.export import FORMAT_VERSION, csv_text
 from clusterbench.telemetry.rates import METRIC_UNITS
 
 TELEMETRY_COLUMNS = (
@@ -16,12 +13,10 @@ TELEMETRY_COLUMNS = (
 
 def telemetry_csv(store: Store, run_id: int) -> str:
     store.get_run(run_id)
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(TELEMETRY_COLUMNS)
-    for tr in store.trials(run_id):
-        for r in store.telemetry(tr.id):
-            unit = METRIC_UNITS.get(r["metric"], "")
-            w.writerow([run_id, tr.seq, tr.workload, round(r["t"], 3), round(r["wall"], 3), r["source"],
-                        r["metric"], unit, r["value"], FORMAT_VERSION])  # fmt: skip
-    return out.getvalue()
+    rows = (
+        [run_id, tr.seq, tr.workload, round(r["t"], 3), round(r["wall"], 3), r["source"], r["metric"],
+         METRIC_UNITS.get(r["metric"], ""), r["value"], FORMAT_VERSION]
+        for tr in store.trials(run_id)
+        for r in store.telemetry(tr.id)
+    )  # fmt: skip
+    return csv_text(TELEMETRY_COLUMNS, rows)

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import pymysql  # type: ignore[import-untyped, unused-ignore]
@@ -195,26 +196,19 @@ def dataset_key(opts: SysbenchOptions) -> tuple[object, ...] | None:
     return (opts.tables, opts.table_size)
 
 
+@dataclass(eq=False)
 class DataSets:
     """Prepares, checks and drops the load's tables on one cluster (or endpoint), and remembers
     what is prepared there."""
 
-    def __init__(
-        self,
-        sysbench: SysbenchRunner,
-        connect: Connect = pymysql.connect,
-        *,
-        phase: Callable[[str], None] = lambda _: None,
-        note: Callable[[str], None] = lambda _: None,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.sysbench = sysbench
-        self.connect = connect
-        self.phase = phase
-        self.note = note
-        self.monotonic = monotonic
-        # (database, prepare group, *dataset) -> the tables that prepare made
-        self.prepared: dict[tuple[object, ...], frozenset[str]] = {}
+    sysbench: SysbenchRunner
+    connect: Connect = pymysql.connect
+    _: KW_ONLY
+    phase: Callable[[str], None] = lambda _: None
+    note: Callable[[str], None] = lambda _: None
+    monotonic: Callable[[], float] = time.monotonic
+    # (database, prepare group, *dataset) -> the tables that prepare made
+    prepared: dict[tuple[object, ...], frozenset[str]] = field(init=False, default_factory=dict)
 
     def session(self, endpoint: Endpoint) -> Any:
         return admin_connect(self.connect, endpoint, self.sysbench.connect_timeout)

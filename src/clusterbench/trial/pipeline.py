@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from clusterbench.checkers.trial import check_trial
@@ -107,29 +107,23 @@ class _Context:
         return list(self.out.samples)
 
 
+@dataclass(eq=False)
 class Pipeline:
     """Runs trials on one cluster (or an endpoint: `cluster` None) into one run of the store."""
 
-    def __init__(
-        self,
-        sysbench: SysbenchRunner,
-        recorder: Recorder,
-        data: DataSets,
-        *,
-        cluster: Any = None,
-        snapshot: Snapshot | None = None,
-        telemetry: TelemetrySource | None = None,
-        listener: TrialListener | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.sysbench = sysbench
-        self.recorder = recorder
-        self.data = data
-        self.cluster = cluster
-        self.snapshot = snapshot
-        self.telemetry = telemetry
-        self.lis = listener or TrialListener()
-        self.monotonic = monotonic
+    sysbench: SysbenchRunner
+    recorder: Recorder
+    data: DataSets
+    _: KW_ONLY
+    cluster: Any = None
+    snapshot: Snapshot | None = None
+    telemetry: TelemetrySource | None = None
+    listener: TrialListener | None = None
+    monotonic: Callable[[], float] = time.monotonic
+    lis: TrialListener = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lis = self.listener or TrialListener()
 
     # ---- before the run exists ---------------------------------------------------------------
 

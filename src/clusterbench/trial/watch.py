@@ -7,31 +7,26 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 # After the planned end, how long the clients may still take when the cluster is down.
 DOWN_GRACE_S = 3.0
 
 
+@dataclass(eq=False)
 class ClusterWatch:
     """Polls the cluster's servers (processes, not SQL) once a second while a load runs."""
 
-    def __init__(
-        self,
-        cluster: Any,
-        planned_s: float,
-        *,
-        interval: float = 1.0,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.cluster = cluster
-        self.planned_s = planned_s
-        self.interval = interval
-        self.monotonic = monotonic
-        self.t0 = 0.0
-        self.down_since: float | None = None  # seconds after the load started
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    cluster: Any
+    planned_s: float
+    _: KW_ONLY
+    interval: float = 1.0
+    monotonic: Callable[[], float] = time.monotonic
+    t0: float = field(init=False, default=0.0)
+    down_since: float | None = field(init=False, default=None)  # seconds after the load started
+    _stop: threading.Event = field(init=False, default_factory=threading.Event)
+    _thread: threading.Thread | None = field(init=False, default=None)
 
     def any_alive(self) -> bool:
         try:

@@ -6,6 +6,7 @@ variables themselves."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from clusterbench.engines.base import SessionSql
@@ -58,25 +59,18 @@ def open_session(
     return conn
 
 
+@dataclass(eq=False)
 class SessionOps:
     """Runs one recorded operation of a workload through a session connection: connects (with the
     session's statements) when needed, runs the transaction, records the op with its outcome, and
     drops the connection after an error. One instance per workload; connections belong to the
     calling client thread."""
 
-    def __init__(
-        self,
-        workload: str,
-        history: History,
-        timebase: Timebase,
-        connector: Connector,
-        stmts: tuple[str, ...],
-    ) -> None:
-        self.workload = workload
-        self.history = history
-        self.tb = timebase
-        self.connector = connector
-        self.stmts = stmts
+    workload: str
+    history: History
+    timebase: Timebase
+    connector: Connector
+    stmts: tuple[str, ...]
 
     def run(
         self,
@@ -92,7 +86,7 @@ class SessionOps:
         read_only: bool = False,
     ) -> tuple[Connection | None, TxnResult[T], Op]:
         """`value_of(result, ok)`: the op's recorded value (called with None when it failed)."""
-        wall0, t0 = self.tb.stamp()
+        wall0, t0 = self.timebase.stamp()
         if conn is None:
             try:
                 conn = open_session(self.connector, endpoint, address, self.stmts)
@@ -120,7 +114,7 @@ class SessionOps:
         t0: float,
         res: TxnResult[Any],
     ) -> Op:
-        wall1, t1 = self.tb.stamp()
+        wall1, t1 = self.timebase.stamp()
         op = Op(self.workload, client, process_name(endpoint, address), address.host, kind, key, value,
                 wall0, wall1, t0, t1, res.outcome, res.error_code, res.error)  # fmt: skip
         self.history.add(op)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 from clusterbench.checkers.vip import VipSample
 from clusterbench.history.ops import Timebase
@@ -17,24 +18,20 @@ Holders = Callable[[], list[str]]
 OnChange = Callable[[VipSample], None]
 
 
+@dataclass(eq=False)
 class VipMonitor:
-    def __init__(
-        self,
-        holders: Holders,
-        timebase: Timebase,
-        *,
-        interval: float = 0.5,
-        on_change: OnChange | None = None,
-    ) -> None:
-        self.holders = holders
-        self.tb = timebase
-        self.interval = interval
-        self.on_change = on_change
-        self._samples: list[VipSample] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.stopped_t: float | None = None
+    """Samples `holders` every `interval` seconds on a thread of its own, between start and stop."""
+
+    holders: Holders
+    timebase: Timebase
+    _: KW_ONLY
+    interval: float = 0.5
+    on_change: OnChange | None = None
+    _samples: list[VipSample] = field(init=False, default_factory=list)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _stop: threading.Event = field(init=False, default_factory=threading.Event)
+    _thread: threading.Thread | None = field(init=False, default=None)
+    stopped_t: float | None = field(init=False, default=None)
 
     def start(self) -> None:
         self._stop.clear()
@@ -42,7 +39,7 @@ class VipMonitor:
         self._thread.start()
 
     def poll(self) -> VipSample:
-        wall, t = self.tb.stamp()
+        wall, t = self.timebase.stamp()
         try:
             got = tuple(sorted(self.holders()))
         except Exception as exc:  # noqa: BLE001 - a failed look is a sample without an answer
@@ -71,7 +68,7 @@ class VipMonitor:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
-        self.stopped_t = self.tb.t()
+        self.stopped_t = self.timebase.t()
 
     def samples(self) -> list[VipSample]:
         with self._lock:

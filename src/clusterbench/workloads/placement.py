@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from clusterbench.errors import ClusterbenchError, WorkloadError
 from clusterbench.hosts.base import Popen as Process
+from clusterbench.hosts.local import RootNamespace
 from clusterbench.workloads.shim import shim_compile_argv, shim_source
 
 log = logging.getLogger(__name__)
@@ -79,16 +80,8 @@ def _clean_env(env: dict[str, str] | None) -> dict[str, str]:
     return merged
 
 
-class LocalClientHost:
+class LocalClientHost(RootNamespace):
     """This machine's root namespace."""
-
-    remote = False
-
-    def __init__(self, name: str = "local") -> None:
-        self.name = name
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        return list(argv)
 
     def popen(
         self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from clusterbench.errors import InputError, WorkloadError
@@ -233,25 +233,17 @@ def _summary(reports: Sequence[SlapReport], seconds: float, opts: SysbenchOption
     )  # fmt: skip
 
 
+@dataclass(eq=False)
 class SlapRunner:
     """Runs mysqlslap for a trial's time; returns the same RunResult as the sysbench runner."""
 
-    def __init__(
-        self,
-        *,
-        slap_bin: str = SLAP_BIN,
-        spawn: Spawn = _spawn,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall: Callable[[], float] = time.time,
-        grace: float = 30.0,
-        secrets_dir: Path | None = None,
-    ) -> None:
-        self.slap_bin = slap_bin
-        self.spawn = spawn
-        self.monotonic = monotonic
-        self.wall = wall
-        self.grace = grace
-        self.secrets_dir = secrets_dir
+    _: KW_ONLY
+    slap_bin: str = SLAP_BIN
+    spawn: Spawn = _spawn
+    monotonic: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+    grace: float = 30.0
+    secrets_dir: Path | None = None
 
     def _option_file(self, endpoint: Endpoint) -> Path | None:
         text = option_file_text(endpoint)

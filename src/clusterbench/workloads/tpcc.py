@@ -10,9 +10,9 @@ previous report.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from clusterbench.workloads.parse import Sample, interval_key
 
@@ -73,6 +73,7 @@ def mix_text(mix: Sequence[int] | None) -> str:
     return ",".join(f"{t}={w}" for t, w in zip(TYPES, weights, strict=True))
 
 Counters = dict[str, list[int]]
+X = TypeVar("X")
 
 
 def counters(extra: Mapping[str, Any] | None) -> Counters | None:
@@ -144,29 +145,29 @@ def hist_percentile(h: Hist, p: float) -> float | None:
     return None
 
 
-def measured_hists(c: TpccClient) -> dict[str, Hist] | None:
-    end = hists(c.final_extra)
+def _measured(
+    c: TpccClient, read: Callable[[Mapping[str, Any] | None], X | None], sub: Callable[[X, X | None], X]
+) -> X | None:
+    """What `read` finds in the client's reports at the end, less what it found at the end of
+    the warm-up (its checkpoint, else its last warm-up sample)."""
+    end = read(c.final_extra)
     if end is None and c.samples:
-        end = hists(c.samples[-1].extra)
+        end = read(c.samples[-1].extra)
     if end is None:
         return None
-    base = hists(c.checkpoint_extra)
+    base = read(c.checkpoint_extra)
     if base is None and c.warmup_samples:
-        base = hists(c.warmup_samples[-1].extra)
-    return hist_minus(end, base)
+        base = read(c.warmup_samples[-1].extra)
+    return sub(end, base)
+
+
+def measured_hists(c: TpccClient) -> dict[str, Hist] | None:
+    return _measured(c, hists, hist_minus)
 
 
 def measured_counters(c: TpccClient) -> Counters | None:
     """The client's counters over the measured part (after the warm-up)."""
-    end = counters(c.final_extra)
-    if end is None and c.samples:
-        end = counters(c.samples[-1].extra)
-    if end is None:
-        return None
-    base = counters(c.checkpoint_extra)
-    if base is None and c.warmup_samples:
-        base = counters(c.warmup_samples[-1].extra)
-    return minus(end, base)
+    return _measured(c, counters, minus)
 
 
 def per_second(clients: Sequence[TpccClient]) -> list[dict[str, Any]]:

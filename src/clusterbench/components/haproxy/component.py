@@ -5,31 +5,19 @@ from __future__ import annotations
 import signal
 import socket
 
-from clusterbench.clock import Clock, SystemClock
+from clusterbench.components.daemon import Daemon
 from clusterbench.components.haproxy.config import HAProxyConfig, render_haproxy_cfg
 from clusterbench.components.haproxy.status import BackendServer, parse_show_stat
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import Machine, ProcessRef, terminate
+from clusterbench.hosts.base import ProcessRef
 
 
-class HAProxy:
-    def __init__(
-        self, cfg: HAProxyConfig, host: Machine, proc: ProcessRef | None = None, clock: Clock | None = None
-    ) -> None:
-        self.cfg = cfg
-        self.host = host
-        self.proc = proc
-        self.clock = clock or SystemClock()
-
-    def write_files(self) -> None:
-        self.host.mkdir(self.cfg.dir)
-        self.host.put_file(self.cfg.cfg_path, render_haproxy_cfg(self.cfg), mode=0o644)
+class HAProxy(Daemon[HAProxyConfig]):
+    def render(self) -> str:
+        return render_haproxy_cfg(self.cfg)
 
     def validate(self) -> None:
         self.host.run(["haproxy", "-c", "-q", "-f", str(self.cfg.cfg_path)])
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.host.alive(self.proc)
 
     def start(self) -> ProcessRef:
         if self.alive():
@@ -52,9 +40,6 @@ class HAProxy:
                     pass
             self.clock.sleep(0.05)
         raise ComponentError("haproxy did not open its stats socket in 10 s")
-
-    def stop(self, timeout: float = 10.0) -> str:
-        return terminate(self.host, self.proc, self.clock, timeout)
 
     def kill(self) -> str:
         if not self.alive():

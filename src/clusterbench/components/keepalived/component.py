@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 
-from clusterbench.clock import Clock, SystemClock
+from clusterbench.components.daemon import Daemon
 from clusterbench.components.keepalived.config import KeepalivedConfig, render_keepalived_conf
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import Machine, ProcessRef, terminate
+from clusterbench.hosts.base import ProcessRef
 
 _STATE_RE = re.compile(r"\) Entering (MASTER|BACKUP|FAULT|STOP) STATE")
 
@@ -31,31 +31,14 @@ def addresses(ip_addr_json: str, ifname: str | None = None) -> set[str]:
     return out
 
 
-class Keepalived:
-    def __init__(
-        self,
-        cfg: KeepalivedConfig,
-        host: Machine,
-        proc: ProcessRef | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        self.cfg = cfg
-        self.host = host
-        self.proc = proc
-        self.clock = clock or SystemClock()
-
-    def write_files(self) -> None:
-        self.host.mkdir(self.cfg.dir)
-        # Root's and not writable by others: it names a script that runs as root.
-        self.host.put_file(self.cfg.cfg_path, render_keepalived_conf(self.cfg), mode=0o644)
+class Keepalived(Daemon[KeepalivedConfig]):
+    def render(self) -> str:
+        return render_keepalived_conf(self.cfg)
 
     def validate(self) -> None:
         res = self.host.run(["keepalived", "-t", "-f", str(self.cfg.cfg_path)], check=False)
         if not res.ok:
             raise ComponentError(f"keepalived rejects {self.cfg.cfg_path}: {res.tail()}")
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.host.alive(self.proc)
 
     def start(self, timeout: float = 10.0) -> ProcessRef:
         if self.alive():
@@ -100,7 +83,7 @@ class Keepalived:
     def stop(self, timeout: float = 10.0) -> str:
         """SIGTERM to the parent: it stops its children, which drop the VIP and send a priority-0
         advert, so the peer takes over at once."""
-        return terminate(self.host, self.proc, self.clock, timeout)
+        return super().stop(timeout)
 
     def vrrp_state(self) -> str | None:
         """MASTER, BACKUP, FAULT (its HAProxy check fails) or STOP, from the log; None before

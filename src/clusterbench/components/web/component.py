@@ -8,6 +8,7 @@ process below it, read from the host's process list at that moment."""
 from __future__ import annotations
 
 import signal
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from clusterbench.clock import Clock, SystemClock
@@ -35,25 +36,21 @@ def _tail(text: str | None, lines: int = 3) -> str:
     return " | ".join(ln.strip() for ln in (text or "").strip().splitlines()[-lines:])
 
 
+@dataclass(eq=False)
 class WebNode:
     """Web node w<index>: write_files, validate, start, stop / kill / pause / resume (faults),
     alive, status. Its host starts the servers under the node's limits (the local provider's
     limited_host enters the node's cgroups first), so the workers they fork start there too."""
 
-    def __init__(
-        self,
-        cfg: WebNodeConfig,
-        host: Machine,
-        *,
-        nginx: ProcessRef | None = None,
-        fpm: ProcessRef | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        self.cfg = cfg
-        self.host = host
-        self.nginx = nginx
-        self.fpm = fpm
-        self.clock = clock or SystemClock()
+    cfg: WebNodeConfig
+    host: Machine
+    _: KW_ONLY
+    nginx: ProcessRef | None = None
+    fpm: ProcessRef | None = None
+    clock: Clock = field(default_factory=SystemClock)
+
+    def __post_init__(self) -> None:
+        self.clock = self.clock or SystemClock()
 
     @property
     def name(self) -> str:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from pathlib import Path
 
-from clusterbench.clock import Clock
 from clusterbench.engines.base import WEB_PRIVILEGES, Credentials, NodeHealth, SessionSql
 from clusterbench.engines.galera.config import NodeConfig, render_clustercheck, render_my_cnf
 from clusterbench.engines.galera.status import (
@@ -21,7 +19,7 @@ from clusterbench.engines.galera.status import (
 )
 from clusterbench.engines.server import ServerNode, render_client_cnf, sql_quote
 from clusterbench.errors import ComponentError
-from clusterbench.hosts.base import Machine, ProcessRef
+from clusterbench.hosts.base import ProcessRef
 
 log = logging.getLogger(__name__)
 
@@ -100,29 +98,9 @@ GALERA_METRIC_STATUS: dict[str, tuple[str, float]] = {
 }
 
 
-class GaleraNode(ServerNode):
+class GaleraNode(ServerNode[NodeConfig]):
     session = GALERA_SESSION
     metric_status = GALERA_METRIC_STATUS
-
-    def __init__(
-        self,
-        cfg: NodeConfig,
-        host: Machine,
-        creds: Credentials,
-        proc: ProcessRef | None = None,
-        check_proc: ProcessRef | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        super().__init__(cfg.index, host, creds, proc=proc, check_proc=check_proc, clock=clock)
-        self.cfg = cfg
-
-    @property
-    def address(self) -> str:
-        return self.cfg.address
-
-    @property
-    def dir(self) -> Path:
-        return self.cfg.dir
 
     # --- files ---
 

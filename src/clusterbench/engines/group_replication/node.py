@@ -154,7 +154,7 @@ def health_of(st: GRStatus, single_primary: bool) -> NodeHealth:
     )
 
 
-class GRNode(ServerNode):
+class GRNode(ServerNode[MemberConfig]):
     session = GR_SESSION
     metric_status = GR_METRIC_STATUS
     # A clone ends with mysqld restarting itself (RESTART): it needs a supervisor to start it again.
@@ -171,19 +171,10 @@ class GRNode(ServerNode):
         check_proc: ProcessRef | None = None,
         clock: Clock | None = None,
     ) -> None:
-        super().__init__(cfg.index, host, creds, proc=proc, check_proc=check_proc, clock=clock)
-        self.cfg = cfg
+        super().__init__(cfg, host, creds, proc=proc, check_proc=check_proc, clock=clock)
         self.session = gr_session(cfg.settings.consistency)
         self.rootfs = rootfs
         self.owner = owner  # uid, gid of the rootfs's mysql user
-
-    @property
-    def address(self) -> str:
-        return self.cfg.address
-
-    @property
-    def dir(self) -> Path:
-        return self.cfg.dir
 
     @property
     def health_script(self) -> Path:
@@ -401,25 +392,16 @@ class GRNode(ServerNode):
         if not self.alive():
             return None
         try:
-            with self.connect(1.0, cursorclass=pymysql.cursors.DictCursor) as conn, conn.cursor() as cur:
-                for stmt in self.session.monitor:
-                    cur.execute(stmt)
+            with self.monitor_cursor(1.0, cursorclass=pymysql.cursors.DictCursor) as cur:
                 cur.execute(
                     "SELECT @@GLOBAL.server_uuid AS u, @@GLOBAL.gtid_executed AS g, "
                     "@@GLOBAL.super_read_only AS ro, @@GLOBAL.group_replication_group_name AS n"
                 )
                 head: dict[str, Any] = dict(cur.fetchone() or {})
                 cur.execute("SELECT * FROM performance_schema.replication_group_members")
-                members: list[dict[str, Any]] = list(cur.fetchall())  # type: ignore[arg-type]
+                members: list[dict[str, Any]] = list(cur.fetchall())
                 cur.execute("SELECT * FROM performance_schema.replication_group_member_stats")
-                stats: list[dict[str, Any]] = list(cur.fetchall())  # type: ignore[arg-type]
-        except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] == 1045:
-                raise ComponentError(
-                    f"node {self.name} refuses the admin account ({exc.args[1]}); the cluster's credentials "
-                    "do not match its data: recreate it with `clusterbench down` and `clusterbench up`"
-                ) from None
-            return None
+                stats: list[dict[str, Any]] = list(cur.fetchall())
         except pymysql.MySQLError:
             return None
         return parse_status(

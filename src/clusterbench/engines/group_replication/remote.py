@@ -30,7 +30,7 @@ from typing import Any
 from clusterbench.engines.base import ProvisionHost as Host
 from clusterbench.engines.group_replication import rootfs
 from clusterbench.errors import PreflightError
-from clusterbench.hosts.base import CommandResult, Machine
+from clusterbench.hosts.base import CommandResult, Machine, key_values
 
 OWN_MYSQLD = "/usr/sbin/mysqld"
 OWN_GR_PLUGIN = "/usr/lib/mysql/plugin/group_replication.so"
@@ -137,34 +137,32 @@ class HostMysql:
         return f"{m.group(1)}.{m.group(2)}.{m.group(3)}"
 
 
+# probe lines whose presence alone says yes: key -> the HostMysql flag they set
+_PROBE_FLAGS = {
+    "rootfs": "rootfs",
+    "occupied": "occupied",
+    "mount": "mount",
+    "apparmor": "apparmor",
+    "debootstrap": "debootstrap",
+    "end": "complete",
+}
+
+
 def parse_probe(text: str) -> HostMysql:
     f = HostMysql()
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if not sep:
-            continue
+    for key, value in key_values(text):
         if key == "own":
             f.own = value
-        elif key == "rootfs":
-            f.rootfs = True
         elif key == "stamp":
             try:
                 got = json.loads(value)
             except ValueError:
                 got = {}
             f.stamp = got if isinstance(got, dict) else {}
-        elif key == "occupied":
-            f.occupied = True
-        elif key == "mount":
-            f.mount = True
-        elif key == "apparmor":
-            f.apparmor = True
-        elif key == "debootstrap":
-            f.debootstrap = True
         elif key == "free_kib" and value.isdigit():
             f.free_kib = int(value)
-        elif key == "end":
-            f.complete = True
+        elif key in _PROBE_FLAGS:
+            setattr(f, _PROBE_FLAGS[key], True)
     return f
 
 
