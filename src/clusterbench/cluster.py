@@ -22,7 +22,7 @@ from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.datadir_layers import layer_source, layered, make_durable, start_layers, stop_layers
 from clusterbench.engines import make_engine
-from clusterbench.engines.base import Credentials, DbNode, NodeHealth
+from clusterbench.engines.base import Credentials, DbNode, NodeHealth, NodeSite
 from clusterbench.errors import ClusterbenchError, ClusterStateError
 from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.hosts.local import LocalHost
@@ -228,15 +228,9 @@ class Cluster(BalancerOps, WebOps, NodeOps):
         st = self.state.get("nodes", {}).get(str(index), {})
         proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
         check = ProcessRef.from_json(st["check"]) if st.get("check") else None
-        node = self.engine.make_node(
-            index,
-            self.host(self.names.node_role(index)),
-            self.node_dir(index),
-            self.credentials(),
-            proc,
-            check,
-            self.clock,
-        )
+        host = self.host(self.names.node_role(index))
+        site = NodeSite(index, host, self.node_dir(index), self.credentials(), proc, check, self.clock)
+        node = self.engine.make_node(site)
         node.fake_clock = self.topology.cluster.clock == "faketime"
         return node
 

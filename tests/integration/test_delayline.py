@@ -86,6 +86,8 @@ def test_50ms_raises_the_rtt_by_50ms_and_heal_brings_it_back(link: ScratchLink, 
     assert "netem" not in link.a.run(["tc", "qdisc", "show", "dev", "eth0"]).stdout
 
 
+# alone: round-trip percentiles against the asked jitter (a p95 of 20 ms for 15 ms seen on a busy machine)
+@pytest.mark.alone
 def test_jitter_stays_within_its_range(link: ScratchLink, tmp_path: Path) -> None:
     f = _fault(link, tmp_path, {"delay": "10ms", "jitter": "5ms"})
     base = measure_rtt(link.a, link.addr_b, count=10)

@@ -349,6 +349,20 @@ class Site(Protocol):
         """Give every target a copy of the source's datadir (owned by mysql), host to host."""
 
 
+
+@dataclass(frozen=True)
+class NodeSite:
+    """Where node `index` of a cluster lives and what it runs as: its host and directory, the
+    cluster's credentials, its server and health-agent processes once started, the clock."""
+
+    index: int
+    host: Machine
+    dir: Path
+    creds: Credentials
+    proc: ProcessRef | None = None
+    check_proc: ProcessRef | None = None
+    clock: Clock | None = None
+
 class Engine(Protocol):
     """The lifecycle of a whole cluster of one engine."""
 
@@ -359,16 +373,7 @@ class Engine(Protocol):
     # a secondary's read_only): never a finding of the "server variables as run" report
     per_node_variables: frozenset[str]
 
-    def make_node(
-        self,
-        index: int,
-        host: Machine,
-        dir: Path,
-        creds: Credentials,
-        proc: ProcessRef | None,
-        check_proc: ProcessRef | None,
-        clock: Clock,
-    ) -> DbNode: ...
+    def make_node(self, site: NodeSite) -> DbNode: ...
 
     def required(self) -> dict[str, str]:
         """What must exist on a db host: a path or binary name -> how to get it (one line)."""

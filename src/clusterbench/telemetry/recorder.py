@@ -119,8 +119,9 @@ class TrialTelemetry:
 
     def start(self) -> None:
         self.started_wall = self.wall()
-        # the clients start ~0.5 s after this; their samples count seconds from then (warm-up
-        # included), and so does telemetry
+        # the clients start shortly after this (workloads.placement.start_lead); their samples
+        # count seconds from then (warm-up included), and so does telemetry: a first guess here,
+        # which conclude() replaces with the clients' real start
         self.origin = self.started_wall + 0.5
         if self.source is None:
             return

@@ -240,13 +240,15 @@ def start_lead(hosts: Sequence[ClientHost], clients: int) -> float:
     """How far in the future the common start goes: room to launch every client first.
 
     A launch through `ip netns exec` takes ~10-20 ms here; an ssh channel ~100-300 ms. One client
-    has nobody to wait for.
+    has nobody to wait for. The lead is time no client measures (an experiment pays it every
+    trial), so a local one is short: a client launched late starts at once and says when
+    (CBSTART), and its samples count from its own start.
     """
     if clients <= 1:
         return 0.0
-    remote = any(getattr(h, "remote", False) for h in hosts)
-    per = 0.4 if remote else 0.05
-    return max(0.5, 1.0 + per * clients) if remote else max(0.5, per * clients)
+    if any(getattr(h, "remote", False) for h in hosts):
+        return 1.0 + 0.4 * clients
+    return max(0.15, 0.03 * clients)
 
 
 def start_at_argv(argv: Sequence[str], start_ns: int) -> list[str]:

@@ -14,7 +14,7 @@ from typing import IO, Any
 import pytest
 
 from clusterbench.clock import SystemClock as Clock
-from clusterbench.engines.base import Credentials
+from clusterbench.engines.base import Credentials, NodeSite
 from clusterbench.engines.group_replication import remote, rootfs
 from clusterbench.engines.group_replication.engine import GroupReplicationEngine
 from clusterbench.errors import PreflightError
@@ -275,9 +275,9 @@ def test_members_resolve_their_hosts_root_once(tmp_path: Path) -> None:
     eng = GroupReplicationEngine(t, root=tmp_path / "unused-here")
     host = LocalShell()
     creds = Credentials("a", "b", "c", "d", "e", "f")
-    n1 = eng.make_node(1, host, tmp_path / "n1", creds, None, None, Clock())  # type: ignore[arg-type]
+    n1 = eng.make_node(NodeSite(1, host, tmp_path / "n1", creds, None, None, Clock()))  # type: ignore[arg-type]
     assert (n1.rootfs, n1.owner) == (there, (101, 102))
-    eng.make_node(1, host, tmp_path / "n1", creds, None, None, Clock())  # type: ignore[arg-type]
+    eng.make_node(NodeSite(1, host, tmp_path / "n1", creds, None, None, Clock()))  # type: ignore[arg-type]
     assert len(host.commands) == 1  # asked once per host
     # The host's own mysqld: root "/", its own mysql user.
     own = remote.parse_resolve(
@@ -287,7 +287,7 @@ def test_members_resolve_their_hosts_root_once(tmp_path: Path) -> None:
     # Neither: one line naming the node and the next step.
     empty = LocalShell({"sh -c": CommandResult(("sh",), 0, f"root={tmp_path / 'x'}\n", "")})
     with pytest.raises(PreflightError) as e:
-        eng.make_node(2, empty, tmp_path / "n2", creds, None, None, Clock())  # type: ignore[arg-type]
+        eng.make_node(NodeSite(2, empty, tmp_path / "n2", creds, None, None, Clock()))  # type: ignore[arg-type]
     assert str(e.value) == (
         f"node 2 (10.0.0.12): no MySQL with Group Replication there (neither "
         f"/usr/lib/mysql/plugin/group_replication.so nor {there}); run `clusterbench provision -f FILE`"

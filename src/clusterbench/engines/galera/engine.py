@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
-from clusterbench.engines.base import Credentials, DbNode, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.base import DbNode, NodeSite, ProvisionHost, Report, Site, wipe_datadir
 from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode
@@ -25,7 +24,6 @@ from clusterbench.engines.galera.status import GraState
 from clusterbench.engines.galera.template import prepare_datadirs, start_together
 from clusterbench.engines.server import HEALTH_PORT, GaveUp
 from clusterbench.errors import ClusterStateError, ComponentError
-from clusterbench.hosts.base import Machine, ProcessRef
 from clusterbench.spec.topology import Topology
 
 JOIN_TIMEOUT = 180.0
@@ -60,19 +58,9 @@ class GaleraEngine:
             settings=t.node_settings(index),
         )
 
-    def make_node(
-        self,
-        index: int,
-        host: Machine,
-        dir: Path,
-        creds: Credentials,
-        proc: ProcessRef | None,
-        check_proc: ProcessRef | None,
-        clock: Clock,
-    ) -> GaleraNode:
-        return GaleraNode(
-            self.node_config(index, dir), host, creds, proc=proc, check_proc=check_proc, clock=clock
-        )
+    def make_node(self, site: NodeSite) -> GaleraNode:
+        return GaleraNode(self.node_config(site.index, site.dir), site.host, site.creds, proc=site.proc,
+                          check_proc=site.check_proc, clock=site.clock)  # fmt: skip
 
     def required(self) -> dict[str, str]:
         need = {

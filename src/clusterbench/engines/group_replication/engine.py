@@ -16,12 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
-from clusterbench.clock import Clock
 from clusterbench.components.haproxy.config import Route
 from clusterbench.engines.base import (
     WEB_PRIVILEGES,
     Credentials,
     DbNode,
+    NodeSite,
     ProvisionHost,
     Report,
     Site,
@@ -41,7 +41,7 @@ from clusterbench.engines.group_replication.group import JOIN_TIMEOUT, READY_TIM
 from clusterbench.engines.group_replication.node import GRNode
 from clusterbench.engines.server import HEALTH_PORT
 from clusterbench.errors import ClusterStateError, ComponentError, PreflightError
-from clusterbench.hosts.base import Machine, ProcessRef
+from clusterbench.hosts.base import Machine
 from clusterbench.spec.topology import Topology
 
 # Seeded copies leave out the server's identity (auto.cnf: a second member with the same UUID is
@@ -123,33 +123,17 @@ class GroupReplicationEngine:
             single_primary=self.single_primary,
         )
 
-    def make_node(
-        self,
-        index: int,
-        host: Machine,
-        dir: Path,
-        creds: Credentials,
-        proc: ProcessRef | None,
-        check_proc: ProcessRef | None,
-        clock: Clock,
-    ) -> GRNode:
+    def make_node(self, site: NodeSite) -> GRNode:
         if self.topology.remote:
-            root, owner = self.host_root(index, host)
+            root, owner = self.host_root(site.index, site.host)
         else:
             root, ids = self.rootfs, rootfs.uid_gid(self.rootfs)
             if ids is None:
                 raise PreflightError(rootfs.problem(self.rootfs) or f"{self.rootfs} has no mysql user")
             owner = ids
-        return GRNode(
-            self.member_config(index, dir, creds),
-            host,
-            root,
-            owner,
-            creds,
-            proc=proc,
-            check_proc=check_proc,
-            clock=clock,
-        )
+        cfg = self.member_config(site.index, site.dir, site.creds)
+        return GRNode(cfg, site.host, root, owner, site.creds, proc=site.proc, check_proc=site.check_proc,
+                      clock=site.clock)  # fmt: skip
 
     def host_root(self, index: int, host: Machine) -> tuple[Path, tuple[int, int]]:
         """The root a remote member's mysqld runs from (the host's own "/" or the rootfs there) and
