@@ -29,7 +29,7 @@ integration: setup-test
 
 # The test files run on TEST_WORKERS workers at once (most tests wait on servers, not on CPUs);
 # the tests marked `alone` then run one at a time, with the machine to themselves.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 
 test: setup-test
 	$(PYTHON) -m ruff check src tests benchmarks
