@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 import pymysql  # type: ignore[import-untyped, unused-ignore]
@@ -23,11 +22,13 @@ from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     CustomersOpt,
     ItemsOpt,
+    LogLatencyOpt,
     MetricsPortOpt,
     MixOpt,
     NameOpt,
     NotesOpt,
     PrepareOpt,
+    ReportOutOpt,
     ResultsOpt,
     TagOpt,
     TelemetryOpt,
@@ -463,9 +464,7 @@ def suite(
 
 def report(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or 'last'.")],
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Directory (default <home>/reports).")
-    ] = None,
+    out: ReportOutOpt = None,
     baseline: Annotated[
         str | None,
         typer.Option(
@@ -473,9 +472,7 @@ def report(
             "drawn dashed in every plot of the same test."
         ),
     ] = None,
-    log_latency: Annotated[
-        bool, typer.Option(help="Open with the latency plots on a log scale (the page has a switch).")
-    ] = False,
+    log_latency: LogLatencyOpt = False,
     results: ResultsOpt = None,
 ) -> None:
     """Write a Markdown and a single-file HTML report of a run (offline, plots as SVG); print both paths."""

@@ -45,6 +45,11 @@ NameOpt = Annotated[
 ResultsOpt = Annotated[
     Path | None, typer.Option("--results", help="Results store (default: <home>/results.db).")
 ]
+# report (bench report, experiment report)
+ReportOutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Directory (default <home>/reports).")]
+LogLatencyOpt = Annotated[
+    bool, typer.Option(help="Open with the latency plots on a log scale (the page has a switch).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) instead of tables.")]
 TagOpt = Annotated[
     list[str] | None,

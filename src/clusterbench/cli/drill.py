@@ -56,6 +56,13 @@ from clusterbench.spec.topology import load_topology
 from clusterbench.trial.spec import fault_labels
 from clusterbench.workloads.sysbench import TPCC_CUSTOMERS, TPCC_ITEMS
 
+ScenarioFileArg = Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")]
+ScenarioClusterOpt = Annotated[
+    str | None, typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology).")
+]
+StoreOpt = Annotated[Path | None, typer.Option(help="Results store (default <home>/results.db).")]
+KeepUpOpt = Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")]
+
 
 class DrillView(LiveView):
     def fault_event(self, t: float, detail: dict[str, Any]) -> None:
@@ -321,15 +328,10 @@ def _soak(
 
 
 def scenario(
-    file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
-    name: Annotated[
-        str | None,
-        typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
-    ] = None,
-    results: Annotated[
-        Path | None, typer.Option(help="Results store (default <home>/results.db).")
-    ] = None,
-    keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
+    file: ScenarioFileArg,
+    name: ScenarioClusterOpt = None,
+    results: StoreOpt = None,
+    keep_up: KeepUpOpt = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,
@@ -345,21 +347,16 @@ def scenario(
     raise typer.Exit(rc)
 
 def soak(
-    file: Annotated[Path, typer.Argument(help="Scenario TOML file (see examples/scenarios/).")],
+    file: ScenarioFileArg,
     trials: Annotated[
         int | None, typer.Option("--trials", help="Run the scenario this many times.", min=1)
     ] = None,
     soak_for: Annotated[
         str | None, typer.Option("--for", help="Or run it again and again for this long: 600, 30m, 2h.")
     ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology)."),
-    ] = None,
-    results: Annotated[
-        Path | None, typer.Option(help="Results store (default <home>/results.db).")
-    ] = None,
-    keep_up: Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")] = False,
+    name: ScenarioClusterOpt = None,
+    results: StoreOpt = None,
+    keep_up: KeepUpOpt = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
     metrics_port: MetricsPortOpt = None,
@@ -470,9 +467,7 @@ def fault(
     max_outage: MaxOutageOpt = None,
     prepare: PrepareOpt = True,
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
-    results: Annotated[
-        Path | None, typer.Option(help="Results store (default <home>/results.db).")
-    ] = None,
+    results: StoreOpt = None,
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,

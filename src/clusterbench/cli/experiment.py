@@ -4,7 +4,6 @@ print."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -15,8 +14,10 @@ from rich.table import Table
 from clusterbench.cli import console, guard
 from clusterbench.cli.common import (
     JunitOpt,
+    LogLatencyOpt,
     MetricsPortOpt,
     NotesOpt,
+    ReportOutOpt,
     ResultsOpt,
     TagOpt,
     TelemetryOpt,
@@ -268,12 +269,8 @@ def _experiment_run(store: Any, ref: str) -> int:
 
 def report_cmd(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Experiment run id, or 'last'.")],
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Directory (default <home>/reports).")
-    ] = None,
-    log_latency: Annotated[
-        bool, typer.Option(help="Open with the latency plots on a log scale (the page has a switch).")
-    ] = False,
+    out: ReportOutOpt = None,
+    log_latency: LogLatencyOpt = False,
     results: ResultsOpt = None,
 ) -> None:
     """Write the experiment's Markdown and single-file HTML report (SVG plots, per-point statistics)

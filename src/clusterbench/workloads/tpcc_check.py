@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EPS = "0.005"
+# Per customer (w, d, cid): the sum of its delivered order lines' amounts (conditions 10 and 12).
+_DELIVERED_PER_CUSTOMER = """\
+LEFT JOIN (SELECT o.o_w_id AS w, o.o_d_id AS d, o.o_c_id AS cid, SUM(l.ol_amount) AS s
+           FROM orders o JOIN order_line l
+             ON l.ol_w_id = o.o_w_id AND l.ol_d_id = o.o_d_id AND l.ol_o_id = o.o_id
+           WHERE l.ol_delivery_d IS NOT NULL GROUP BY o.o_w_id, o.o_d_id, o.o_c_id) ol
+  ON ol.w = c.c_w_id AND ol.d = c.c_d_id AND ol.cid = c.c_id"""
 
 
 @dataclass(frozen=True)
@@ -114,11 +121,7 @@ WHERE ABS(d.d_ytd - COALESCE(h.s, 0)) > {EPS}""",
         "C_BALANCE = sum(delivered OL_AMOUNT) - sum(H_AMOUNT) for each customer",
         f"""
 SELECT c.c_w_id, c.c_d_id, c.c_id, c.c_balance, ol.s, h.s FROM customer c
-LEFT JOIN (SELECT o.o_w_id AS w, o.o_d_id AS d, o.o_c_id AS cid, SUM(l.ol_amount) AS s
-           FROM orders o JOIN order_line l
-             ON l.ol_w_id = o.o_w_id AND l.ol_d_id = o.o_d_id AND l.ol_o_id = o.o_id
-           WHERE l.ol_delivery_d IS NOT NULL GROUP BY o.o_w_id, o.o_d_id, o.o_c_id) ol
-  ON ol.w = c.c_w_id AND ol.d = c.c_d_id AND ol.cid = c.c_id
+{_DELIVERED_PER_CUSTOMER}
 LEFT JOIN (SELECT h_c_w_id AS w, h_c_d_id AS d, h_c_id AS cid, SUM(h_amount) AS s FROM history
            GROUP BY h_c_w_id, h_c_d_id, h_c_id) h
   ON h.w = c.c_w_id AND h.d = c.c_d_id AND h.cid = c.c_id
@@ -143,11 +146,7 @@ WHERE NOT (10 * (COALESCE(o.c, 0) - COALESCE(n.c, 0)) BETWEEN 7 * c.c - 9 AND 7 
         "C_BALANCE + C_YTD_PAYMENT = sum(delivered OL_AMOUNT) for each customer",
         f"""
 SELECT c.c_w_id, c.c_d_id, c.c_id, c.c_balance, c.c_ytd_payment, ol.s FROM customer c
-LEFT JOIN (SELECT o.o_w_id AS w, o.o_d_id AS d, o.o_c_id AS cid, SUM(l.ol_amount) AS s
-           FROM orders o JOIN order_line l
-             ON l.ol_w_id = o.o_w_id AND l.ol_d_id = o.o_d_id AND l.ol_o_id = o.o_id
-           WHERE l.ol_delivery_d IS NOT NULL GROUP BY o.o_w_id, o.o_d_id, o.o_c_id) ol
-  ON ol.w = c.c_w_id AND ol.d = c.c_d_id AND ol.cid = c.c_id
+{_DELIVERED_PER_CUSTOMER}
 WHERE ABS(c.c_balance + c.c_ytd_payment - COALESCE(ol.s, 0)) > {EPS}""",
     ),
 )
