@@ -249,7 +249,7 @@ class GRGroup:
     def rejoin(self, m: GRNode, timeout: float = JOIN_TIMEOUT) -> str:
         """Start a stopped or killed member and join it to the group that has a majority; an
         expelled member (ERROR, OFFLINE) leaves its old group state first."""
-        t0 = time.monotonic()
+        t0 = self.clock.now()
         majority = Membership({o.index: o.status() for o in self.members if o is not m}).majority_view()
         if majority is None:
             raise ClusterStateError(
@@ -283,23 +283,23 @@ class GRGroup:
         m.start_health_agent()
         self.record(m)
         if clone is not None:
-            took = time.monotonic() - t0
+            took = self.clock.now() - t0
             return f"n{m.index} rejoined by {clone.line()}, then incremental recovery, in {took:.1f} s"
         kind = join_kind(m.error_log_since(offset))
         how = f" by {kind} recovery" if kind != "none" else ""
-        return f"n{m.index} rejoined{how} in {time.monotonic() - t0:.1f} s"
+        return f"n{m.index} rejoined{how} in {self.clock.now() - t0:.1f} s"
 
     def join(self, m: GRNode, timeout: float) -> CloneRun | None:
         """START GROUP_REPLICATION on a running member and wait until it is ONLINE. When the group
         provisions it by a clone, mysqld restarts itself at the clone's end (its supervisor starts
         it again) with Group Replication off: it is started again here, and the member recovers
         the rest incrementally. Returns the clone, if there was one."""
-        deadline = time.monotonic() + timeout
+        deadline = self.clock.now() + timeout
         assert m.proc is not None
         pid = m.proc.pid
         m.start_group(bootstrap=False)
         clone: CloneRun | None = None
-        while time.monotonic() < deadline:
+        while self.clock.now() < deadline:
             if not m.alive():
                 if m.restarting():  # the clone is done and mysqld is starting again
                     self.clock.sleep(0.2)
