@@ -22,6 +22,7 @@ from clusterbench.cli.common import (
     MixOpt,
     NotesOpt,
     PrepareOpt,
+    ResultsOpt,
     TagOpt,
     TelemetryOpt,
     WarehousesOpt,
@@ -60,7 +61,6 @@ ScenarioFileArg = Annotated[Path, typer.Argument(help="Scenario TOML file (see e
 ScenarioClusterOpt = Annotated[
     str | None, typer.Option("--name", "-n", help="Cluster to run on (if the file names no topology).")
 ]
-StoreOpt = Annotated[Path | None, typer.Option(help="Results store (default <home>/results.db).")]
 KeepUpOpt = Annotated[bool, typer.Option(help="Keep a cluster this command brought up.")]
 
 
@@ -330,7 +330,7 @@ def _soak(
 def scenario(
     file: ScenarioFileArg,
     name: ScenarioClusterOpt = None,
-    results: StoreOpt = None,
+    results: ResultsOpt = None,
     keep_up: KeepUpOpt = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
@@ -355,7 +355,7 @@ def soak(
         str | None, typer.Option("--for", help="Or run it again and again for this long: 600, 30m, 2h.")
     ] = None,
     name: ScenarioClusterOpt = None,
-    results: StoreOpt = None,
+    results: ResultsOpt = None,
     keep_up: KeepUpOpt = False,
     tag: TagOpt = None,
     notes: NotesOpt = None,
@@ -467,7 +467,7 @@ def fault(
     max_outage: MaxOutageOpt = None,
     prepare: PrepareOpt = True,
     name: Annotated[str | None, typer.Option("--name", "-n", help="Cluster to run on.")] = None,
-    results: StoreOpt = None,
+    results: ResultsOpt = None,
     tag: TagOpt = None,
     notes: NotesOpt = None,
     telemetry: TelemetryOpt = True,

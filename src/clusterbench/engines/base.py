@@ -349,7 +349,6 @@ class Site(Protocol):
         """Give every target a copy of the source's datadir (owned by mysql), host to host."""
 
 
-
 @dataclass(frozen=True)
 class NodeSite:
     """Where node `index` of a cluster lives and what it runs as: its host and directory, the
@@ -362,6 +361,7 @@ class NodeSite:
     proc: ProcessRef | None = None
     check_proc: ProcessRef | None = None
     clock: Clock | None = None
+
 
 class Engine(Protocol):
     """The lifecycle of a whole cluster of one engine."""

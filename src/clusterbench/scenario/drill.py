@@ -127,16 +127,14 @@ class Drill:
     store_path: Path
     sysbench: SysbenchRunner
     _: KW_ONLY
-    listener: TrialListener | None = None
+    listener: TrialListener = field(default_factory=TrialListener)
     tags: Sequence[str] = ()
     notes: str = ""
     telemetry: bool = True
     connect: Any = pymysql.connect
     facts: Any = host_facts
-    lis: TrialListener = field(init=False)
 
     def __post_init__(self) -> None:
-        self.lis = self.listener or TrialListener()
         self.tags = tuple(self.tags)
 
     def faults(self) -> list[PlannedFault]:
@@ -184,11 +182,11 @@ class Drill:
         the trial; Ctrl-C goes through once the faults are healed and the verifiers stopped."""
         planned = list(faults) if faults is not None else self.faults()
         trial = self.trial(planned)
-        data = DataSets(self.sysbench, self.connect, phase=self.lis.phase, note=self.lis.note)
+        data = DataSets(self.sysbench, self.connect, phase=self.listener.phase, note=self.listener.note)
         with Store.open(self.store_path) as store:
             rec = Recorder(store)
             pipe = Pipeline(
-                self.sysbench, rec, data, cluster=self.cluster, listener=self.lis,
+                self.sysbench, rec, data, cluster=self.cluster, listener=self.listener,
                 snapshot=lambda _: ClusterProbe(self.cluster).snapshot(),
                 telemetry=self.cluster if self.telemetry else None,
             )  # fmt: skip
@@ -208,7 +206,7 @@ class Drill:
         run_id = rec.create_run(
             KIND, name=spec.name, command_line=command_line, tags=self.tags, notes=self.notes
         )
-        self.lis.run_created(run_id)
+        self.listener.run_created(run_id)
         load = self.load()
         workload = workload_provenance(KIND, [load.test], load, prepare=spec.load.prepare, cleanup=False)
         rec.run_provenance(run_id, "workload", workload)

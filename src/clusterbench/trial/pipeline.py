@@ -118,12 +118,8 @@ class Pipeline:
     cluster: Any = None
     snapshot: Snapshot | None = None
     telemetry: TelemetrySource | None = None
-    listener: TrialListener | None = None
+    listener: TrialListener = field(default_factory=TrialListener)
     monotonic: Callable[[], float] = time.monotonic
-    lis: TrialListener = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.lis = self.listener or TrialListener()
 
     # ---- before the run exists ---------------------------------------------------------------
 
@@ -153,7 +149,7 @@ class Pipeline:
         record = self.recorder.trial(run_id, seq, trial.test, trial.params or stored_params(trial.load))
         out.trial_id = record.trial_id
         self._snapshot(record, trial, "start")
-        self.lis.trial_started(seq, trial.test, trial.load.options)
+        self.listener.trial_started(seq, trial.test, trial.load.options)
         nemesis = self._nemesis(trial, record)
         result, ctx = self._load(trial, record, nemesis, out)
         record.result(result)
@@ -170,11 +166,11 @@ class Pipeline:
             record.failed(out.failure, result.stderr_tail, test=trial.test)
         record.finish(out.status)
         out.phases["trial overhead"] = max(0.0, self.monotonic() - t_begin - sum(out.phases.values()))
-        self.lis.trial_finished(seq, trial.test, result, out.status)
+        self.listener.trial_finished(seq, trial.test, result, out.status)
         for v in out.verdicts:
-            self.lis.verdict(v)
+            self.listener.verdict(v)
         for line in out.notes:
-            self.lis.note(line)
+            self.listener.note(line)
         return out
 
     def _prepare(self, trial: Trial, run_id: int) -> None:
@@ -200,7 +196,7 @@ class Pipeline:
         record.snapshot(when, snap)
         line = durability(snap.variables).line() if when == "start" else ""
         if self.recorder.durability_changed(record.run_id, line):
-            self.lis.phase(line)
+            self.listener.phase(line)
 
     def _nemesis(self, trial: Trial, record: TrialRecord) -> Nemesis | None:
         if not trial.faults or self.cluster is None:
@@ -208,7 +204,7 @@ class Pipeline:
 
         def sink(kind: str, detail: dict[str, Any], t: float) -> None:  # the nemesis' thread
             record.event(kind, detail, t=round(t, 3))
-            self.lis.fault_event(t, detail)
+            self.listener.fault_event(t, detail)
 
         return Nemesis(self.cluster, list(trial.faults), sink)
 
@@ -224,10 +220,10 @@ class Pipeline:
         def on_sample(s: Sample) -> None:
             record.sample(s)
             out.samples.append(s)
-            self.lis.sample(out.seq, s)
+            self.listener.sample(out.seq, s)
             line = tel.live_line()
             if line:
-                self.lis.telemetry(out.seq, line)
+                self.listener.telemetry(out.seq, line)
 
         t0 = time.monotonic()  # the faults' and verifiers' time axis (their threads read the real clock)
         out.load_wall = time.time()
@@ -257,7 +253,7 @@ class Pipeline:
             with self._phase(out, "faults"):
                 self._heal(nemesis, started)
         out.bottleneck = tel.conclude(result, duration=float(opts.time))
-        self.lis.bottleneck(out.seq, out.bottleneck)
+        self.listener.bottleneck(out.seq, out.bottleneck)
         out.cluster_down = watch.down_now() if watch is not None else None
         return result, ctx
 

@@ -32,6 +32,9 @@ def addresses(ip_addr_json: str, ifname: str | None = None) -> set[str]:
 
 
 class Keepalived(Daemon[KeepalivedConfig]):
+    """keepalived on its host. stop() sends SIGTERM to the parent: it stops its children, which
+    drop the VIP and send a priority-0 advert, so the peer takes over at once."""
+
     def render(self) -> str:
         return render_keepalived_conf(self.cfg)
 
@@ -79,11 +82,6 @@ class Keepalived(Daemon[KeepalivedConfig]):
                 return self.proc
             self.clock.sleep(0.05)
         raise ComponentError(f"keepalived on {c.role} did not start its VRRP process in {timeout:g} s")
-
-    def stop(self, timeout: float = 10.0) -> str:
-        """SIGTERM to the parent: it stops its children, which drop the VIP and send a priority-0
-        advert, so the peer takes over at once."""
-        return super().stop(timeout)
 
     def vrrp_state(self) -> str | None:
         """MASTER, BACKUP, FAULT (its HAProxy check fails) or STOP, from the log; None before
