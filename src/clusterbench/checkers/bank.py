@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.verdict import Result, Verdict, pass_unless
 from clusterbench.history.ops import Op, Outcome
 
 NAME = "bank"
@@ -86,16 +86,13 @@ def check_bank(
         if not for_update:
             summary += " (documented limitation: transfers without SELECT ... FOR UPDATE lose updates)"
         return Verdict(NAME, Result.FAIL, summary, evidence, documented_limitation=not for_update)
-    if unreadable:
-        return Verdict(NAME, Result.UNKNOWN, f"could not read balances on {', '.join(unreadable)}", evidence)
-    if not final:
-        return Verdict(NAME, Result.UNKNOWN, "no final read", evidence)
-    if evidence["transfers"]["ok"] == 0:
-        return Verdict(NAME, Result.UNKNOWN, "no transfer was acknowledged", evidence)
-    return Verdict(
-        NAME,
-        Result.PASS,
+    doubts = [
+        (bool(unreadable), f"could not read balances on {', '.join(unreadable)}"),
+        (not final, "no final read"),
+        (evidence["transfers"]["ok"] == 0, "no transfer was acknowledged"),
+    ]
+    passed = (
         f"total {total} conserved in {len(reads)} ok reads and on {len(final)} nodes after "
-        f"{evidence['transfers']['ok']} transfers",
-        evidence,
+        f"{evidence['transfers']['ok']} transfers"
     )
+    return pass_unless(NAME, doubts, passed, evidence)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.verdict import Result, Verdict, pass_unless, read_doubts, split_read
 from clusterbench.history.ops import Op, Outcome
 
 NAME = "counter"
@@ -49,8 +49,7 @@ def check_counter(
     ]
     wanted = sorted(set(keys) if keys is not None else {o.key for o in incs if o.key})
     per_key: dict[str, dict[str, Any]] = {}
-    unreadable = {n: v for n, v in final.items() if isinstance(v, str)}
-    readable = {n: v for n, v in final.items() if not isinstance(v, str)}
+    readable, unreadable = split_read(final)
     lost_total = excess_total = 0
     problems: list[str] = []
     for k in wanted:
@@ -109,19 +108,12 @@ def check_counter(
         if doc:
             summary += " (documented limitation: read-modify-write without a lock loses updates)"
         return Verdict(name, Result.FAIL, summary, evidence, documented_limitation=doc)
-    if unreadable:
-        where = ", ".join(sorted(unreadable))
-        return Verdict(name, Result.UNKNOWN, f"could not read the counters on {where}", evidence)
-    if not readable:
-        return Verdict(name, Result.UNKNOWN, "no node was read", evidence)
-    if oks == 0:
-        return Verdict(
-            name, Result.UNKNOWN, f"no acknowledged increment among {len(incs)} attempts", evidence
-        )
-    return Verdict(
-        name,
-        Result.PASS,
+    doubts = [
+        *read_doubts("the counters", readable, unreadable),
+        (oks == 0, f"no acknowledged increment among {len(incs)} attempts"),
+    ]
+    passed = (
         f"{oks} acknowledged increments on {len(wanted)} counter(s), every node's value within "
-        f"[ok, ok + unknown]; none lost",
-        evidence,
+        "[ok, ok + unknown]; none lost"
     )
+    return pass_unless(name, doubts, passed, evidence)

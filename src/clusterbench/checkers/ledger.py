@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.verdict import Result, Verdict, pass_unless, read_doubts, split_read
 from clusterbench.history.ops import Op, Outcome
 
 EXAMPLES = 20
@@ -53,8 +53,7 @@ def check_ledger(ops: Sequence[Op], nodes: Mapping[str, set[Key] | str]) -> Verd
     failed = {k for k, v in outcome_of.items() if v is Outcome.FAIL}
     unknown = {k for k, v in outcome_of.items() if v is Outcome.UNKNOWN}
 
-    readable = {n: rows for n, rows in nodes.items() if not isinstance(rows, str)}
-    unreadable = {n: err for n, err in nodes.items() if isinstance(err, str)}
+    readable, unreadable = split_read(nodes)
     present_anywhere: set[Key] = set().union(*readable.values()) if readable else set()
 
     lost_on: dict[Key, list[str]] = {}
@@ -82,20 +81,12 @@ def check_ledger(ops: Sequence[Op], nodes: Mapping[str, set[Key] | str]) -> Verd
         problems.append(f"{len(fail_present)} failed inserts present")
     if problems:
         return Verdict(NAME, Result.FAIL, "; ".join(problems), evidence)
-    if unreadable:
-        return Verdict(
-            NAME, Result.UNKNOWN, f"could not read the ledger on {', '.join(sorted(unreadable))}", evidence
-        )
-    if not readable:
-        return Verdict(NAME, Result.UNKNOWN, "no node was read", evidence)
-    if not ok:
-        return Verdict(
-            NAME, Result.UNKNOWN, f"no acknowledged insert among {len(outcome_of)} attempts", evidence
-        )
-    return Verdict(
-        NAME,
-        Result.PASS,
+    doubts = [
+        *read_doubts("the ledger", readable, unreadable),
+        (not ok, f"no acknowledged insert among {len(outcome_of)} attempts"),
+    ]
+    passed = (
         f"all {len(ok)} acknowledged inserts on all {len(readable)} nodes; no phantom; "
-        f"{counts['fail']} failed and {counts['unknown']} unknown",
-        evidence,
+        f"{counts['fail']} failed and {counts['unknown']} unknown"
     )
+    return pass_unless(NAME, doubts, passed, evidence)

@@ -40,7 +40,7 @@ from clusterbench.checkers.append.observe import (
     lost_updates,
 )
 from clusterbench.checkers.append.reads import ReadPass
-from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.verdict import Result, Verdict, pass_unless
 from clusterbench.history.txn import Txn
 
 NAME = "list-append"
@@ -244,14 +244,10 @@ def check_list_append(
             parts.append(f"documented limitation seen: {', '.join(seen_doc)}")
         return Verdict(name, Result.FAIL, "; ".join(parts), evidence, documented_limitation=not broken)
     ok_reads = sum(1 for t in txns if t.ok and any(m.f == "r" for m in t.mops))
-    if a.outcomes["ok"] == 0 or ok_reads == 0:
-        return Verdict(
-            name, Result.UNKNOWN, f"no ok transaction with a read among {a.txns}: nothing to check", evidence
-        )
-    return Verdict(
-        name,
-        Result.PASS,
+    nothing = a.outcomes["ok"] == 0 or ok_reads == 0
+    doubts = [(nothing, f"no ok transaction with a read among {a.txns}: nothing to check")]
+    passed = (
         f"{a.outcomes['ok']} ok transactions ({a.outcomes['fail']} failed, {a.outcomes['unknown']} unknown), "
-        f"{sum(a.edges.values())} dependencies, no anomaly: consistent with {a.strongest_level()}",
-        evidence,
+        f"{sum(a.edges.values())} dependencies, no anomaly: consistent with {a.strongest_level()}"
     )
+    return pass_unless(name, doubts, passed, evidence)

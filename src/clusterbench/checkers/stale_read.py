@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from clusterbench.checkers.verdict import Result, Verdict
+from clusterbench.checkers.verdict import Result, Verdict, pass_unless
 from clusterbench.history.ops import Op, Outcome
 
 NAME = "stale-read"
@@ -105,9 +105,6 @@ def check_stale_reads(
         if doc:
             summary += " (documented limitation)"
         return Verdict(name, Result.FAIL, summary, evidence, documented_limitation=doc)
-    if checked == 0:
-        return Verdict(
-            name, Result.UNKNOWN, f"no read after an acknowledged write in the {mode} session", evidence
-        )
-    return Verdict(name, Result.PASS, f"no stale read: not observed in {checked} reads in the {mode} session",
-                   evidence)  # fmt: skip
+    doubts = [(checked == 0, f"no read after an acknowledged write in the {mode} session")]
+    passed = f"no stale read: not observed in {checked} reads in the {mode} session"
+    return pass_unless(name, doubts, passed, evidence)

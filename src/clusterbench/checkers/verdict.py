@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Result(enum.StrEnum):
@@ -60,6 +62,34 @@ EXIT_ERROR = 2
 def exit_code(result: Result) -> int:
     """0 all PASS, 1 some FAIL, 3 UNKNOWN (2 is bad input or an error, never a verdict)."""
     return EXIT_CODES[result]
+
+
+def pass_unless(
+    name: str, doubts: Iterable[tuple[bool, str]], passed: str, evidence: dict[str, Any]
+) -> Verdict:
+    """How a checker that found nothing wrong ends: UNKNOWN with the first of `doubts` (`(holds,
+    why)`, in order) that holds (the run could not tell), else PASS with `passed`."""
+    for holds, why in doubts:
+        if holds:
+            return Verdict(name, Result.UNKNOWN, why, evidence)
+    return Verdict(name, Result.PASS, passed, evidence)
+
+
+def split_read(final: Mapping[str, T | str]) -> tuple[dict[str, T], dict[str, str]]:
+    """Per-node state read after heal, split into (what was read, the nodes' errors)."""
+    readable = {n: v for n, v in final.items() if not isinstance(v, str)}
+    unreadable = {n: v for n, v in final.items() if isinstance(v, str)}
+    return readable, unreadable
+
+
+def read_doubts(
+    what: str, readable: Mapping[str, Any], unreadable: Mapping[str, str]
+) -> list[tuple[bool, str]]:
+    """The doubts (for `pass_unless`) of a checker that compares every node's state after heal."""
+    return [
+        (bool(unreadable), f"could not read {what} on {', '.join(sorted(unreadable))}"),
+        (not readable, "no node was read"),
+    ]
 
 
 def guarded(name: str, fn: Callable[[], Verdict]) -> Verdict:
