@@ -10,11 +10,12 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from clusterbench.engines.fakeclock import parse_drift, parse_offset
+from clusterbench.spec.fields import checked
 from clusterbench.spec.topology import RATE_RE
 
 FaultKind = Literal[
@@ -75,6 +76,24 @@ WEB_KINDS = ("kill-node", "stop-node", "pause-node")
 # kill-balancer's targets on the web tier's front: the one holding the front VIP, or fe<N>
 FRONT_TARGETS = ("front", "fe:1", "fe:2")
 
+Target = Annotated[
+    str,
+    checked(
+        TARGET_RE.match,
+        "is not a target; use node:N (or node:1,2), random, one, majority, minority, all, "
+        "primary, balancer, lb:N, web:N (a web node), front or fe:N (a front balancer)",
+    ),
+]
+Delay = Annotated[str, checked(DELAY_RE.match, "is not a delay like '100ms' or '1.5ms'")]
+ClockOffset = Annotated[
+    str,
+    checked(lambda v: parse_offset(v) is not None, "is not a clock offset like '+30s', '-2m' or '+250ms'"),
+]
+ClockDrift = Annotated[
+    str,
+    checked(lambda v: parse_drift(v) is not None, "is not a clock drift like '+10ms/s' or '-1s/m'"),
+]
+
 
 class FaultSpec(BaseModel):
     """One fault as written in a scenario file or given on the command line."""
@@ -82,7 +101,7 @@ class FaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     kind: FaultKind
-    target: str = "random"
+    target: Target = "random"
     at: float = Field(ge=0, description="seconds after the trial starts")
     duration: float | None = Field(None, alias="for", gt=0, description="seconds until it is healed")
     # kind-specific
@@ -90,14 +109,14 @@ class FaultSpec(BaseModel):
     iops: int | None = Field(None, gt=0)  # throttle-disk: operations per second, reads and writes each
     # clock-skew (servers under libfaketime, cluster.clock = "faketime"): the wall clock jumps by
     # `offset` ("+30s", "-2m") and/or drifts by `drift` ("+10ms/s") until the heal bumps it back
-    offset: str | None = None
-    drift: str | None = None
+    offset: ClockOffset | None = None
+    drift: ClockDrift | None = None
     cpu_quota: float | None = Field(None, gt=0, le=64)  # throttle-cpu, in CPUs
     groups: list[list[int]] | None = None  # partition: [[1], [2, 3]]
     cuts: list[list[int]] | None = None  # partition: [[1, 2]] = 1 and 2 cannot reach each other
     # delay-link / loss-link (the delay line or netem, faults/delayline.py): "100ms", 5.0 (%)
-    delay: str | None = None
-    jitter: str | None = None
+    delay: Delay | None = None
+    jitter: Delay | None = None
     loss: float | None = Field(None, gt=0, le=100)
     # coordinated-crash: every target is killed within this many seconds (0: all at once)
     window: float | None = Field(None, ge=0, le=600)
@@ -108,37 +127,6 @@ class FaultSpec(BaseModel):
     ops: list[Literal["read", "write", "fsync", "all"]] | None = None
     error: Literal["EIO", "ENOSPC"] | None = None
     probability: float | None = Field(None, gt=0, le=1)
-
-    @field_validator("delay", "jitter")
-    @classmethod
-    def _duration(cls, v: str | None) -> str | None:
-        if v is not None and not DELAY_RE.match(v):
-            raise ValueError(f"'{v}' is not a delay like '100ms' or '1.5ms'")
-        return v
-
-    @field_validator("offset")
-    @classmethod
-    def _offset(cls, v: str | None) -> str | None:
-        if v is not None and parse_offset(v) is None:
-            raise ValueError(f"'{v}' is not a clock offset like '+30s', '-2m' or '+250ms'")
-        return v
-
-    @field_validator("drift")
-    @classmethod
-    def _drift(cls, v: str | None) -> str | None:
-        if v is not None and parse_drift(v) is None:
-            raise ValueError(f"'{v}' is not a clock drift like '+10ms/s' or '-1s/m'")
-        return v
-
-    @field_validator("target")
-    @classmethod
-    def _target(cls, v: str) -> str:
-        if not TARGET_RE.match(v):
-            raise ValueError(
-                f"'{v}' is not a target; use node:N (or node:1,2), random, one, majority, minority, all, "
-                "primary, balancer, lb:N, web:N (a web node), front or fe:N (a front balancer)"
-            )
-        return v
 
     @field_validator("rate")
     @classmethod

@@ -4,11 +4,11 @@ own defaults."""
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Literal
 
 from pydantic import Field, field_validator
 
+from clusterbench.spec.fields import is_ipv4
 from clusterbench.spec.resources import Strict
 
 # lb1 and lb2: one HAProxy, or a keepalived pair
@@ -43,11 +43,8 @@ class BalancerSettings(Strict):
     def _vip(cls, v: object) -> object:
         if v is not None and not isinstance(v, bool | str):
             raise ValueError("must be true, false or an address like 198.18.0.3")
-        if isinstance(v, str):
-            try:
-                ipaddress.IPv4Address(v)
-            except ValueError:
-                raise ValueError(f"'{v}' is not an IPv4 address like 198.18.0.3 (or use true)") from None
+        if isinstance(v, str) and not is_ipv4(v):
+            raise ValueError(f"'{v}' is not an IPv4 address like 198.18.0.3 (or use true)")
         return v
 
     @field_validator("advert_int")

@@ -4,11 +4,16 @@ nodes (`[resources]`, `[[node]]`) and the web nodes (`[web.resources]`, `[[web.n
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
+
+from clusterbench.spec.fields import checked
 
 RATE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit|bit)$")
 CPUSET_RE = re.compile(r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$")
+CpuSet = Annotated[str, checked(CPUSET_RE.match, "is not a CPU list like '0' or '0-1' or '0,1'")]
+LinkRate = Annotated[str, checked(RATE_RE.match, "is not a rate like '100mbit', '512kbit' or '1gbit'")]
 
 
 class Strict(BaseModel):
@@ -19,22 +24,8 @@ class Resources(Strict):
     """Limits for one host. `cpu_quota` is in CPUs (0.5 = half a core), via cgroup v1 cfs quota."""
 
     cpu_quota: float | None = Field(None, gt=0, le=64)
-    cpuset: str | None = None
-    bandwidth: str | None = Field(None, description="tbf rate on the host's link, e.g. '10mbit'")
-
-    @field_validator("cpuset")
-    @classmethod
-    def _cpuset(cls, v: str | None) -> str | None:
-        if v is not None and not CPUSET_RE.match(v):
-            raise ValueError(f"'{v}' is not a CPU list like '0' or '0-1' or '0,1'")
-        return v
-
-    @field_validator("bandwidth")
-    @classmethod
-    def _bandwidth(cls, v: str | None) -> str | None:
-        if v is not None and not RATE_RE.match(v):
-            raise ValueError(f"'{v}' is not a rate like '100mbit', '512kbit' or '1gbit'")
-        return v
+    cpuset: CpuSet | None = None
+    bandwidth: LinkRate | None = Field(None, description="tbf rate on the host's link, e.g. '10mbit'")
 
     def merged(self, override: Resources) -> Resources:
         data = self.model_dump()

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     Field,
     ValidationError,
     field_validator,
@@ -21,6 +22,7 @@ from pydantic import (
 from clusterbench.errors import InputError
 from clusterbench.spec.balancer import BalancerSettings, pair_problem
 from clusterbench.spec.engine import EngineSettings, MySQLSettings, check_sections, galera_key_error
+from clusterbench.spec.fields import checked, is_ipv4
 from clusterbench.spec.messages import parse_toml as parse_toml  # re-exported: many readers
 from clusterbench.spec.messages import validation_messages as validation_messages
 from clusterbench.spec.resources import RATE_RE as RATE_RE  # for the fault and experiment specs
@@ -50,6 +52,7 @@ BALANCER_VIP = "the balancer VIP"
 FRONT_VIP = "the web front VIP"
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
+USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 ROLES = ("db", "balancer", "client")
 
 
@@ -66,9 +69,46 @@ def size_bytes(v: str) -> int:
     return int(v[:-1] if unit > 1 else v) * unit
 
 
+def _room_for_a_datadir(v: str) -> str:
+    if size_bytes(v) < MIN_DATADIR_BYTES:
+        raise ValueError(
+            f"'{v}' is too small for a datadir (system tables, redo log and gcache need room); "
+            f"give at least {MIN_DATADIR_BYTES >> 20}M"
+        )
+    return v
+
+
+def _absolute(v: str, example: str = "/var/lib/clusterbench/remote") -> str:
+    if not v.startswith("/") or "/.." in v or len(v.rstrip("/")) < 2:
+        raise ValueError(f"'{v}' must be an absolute path below / like {example}")
+    return v.rstrip("/")
+
+
+ServerSize = Annotated[str, checked(SIZE_RE.match, "is not a size like '64M' or '1G'")]
+DatadirSize = Annotated[
+    str, checked(SIZE_RE.match, "is not a size like '256M' or '1G'"), AfterValidator(_room_for_a_datadir)
+]
+RemoteDir = Annotated[str, AfterValidator(_absolute)]
+ClusterName = Annotated[
+    str,
+    checked(
+        NAME_RE.match,
+        "must be 1-8 characters, lowercase letters and digits, starting with a letter "
+        "(it prefixes interface names, which Linux limits to 15 characters)",
+    ),
+]
+HostName = Annotated[
+    str, checked(HOST_NAME_RE.match, "must be 1-32 characters: lowercase letters, digits, '.', '_' or '-'")
+]
+# Galera, HAProxy and keepalived are configured with the address itself: no host names.
+HostAddress = Annotated[str, checked(is_ipv4, "is not an IPv4 address like 10.0.0.11")]
+UserName = Annotated[str, checked(USER_RE.match, "is not a user name")]
+InterfaceName = Annotated[str, checked(IFNAME_RE.match, "is not a network interface name like eth0")]
+
+
 class NodeOverride(Resources):
     index: int = Field(ge=1, le=MAX_NODES)
-    datadir_size: str | None = Field(
+    datadir_size: DatadirSize | None = Field(
         None,
         description="give this node's datadir a file system of its own of this size (a tmpfs the "
         "tool mounts at up and removes at down), e.g. '256M': what the disk-full fault fills",
@@ -89,20 +129,6 @@ class NodeOverride(Resources):
     mariadb: dict[str, Any] | None = None
     mysql: dict[str, Any] | None = None
 
-    @field_validator("datadir_size")
-    @classmethod
-    def _datadir_size(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        if not SIZE_RE.match(v):
-            raise ValueError(f"'{v}' is not a size like '256M' or '1G'")
-        if size_bytes(v) < MIN_DATADIR_BYTES:
-            raise ValueError(
-                f"'{v}' is too small for a datadir (system tables, redo log and gcache need room); "
-                f"give at least {MIN_DATADIR_BYTES >> 20}M"
-            )
-        return v
-
     @model_validator(mode="after")
     def _size_needs_a_file_system(self) -> NodeOverride:
         if self.datadir_fs == "host" and self.datadir_size:
@@ -116,12 +142,12 @@ class NodeOverride(Resources):
 class MariaDBSettings(_Strict):
     """Server settings. Defaults are small so that 9 nodes fit in memory on one machine."""
 
-    innodb_buffer_pool_size: str = "64M"
-    innodb_log_file_size: str = "32M"
+    innodb_buffer_pool_size: ServerSize = "64M"
+    innodb_log_file_size: ServerSize = "32M"
     # 2 = write at commit, flush once a second: survives a process crash (kill -9), not a power cut.
     innodb_flush_log_at_trx_commit: Literal[0, 1, 2] = 2
     wsrep_slave_threads: int = Field(2, ge=1, le=64)
-    gcache_size: str = "64M"
+    gcache_size: ServerSize = "64M"
     max_connections: int = Field(300, ge=10, le=10000)
     sst_method: Literal["rsync", "mariabackup"] = "rsync"
     # Galera failure detection (seconds). Defaults are Galera's; RECIPES §3 shows 1.5/3 halves the stall.
@@ -140,13 +166,6 @@ class MariaDBSettings(_Strict):
                 raise ValueError(bad)
         return v
 
-    @field_validator("innodb_buffer_pool_size", "innodb_log_file_size", "gcache_size")
-    @classmethod
-    def _size(cls, v: str) -> str:
-        if not SIZE_RE.match(v):
-            raise ValueError(f"'{v}' is not a size like '64M' or '1G'")
-        return v
-
     @model_validator(mode="after")
     def _evs(self) -> MariaDBSettings:
         if self.evs_inactive_timeout < self.evs_suspect_timeout:
@@ -162,7 +181,7 @@ class MariaDBSettings(_Strict):
 
 
 class ClusterSettings(_Strict):
-    name: str = "lab"
+    name: ClusterName = "lab"
     nodes: int = Field(3, ge=1, le=MAX_NODES)
     subnet: str = "198.18.0.0/24"
     # 'faultfs': every node's datadir on the FUSE layer that can lose what was not fsynced (the
@@ -176,16 +195,6 @@ class ClusterSettings(_Strict):
     # 'faketime': every server starts under libfaketime with a wall clock the clock-skew fault
     # can shift (engines/fakeclock.py); off by default
     clock: Literal["system", "faketime"] = "system"
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError(
-                f"'{v}' must be 1-8 characters, lowercase letters and digits, starting with a letter "
-                "(it prefixes interface names, which Linux limits to 15 characters)"
-            )
-        return v
 
     @field_validator("subnet")
     @classmethod
@@ -208,7 +217,7 @@ class ProviderSettings(_Strict):
     # strict: only keys already in that file or ~/.ssh/known_hosts.
     host_keys: Literal["accept-new", "strict"] = "accept-new"
     # Node and balancer files on the remote machines: <base_dir>/<cluster>/<role>.
-    base_dir: str = "/var/lib/clusterbench/remote"
+    base_dir: RemoteDir = "/var/lib/clusterbench/remote"
     connect_timeout: float = Field(10.0, gt=0, le=120)
     # How joiners get their first datadir at `up`: "copy" streams node 1's seeded datadir through
     # this machine (joiners then need only an IST), "sst" lets each joiner take a full SST from a
@@ -219,76 +228,29 @@ class ProviderSettings(_Strict):
     # whose own mysqld has Group Replication uses that instead. `provision` fills it.
     rootfs: str = ""
 
-    @field_validator("base_dir")
-    @classmethod
-    def _base_dir(cls, v: str) -> str:
-        return _absolute(v)
-
     @field_validator("rootfs")
     @classmethod
     def _rootfs(cls, v: str) -> str:
         return _absolute(v, "/var/lib/clusterbench/rootfs/mysql") if v else v
 
 
-def _absolute(v: str, example: str = "/var/lib/clusterbench/remote") -> str:
-    if not v.startswith("/") or "/.." in v or len(v.rstrip("/")) < 2:
-        raise ValueError(f"'{v}' must be an absolute path below / like {example}")
-    return v.rstrip("/")
-
-
 class InventoryHost(_Strict):
     """One existing machine reached over SSH, with the roles it plays."""
 
-    name: str
-    address: str
-    user: str = "root"
+    name: HostName
+    address: HostAddress
+    user: UserName = "root"
     port: int = Field(22, ge=1, le=65535)
     key: str | None = None
     roles: list[Literal["db", "balancer", "client"]] = Field(min_length=1)
-    base_dir: str | None = None
-    interface: str | None = None
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not HOST_NAME_RE.match(v):
-            raise ValueError(f"'{v}' must be 1-32 characters: lowercase letters, digits, '.', '_' or '-'")
-        return v
-
-    @field_validator("address")
-    @classmethod
-    def _address(cls, v: str) -> str:
-        try:
-            ipaddress.IPv4Address(v)
-        except ValueError:
-            # Galera, HAProxy and keepalived are configured with the address itself.
-            raise ValueError(f"'{v}' is not an IPv4 address like 10.0.0.11") from None
-        return v
-
-    @field_validator("user")
-    @classmethod
-    def _user(cls, v: str) -> str:
-        if not re.match(r"^[a-z_][a-z0-9_.-]{0,31}$", v):
-            raise ValueError(f"'{v}' is not a user name")
-        return v
+    base_dir: RemoteDir | None = None
+    interface: InterfaceName | None = None
 
     @field_validator("roles")
     @classmethod
     def _roles(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
             raise ValueError("a role is listed twice; one host runs at most one node and one balancer")
-        return v
-
-    @field_validator("base_dir")
-    @classmethod
-    def _host_base_dir(cls, v: str | None) -> str | None:
-        return None if v is None else _absolute(v)
-
-    @field_validator("interface")
-    @classmethod
-    def _interface(cls, v: str | None) -> str | None:
-        if v is not None and not IFNAME_RE.match(v):
-            raise ValueError(f"'{v}' is not a network interface name like eth0")
         return v
 
 
