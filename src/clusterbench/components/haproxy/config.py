@@ -6,16 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
+from clusterbench.components.templates import package_templates
 from clusterbench.spec.topology import BalancerSettings
 
-_env = Environment(
-    loader=PackageLoader("clusterbench.components.haproxy", ""),
-    undefined=StrictUndefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
+_env = package_templates("clusterbench.components.haproxy")
 
 
 @dataclass(frozen=True)

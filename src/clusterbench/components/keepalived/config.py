@@ -6,14 +6,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from clusterbench.components.templates import package_templates
 
-_env = Environment(
-    loader=PackageLoader("clusterbench.components.keepalived", ""),
-    undefined=StrictUndefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
+_env = package_templates("clusterbench.components.keepalived")
 
 SOCAT = "/usr/bin/socat"
 # lb1 wins the first election; with nopreempt the priorities matter only then.

@@ -12,16 +12,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
+from clusterbench.components.templates import package_templates
 from clusterbench.spec.web import WebSettings
 
-_env = Environment(
-    loader=PackageLoader("clusterbench.components.web", ""),
-    undefined=StrictUndefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
+_env = package_templates("clusterbench.components.web")
 
 # Debian 12's packages (nginx 1.22, php8.2-fpm); the user their workers run as
 NGINX_BIN = "nginx"

@@ -5,20 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
+from clusterbench.components.templates import package_templates
 from clusterbench.engines.paths import NodePaths
 from clusterbench.spec.topology import MariaDBSettings
 
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 MARIADB_CLIENT = "/usr/bin/mariadb"
 
-_env = Environment(
-    loader=PackageLoader("clusterbench.engines.galera", ""),
-    undefined=StrictUndefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
+_env = package_templates("clusterbench.engines.galera")
 
 
 def _seconds(v: float) -> str:

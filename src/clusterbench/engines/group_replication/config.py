@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
+from clusterbench.components.templates import package_templates
 from clusterbench.engines.group_replication.rootfs import NODE_MOUNT
 from clusterbench.engines.paths import NodePaths
 from clusterbench.spec.engine import MySQLSettings
@@ -16,12 +15,7 @@ from clusterbench.spec.engine import MySQLSettings
 GCS_PORT = 33061
 CLIENT = "/usr/bin/mariadb"  # the health check runs on the host, outside the rootfs
 
-_env = Environment(
-    loader=PackageLoader("clusterbench.engines.group_replication", ""),
-    undefined=StrictUndefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
+_env = package_templates("clusterbench.engines.group_replication")
 
 
 @dataclass(frozen=True)
