@@ -232,6 +232,7 @@ class Pipeline:
         started: list[Any] = []
         watch = ClusterWatch(self.cluster, opts.total_time) if self.cluster is not None else None
         extra: dict[str, Any] = {"stop": watch.stop_reason} if watch is not None else {}
+        result: RunResult | None = None
         if load.web_urls:
             extra["web_urls"] = load.web_urls
         try:
@@ -248,10 +249,15 @@ class Pipeline:
                 )  # fmt: skip
         finally:
             took = self.monotonic() - t_load
-            out.phases["warm-up"] = min(float(opts.warmup), took)
-            out.phases["measuring"] = min(float(opts.time), max(0.0, took - opts.warmup))
+            # until steady, the warm-up is what the run found it to be
+            cut = result.warmup_cut if result is not None else None
+            warm = float(opts.warmup) if cut is None else cut
+            out.phases["warm-up"] = min(warm, took)
+            out.phases["measuring"] = min(opts.total_time - warm, max(0.0, took - warm))
             with self._phase(out, "faults"):
                 self._heal(nemesis, started)
+        # until steady, the warm-up seconds that turned out steady arrive after the others
+        out.samples.sort(key=lambda s: (s.t, s.client))
         out.bottleneck = tel.conclude(result, duration=float(opts.time))
         self.listener.bottleneck(out.seq, out.bottleneck)
         out.cluster_down = watch.down_now() if watch is not None else None

@@ -15,10 +15,11 @@ from clusterbench.errors import WorkloadError
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.workloads.clients import CpuSampler, OptionFiles, Process
 from clusterbench.workloads.merge import start_skew
-from clusterbench.workloads.parse import OutputParser, Sample, merge_summaries
+from clusterbench.workloads.parse import OutputParser, Sample, is_warmup, merge_summaries
 from clusterbench.workloads.placement import ClientHost, Staged, parse_start_line, stage, start_at_argv
 from clusterbench.workloads.results import ClientRun, RunResult
 from clusterbench.workloads.saturation import client_flags, cpu_use
+from clusterbench.workloads.steady import cut_summary, steady_cut
 from clusterbench.workloads.sysbench import SysbenchCommand, SysbenchOptions, report_script
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,15 @@ class MeasuredRun:
                       own_host=bool(getattr(placed[i], "remote", False)))
             for i, cmd in enumerate(commands)
         ]  # fmt: skip
+        # until steady: sysbench runs without a checkpoint, every report is parsed as measured and
+        # the warm-up's reports wait here until the run says where its steady state began
+        self.steady = opts.warmup_until == "steady" and opts.warmup > 0
+        parse_warmup = 0 if self.steady else opts.warmup
         self.parsers = [
-            OutputParser(client=i, warmup=opts.warmup, threads=opts.threads) for i in range(len(commands))
+            OutputParser(client=i, warmup=parse_warmup, threads=opts.threads) for i in range(len(commands))
         ]
+        self.held: list[list[Sample]] = [[] for _ in commands]
+        self.cut = 0
         self.stderr_tails: list[deque[str]] = [deque(maxlen=STDERR_TAIL) for _ in commands]
         self.other_tails: list[deque[str]] = [deque(maxlen=OTHER_TAIL) for _ in commands]
         self.per_host: dict[int, Staged] = {}
@@ -68,6 +75,10 @@ class MeasuredRun:
         samples = self.parsers[i].feed(line)
         if not line.startswith("CBJSON "):
             self.other_tails[i].append(line.rstrip("\n"))
+        if self.steady:
+            held = [s for s in samples if is_warmup(s.t, self.opts.warmup, s.interval)]
+            self.held[i] += held
+            samples = samples[len(held):]
         self._emit(samples)
 
     def _emit(self, samples: Sequence[Sample]) -> None:
@@ -129,13 +140,39 @@ class MeasuredRun:
 
     # ---- the result --------------------------------------------------------------------------
 
+    def _steady_state(self) -> None:
+        """Until steady: the leading intervals the MSER rule cuts become warm-up (for every client
+        alike), the others are measured and go out now, before the tails. Without the latency
+        histograms that make the cut exact, nothing is cut (and the log says so)."""
+        tails = [p.finish() for p in self.parsers]
+        cut = steady_cut([p.samples for p in self.parsers], self.opts.warmup)
+        whole = [p.summary() for p in self.parsers]
+        summaries = [cut_summary(w, p.samples[:cut]) if w is not None else None
+                     for p, w in zip(self.parsers, whole, strict=True)]  # fmt: skip
+        if cut and any(s is None for s in summaries):
+            log.warning("no latency histogram to cut the warm-up with: its %d s stay in the measurement", cut)
+            cut = 0
+        self.cut = cut
+        for i, p in enumerate(self.parsers):
+            self._emit(self.held[i][cut:])
+            self._emit(tails[i])
+            if cut:
+                p.warmup_samples, p.samples = p.samples[:cut], p.samples[cut:]
+                self.runs[i].summary = summaries[i]
+
+    def warmup_cut(self) -> float:
+        """Seconds of the run that were warm-up after all (until steady)."""
+        ends = [p.warmup_samples[-1].t for p in self.parsers if p.warmup_samples]
+        return max(ends, default=0.0)
+
     def _finish_client(self, i: int, rc: int | None, killed: bool) -> None:
         r, opts = self.runs[i], self.opts
         # the tail after sysbench's last report (and reports held for a checkpoint that never came)
         self._emit(self.parsers[i].finish())
         parsed = self.parsers[i].result()
         r.returncode, r.killed = rc, killed
-        r.samples, r.warmup_samples, r.summary = parsed.samples, parsed.warmup_samples, parsed.summary
+        r.samples, r.warmup_samples = parsed.samples, parsed.warmup_samples
+        r.summary = r.summary if self.cut else parsed.summary
         r.checkpoint_extra = parsed.checkpoint_extra
         r.stderr_tail, r.other_tail = list(self.stderr_tails[i]), list(self.other_tails[i])
         r.cpu_readings = self.sampler.readings[i]
@@ -148,6 +185,8 @@ class MeasuredRun:
 
     def result(self, rcs: Sequence[int | None], killed: Sequence[bool], start_ns: int) -> RunResult:
         runs = self.runs
+        if self.steady:
+            self._steady_state()
         for i in range(len(runs)):
             self._finish_client(i, rcs[i], killed[i])
         summaries = [r.summary for r in runs if r.summary is not None]
@@ -169,4 +208,5 @@ class MeasuredRun:
             start_ns=start_ns,
             start_skew=start_skew(all_samples, {r.client: r.clock_offset or 0.0 for r in runs}),
             launch_skew=(max(launches) - min(launches)) / 1e9 if len(launches) > 1 else None,
+            warmup_cut=self.warmup_cut() if self.steady else None,
         )

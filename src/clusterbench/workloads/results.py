@@ -84,6 +84,8 @@ class RunResult:
     start_ns: int | None = None  # the common start every client waited for
     start_skew: float | None = None  # s between the first and last client's measurement clock start
     launch_skew: float | None = None  # s between the first and last exec of sysbench
+    # until steady (warmup_until = "steady"): the seconds found to be warm-up; None: the fixed warm-up
+    warmup_cut: float | None = None
     # an HTTP test's own figures: per second by status code, totals, acknowledged writes
     http: HttpDetails | None = None
 
@@ -102,6 +104,7 @@ class RunResult:
             "start_ns": self.start_ns,
             "start_skew_s": self.start_skew,
             "launch_skew_s": self.launch_skew,
+            "steady_warmup_s": self.warmup_cut,
             "clients": [
                 {"client": c.client, "host": c.host, "target": c.target, "database": c.database, "pid": c.pid,
                  "started_ns": c.started_ns, "clock_offset_s": c.clock_offset}

@@ -141,6 +141,7 @@ DEFAULT_IGNORE_ERRORS: tuple[int, ...] = SYSBENCH_DEFAULT_IGNORE + (
 
 RandType = Literal["uniform", "gaussian", "special", "pareto"]
 Command = Literal["prepare", "run", "cleanup"]
+WarmupUntil = Literal["time", "steady"]
 
 REPORT_SCRIPT_ENV = "CLUSTERBENCH_SB_TEST"
 MODULE_ENV = "CLUSTERBENCH_SB_MODULE"  # a test of our own, loaded by the report hook from its folder
@@ -157,6 +158,11 @@ class SysbenchOptions(BaseModel):
     threads: int = Field(default=4, gt=0)
     time: int = Field(default=10, gt=0, description="measured seconds, after the warm-up")
     warmup: int = Field(default=0, ge=0, description="seconds run before `time`, excluded from results")
+    warmup_until: WarmupUntil = Field(
+        default="time",
+        description="time: the warm-up is `warmup` s; steady: at most `warmup` s, cut where the run's "
+        "per-second throughput and latency reach steady state (MSER), the rest is measured",
+    )
     rate: int = Field(default=0, ge=0, description="target transactions per second; 0 = unlimited")
     rand_type: RandType = "special"
     report_interval: int = Field(default=1, ge=1, description="seconds per sample")
@@ -226,6 +232,15 @@ class SysbenchOptions(BaseModel):
             raise ValueError(
                 f"--rate: {self.test} sends requests at a fixed rate whatever the latency; "
                 "give --rate R (requests per second, all clients together) above 0"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _steady_needs_sysbench(self) -> SysbenchOptions:
+        if self.warmup_until == "steady" and (self.test in HTTP_TESTS or self.test == SLAP_TEST):
+            raise ValueError(
+                f"warmup_until: 'steady' needs sysbench's per-second latency histograms, which {self.test} "
+                "does not give; use warmup_until = 'time' for it"
             )
         return self
 
@@ -556,7 +571,7 @@ def build_command(
             f"--percentile={opts.percentile}",
             _ignore_errors_arg(opts),
         ]
-        if opts.warmup > 0:
+        if opts.warmup > 0 and opts.warmup_until == "time":
             # 1.0.20 has no --warmup-time; a checkpoint at the end of the warm-up resets the
             # cumulative counters, timers and histogram, so the final summary covers only the
             # measured part. Samples from the warm-up are dropped by the parser.

@@ -1,0 +1,88 @@
+"""Where a run's warm-up really ends: MSER truncation of its per-second series. Pure.
+
+With `warmup_until = "steady"` sysbench runs `warmup + time` seconds without a checkpoint, so its
+final summary covers the whole run. Afterwards the leading intervals that were not yet at steady
+state are cut off: at most the `warmup` the user allows, as many as the MSER rule asks for.
+
+MSER (White, 1997; "Marginal Standard Error Rule"): for a series y_0 .. y_{n-1} and a candidate
+truncation d, z(d) = sum_{i >= d} (y_i - mean(y_d..))^2 / (n - d)^2; the truncation is the d that
+minimises z, searched over 0 .. min(allowed, n // 2). Dropping a point lowers z only when it
+is far enough from the rest to outweigh the shorter series, so a run that starts steady keeps
+every second. The rule runs on two series, all clients together per interval: throughput, and
+the latency percentile (which shows a cold start at a fixed --rate, where throughput does not);
+the cut is the later of the two.
+
+Cutting d intervals is exact for every counter (they are read whole at each report) and for the
+latency histogram (the final histogram less the cut intervals'); the cut summary's minimum,
+average and maximum latency then come from that histogram, to within its bucket width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from clusterbench.workloads.parse import COUNTERS, Sample, Summary, merge_exact
+
+
+def mser(series: Sequence[float], most: int) -> int:
+    """The number of leading points to drop (0 .. min(most, n // 2)) by the MSER rule."""
+    n = len(series)
+    best, best_z = 0, None
+    for d in range(0, min(most, n // 2) + 1):
+        rest = series[d:]
+        mean = sum(rest) / len(rest)
+        z = sum((y - mean) ** 2 for y in rest) / len(rest) ** 2
+        if best_z is None or z < best_z - 1e-12:
+            best, best_z = d, z
+    return best
+
+
+def steady_cut(clients: Sequence[Sequence[Sample]], warmup: float) -> int:
+    """How many leading intervals of every client are warm-up. Only full intervals that every
+    client reported count (the partial tail does not); the cut never reaches past `warmup` s."""
+    full = [[s for s in samples if s.interval >= 0.5 * _step(samples)] for samples in clients]
+    n = min((len(f) for f in full), default=0)
+    if n < 2 or warmup <= 0:
+        return 0
+    allowed = min(sum(1 for s in f[:n] if s.t <= warmup + 0.1 * s.interval) for f in full)
+    if allowed == 0:
+        return 0
+    tput = [sum(f[k].events / f[k].interval for f in full) for k in range(n)]
+    cut = mser(tput, allowed)
+    hists = [merge_exact(f[k].hist for f in full) for k in range(n)]
+    pcts = [h.percentile(full[0][0].percentile or 95.0) if h is not None else None for h in hists]
+    if all(p is not None for p in pcts):
+        cut = max(cut, mser([float(p) for p in pcts if p is not None], allowed))
+    return cut
+
+
+def _step(samples: Sequence[Sample]) -> float:
+    return max((s.interval for s in samples), default=1.0)
+
+
+def cut_summary(summary: Summary, cut: Sequence[Sample]) -> Summary | None:
+    """The summary of a whole run less its first intervals `cut`; None when the latency
+    histograms cannot tell the rest's latency (one of them is missing or they do not nest)."""
+    if not cut:
+        return summary
+    dropped = merge_exact(s.hist for s in cut)
+    if summary.hist is None or dropped is None:
+        return None
+    hist = summary.hist.minus(dropped)
+    if hist is None:
+        return None
+    counts = {k: getattr(summary, k) - sum(getattr(s, k) for s in cut) for k in COUNTERS}
+    if min(counts.values()) < 0:
+        return None
+    return replace(
+        summary,
+        duration=max(summary.duration - max(s.t for s in cut), 0.001),
+        lat_min_ms=hist.min_ms() or 0.0,
+        lat_avg_ms=hist.mean_ms() or 0.0,
+        lat_max_ms=hist.max_ms() or 0.0,
+        lat_pct_ms=hist.percentile(summary.percentile) if hist.total else None,
+        hist=hist,
+        extra=summary.extra,
+        **counts,
+    )
