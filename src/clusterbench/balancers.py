@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from clusterbench.clock import Clock
 from clusterbench.components.daemon import deploy
 from clusterbench.components.haproxy.component import HAProxy
 from clusterbench.components.haproxy.config import HAProxyConfig
+from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.components.keepalived.config import KeepalivedConfig
 from clusterbench.errors import ClusterStateError, ComponentError
@@ -26,6 +28,49 @@ Report = Any
 
 def balancer_role(index: int) -> str:
     return f"lb{index}"
+
+
+def stored_proc(st: dict[str, Any], key: str) -> ProcessRef | None:
+    """The process recorded under `key` in a role's state entry ("proc" for its HAProxy,
+    "keepalived"...); None when none is."""
+    return ProcessRef.from_json(st[key]) if st.get(key) else None
+
+
+@dataclass
+class BalancerView:
+    """One HAProxy as `status` shows it (a database balancer lbN or a web front feN) and what it
+    sees of its servers."""
+
+    index: int
+    role: str
+    address: str  # "ip:port" of this HAProxy itself
+    alive: bool
+    backends: list[BackendServer] = field(default_factory=list)
+    keepalived_alive: bool | None = None  # None: no keepalived (a single HAProxy)
+    holds_vip: bool = False
+
+
+def balancer_view(h: HAProxy, keepalived: Callable[[int], Keepalived | None], port: int) -> BalancerView:
+    """HAProxy `h` now, with the keepalived beside it (`keepalived(index)`: None without a pair);
+    clients reach it on `port`."""
+    role = h.cfg.dir.name
+    index = int(role[2:])
+    ka = keepalived(index)
+    return BalancerView(index, role, f"{h.cfg.address}:{port}", h.alive(), h.servers(),
+                        ka.alive() if ka else None, bool(ka and ka.holds_vip()))  # fmt: skip
+
+
+def ready_backup(ka: Keepalived | None, record: Callable[[Keepalived], None]) -> None:
+    """After its HAProxy started again: keepalived beside it started too if it is not running
+    (and recorded), then waited for until out of FAULT. Only once its check passed `rise` times
+    can it take the VIP over, so a fault right after this one sees a ready backup."""
+    if ka is None:
+        return
+    if not ka.alive():
+        ka.start()
+        record(ka)
+    c = ka.cfg
+    ka.wait_ready(c.check_rise * c.check_interval + 3 * c.advert_int + 5)
 
 
 def wait_holder(
@@ -96,8 +141,7 @@ class BalancerOps:
             vip=t.vip_address(),
             routes=self.engine.routes(),
         )
-        st = self._balancer_state(role)
-        proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
+        proc = stored_proc(self._balancer_state(role), "proc")
         return HAProxy(cfg, self.host(role), proc=proc, clock=self.clock)
 
     def haproxies(self) -> list[HAProxy]:
@@ -130,17 +174,12 @@ class BalancerOps:
             advert_int=t.balancer.advert_int,
             interface=self.interface(role),
         )
-        st = self._balancer_state(role)
-        proc = ProcessRef.from_json(st["keepalived"]) if st.get("keepalived") else None
+        proc = stored_proc(self._balancer_state(role), "keepalived")
         return Keepalived(cfg, self.host(role), proc=proc, clock=self.clock)
 
     def keepaliveds(self) -> list[Keepalived]:
-        out = []
-        for k in self.topology.balancer_indexes():
-            ka = self.keepalived(k)
-            if ka is not None:
-                out.append(ka)
-        return out
+        out = [self.keepalived(k) for k in self.topology.balancer_indexes()]
+        return [ka for ka in out if ka is not None]
 
     def _record_balancer(self, h: HAProxy) -> None:
         entry = self._balancers_state().setdefault(h.cfg.dir.name, {})
@@ -228,15 +267,7 @@ class BalancerOps:
         h.start()
         self._record_balancer(h)
         h.wait_all_up(self._backend_names(), timeout=timeout)
-        ka = self.keepalived(index)
-        if ka is not None:
-            if not ka.alive():
-                ka.start()
-                self._record_keepalived(ka)
-            # Out of FAULT once its check passes `rise` times: only then can it take the VIP
-            # over, so a fault right after this one sees a ready backup.
-            c = ka.cfg
-            ka.wait_ready(c.check_rise * c.check_interval + 3 * c.advert_int + 5)
+        ready_backup(self.keepalived(index), self._record_keepalived)
         return f"haproxy {role} UP in {time.monotonic() - t0:.1f} s"
 
     # ------------------------------------------------------------------ down

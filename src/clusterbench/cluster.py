@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterbench.balancers import BalancerOps, balancer_role
+from clusterbench.balancers import BalancerOps, BalancerView, balancer_role, balancer_view
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.datadir_layers import layer_source, layered, make_durable, start_layers, stop_layers
@@ -64,17 +64,6 @@ class NodeView:
     alive: bool
     health: NodeHealth | None
     disk: DiskSpace | None = None  # the file system of its datadir
-
-
-@dataclass
-class BalancerView:
-    index: int
-    role: str
-    address: str  # "ip:port" of this HAProxy itself
-    alive: bool
-    backends: list[BackendServer] = field(default_factory=list)
-    keepalived_alive: bool | None = None  # None: no keepalived (a single HAProxy)
-    holds_vip: bool = False
 
 
 @dataclass
@@ -423,21 +412,7 @@ class Cluster(BalancerOps, WebOps, NodeOps):
         views = []
         for n in self.nodes():
             views.append(NodeView(n.index, n.address, n.alive(), n.health(), disk_space(n.host, n.datadir)))
-        balancers: list[BalancerView] = []
-        for h in self.haproxies():
-            k = int(h.cfg.dir.name[2:])
-            ka = self.keepalived(k)
-            balancers.append(
-                BalancerView(
-                    index=k,
-                    role=h.cfg.dir.name,
-                    address=f"{h.cfg.address}:{t.balancer.port}",
-                    alive=h.alive(),
-                    backends=h.servers(),
-                    keepalived_alive=ka.alive() if ka else None,
-                    holds_vip=bool(ka and ka.holds_vip()),
-                )
-            )
+        balancers = [balancer_view(h, self.keepalived, t.balancer.port) for h in self.haproxies()]
         lb1 = balancers[0] if balancers else None
         vip = t.vip_address()
         return ClusterStatus(

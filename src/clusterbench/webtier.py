@@ -14,11 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterbench.balancers import BACKENDS_TIMEOUT, wait_holder
+from clusterbench.balancers import (
+    BACKENDS_TIMEOUT,
+    BalancerView,
+    balancer_view,
+    ready_backup,
+    stored_proc,
+    wait_holder,
+)
 from clusterbench.clock import Clock
 from clusterbench.components.daemon import deploy
 from clusterbench.components.haproxy.component import HAProxy
-from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.components.web.component import WebNode
 from clusterbench.components.web.config import WebDatabase, WebNodeConfig
@@ -55,22 +61,9 @@ class WebView:
 
 
 @dataclass
-class FrontView:
-    """One front HAProxy and what it sees of the web nodes."""
-
-    index: int
-    role: str  # fe1
-    address: str  # "ip:port" of this HAProxy itself
-    alive: bool
-    backends: list[BackendServer] = field(default_factory=list)
-    keepalived_alive: bool | None = None  # None: no keepalived (one front HAProxy)
-    holds_vip: bool = False
-
-
-@dataclass
 class WebTierStatus:
     nodes: list[WebView]
-    fronts: list[FrontView]
+    fronts: list[BalancerView]  # fe1 (and fe2) and what they see of the web nodes
     urls: list[str]  # where HTTP clients go
     vip: str | None = None  # "ip:port" of the front pair's VIP
     vip_holders: list[str] = field(default_factory=list)
@@ -115,7 +108,7 @@ class WebOps:
             settings=t.web, database=self._web_database(), cpus=t.web_resources(index).cpus(),
         )  # fmt: skip
         st = self.state.get("web", {}).get(role, {})
-        refs = {k: ProcessRef.from_json(st[k]) if st.get(k) else None for k in ("nginx", "fpm")}
+        refs = {k: stored_proc(st, k) for k in ("nginx", "fpm")}
         host_role = t.web_host_role(index)
         # the node's limits: its own, or (colocated) its database node's host's
         host = self.provider.limited_host(host_role)
@@ -145,8 +138,7 @@ class WebOps:
         self._check_front_index(index)
         role = front_role(index)
         cfg = front_haproxy_config(self.topology, index, self.role_dir(role))
-        st = self._front_state(role)
-        proc = ProcessRef.from_json(st["proc"]) if st.get("proc") else None
+        proc = stored_proc(self._front_state(role), "proc")
         return HAProxy(cfg, self.host(role), proc=proc, clock=self.clock)
 
     def fronts(self) -> list[HAProxy]:
@@ -162,8 +154,7 @@ class WebOps:
             self.topology, index, self.role_dir(role), prefixlen=self.provider.vip_prefixlen(),
             interface=self.interface(role),
         )  # fmt: skip
-        st = self._front_state(role)
-        proc = ProcessRef.from_json(st["keepalived"]) if st.get("keepalived") else None
+        proc = stored_proc(self._front_state(role), "keepalived")
         return Keepalived(cfg, self.host(role), proc=proc, clock=self.clock)
 
     def front_keepaliveds(self) -> list[Keepalived]:
@@ -242,13 +233,7 @@ class WebOps:
             health = w.health() if st.nginx_up else None
             nodes.append(WebView(w.cfg.index, w.name, t.web_host_role(w.cfg.index), w.cfg.url, st.nginx_up,
                                  st.fpm_up, health, st.fpm, st.nginx))  # fmt: skip
-        fronts = []
-        for h in self.fronts():
-            k = int(h.cfg.dir.name[2:])
-            ka = self.front_keepalived(k)
-            fronts.append(FrontView(k, h.cfg.dir.name, f"{h.cfg.address}:{t.web.front.port}", h.alive(),
-                                    h.servers(), ka.alive() if ka else None,
-                                    bool(ka and ka.holds_vip())))  # fmt: skip
+        fronts = [balancer_view(h, self.front_keepalived, t.web.front.port) for h in self.fronts()]
         vip = t.front_vip_address()
         return WebTierStatus(nodes, fronts, t.web_urls(), f"{vip}:{t.web.front.port}" if vip else None,
                              [f.role for f in fronts if f.holds_vip])  # fmt: skip
@@ -321,13 +306,7 @@ class WebOps:
         h.start()
         self._record_front(role, "proc", h.proc)
         h.wait_all_up(self.web_backend_names(), timeout=timeout)
-        ka = self.front_keepalived(index)
-        if ka is not None:
-            if not ka.alive():
-                ka.start()
-                self._record_front(role, "keepalived", ka.proc)
-            c = ka.cfg
-            ka.wait_ready(c.check_rise * c.check_interval + 3 * c.advert_int + 5)
+        ready_backup(self.front_keepalived(index), lambda ka: self._record_front(role, "keepalived", ka.proc))
         return f"front haproxy {role} UP in {time.monotonic() - t0:.1f} s"
 
     def front_vip_holders(self) -> list[str]:
