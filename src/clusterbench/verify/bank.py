@@ -19,7 +19,7 @@ from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode
 from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, address_for, default_connector, safe_close
+from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
 from clusterbench.verify.workload import Workload
 
 TABLE = "cb_bank"
@@ -96,7 +96,7 @@ class BankWorkload(Workload[dict[str, int]]):
             return {str(r[0]): int(r[1]) for r in cur.fetchall()}
 
         conn, _, _ = self.ops_runner.run(
-            client, endpoint, address_for(endpoint, client), conn, "read", None, body,
+            client, endpoint, conn, "read", None, body,
             lambda v, ok: json.dumps(v, sort_keys=True) if ok else None, read_only=True,
         )  # fmt: skip
         return conn
@@ -119,9 +119,8 @@ class BankWorkload(Workload[dict[str, int]]):
             return amount
 
         conn, _, _ = self.ops_runner.run(
-            client, endpoint, address_for(endpoint, client), conn, "transfer", f"{src}>{dst}", body,
-            lambda v, ok: str(v) if ok else None,
-        )  # fmt: skip
+            client, endpoint, conn, "transfer", f"{src}>{dst}", body, lambda v, ok: str(v) if ok else None
+        )
         return conn
 
     def read_node(self, node: DbNode) -> dict[str, int]:

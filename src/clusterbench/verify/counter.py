@@ -22,7 +22,7 @@ from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode, SessionSql
 from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, address_for, default_connector, safe_close
+from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
 from clusterbench.verify.sessions import documented, statements
 from clusterbench.verify.workload import Workload
 
@@ -122,9 +122,8 @@ class CounterWorkload(Workload[dict[str, int]]):
             return new
 
         conn, _, _ = self.ops_runner.run(
-            client, endpoint, address_for(endpoint, client), conn, "incr", key, body,
-            lambda v, ok: None if v is None else str(v),
-        )  # fmt: skip
+            client, endpoint, conn, "incr", key, body, lambda v, ok: None if v is None else str(v)
+        )
         return conn
 
     def read_node(self, node: DbNode) -> dict[str, int]:

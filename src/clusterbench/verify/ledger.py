@@ -12,7 +12,7 @@ from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode
 from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, address_for, default_connector, safe_close
+from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
 from clusterbench.verify.workload import Workload
 
 TABLE = "cb_ledger"
@@ -62,7 +62,7 @@ class LedgerWorkload(Workload[set[Key]]):
         """One insert with its op recorded; returns the connection to reuse (None after an error)."""
         value = f"{client}-{seq}"
         conn, _, _ = self.ops_runner.run(
-            client, endpoint, address_for(endpoint, client), conn, "insert", ledger_key(client, seq),
+            client, endpoint, conn, "insert", ledger_key(client, seq),
             lambda cur: cur.execute(
                 f"INSERT INTO {self.table} (client, seq, v) VALUES (%s, %s, %s)", (client, seq, value)
             ),

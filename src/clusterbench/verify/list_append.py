@@ -24,7 +24,7 @@ from clusterbench.engines.base import LOCKING_READS_RULE_OUT, DbNode, SessionSql
 from clusterbench.history.ops import History, Op, Outcome, Timebase
 from clusterbench.history.txn import FINAL_CLIENT_BASE, WORKLOAD, MicroOp, encode, parse_list, txns_from_ops
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, address_for, default_connector, safe_close
+from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
 from clusterbench.verify.sessions import documented, statements
 from clusterbench.verify.workload import Workload
 
@@ -166,7 +166,6 @@ class ListAppendWorkload(Workload[None]):
         conn, _, _ = self.ops_runner.run(
             client,
             endpoint,
-            address_for(endpoint, client),
             conn,
             "txn",
             None,
@@ -186,11 +185,10 @@ class ListAppendWorkload(Workload[None]):
         for n in nodes:
             wall0, t0 = self.tb.stamp()
             try:
-                with n.connect(2.0, read_timeout=60) as conn, conn.cursor() as cur:
-                    for stmt in n.session.causal:
-                        cur.execute(stmt)
-                    cur.execute(f"SELECT k, v FROM {self.table}")
-                    lists = {int(r[0]): parse_list(str(r[1])) for r in cur.fetchall()}
+                lists = {
+                    int(r[0]): parse_list(str(r[1]))
+                    for r in self.causal_rows(n, f"SELECT k, v FROM {self.table}")
+                }
             except Exception as exc:  # noqa: BLE001 - an unreadable node is reported, not fatal
                 errors[n.name] = f"{type(exc).__name__}: {exc}"
                 continue

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
-from clusterbench.engines.base import DbNode
 from clusterbench.history.ops import History, Op, Phase, Timebase, classify
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.verify.client import (
-    ClientPool,
     Connection,
     Connector,
     Pacer,
@@ -19,14 +18,17 @@ from clusterbench.verify.client import (
     run_transaction,
     safe_close,
 )
+from clusterbench.verify.workload import TableClients
 
 TABLE = "cb_probe"
 WORKLOAD = "probe"
 
 
-class AvailabilityProber:
+class AvailabilityProber(TableClients):
     """One prober thread per address of every endpoint (an all-nodes endpoint probes each node).
     Each probe REPLACEs its own row, so the table stays tiny and probers never conflict."""
+
+    NAME = WORKLOAD
 
     def __init__(
         self,
@@ -43,33 +45,17 @@ class AvailabilityProber:
         self.targets: list[tuple[Endpoint, Address]] = [(e, a) for e in endpoints for a in e.addresses]
         if not self.targets:
             raise ValueError("the prober needs at least one endpoint")
-        self.history = history
-        self.tb = timebase
+        super().__init__(history, timebase, schema=schema, table=table)
         self.interval = interval
         self.client_base = client_base
-        self.table = f"{schema}.{table}"
         self.connector = connector
-        self.pool = ClientPool(WORKLOAD)
+        self.clients = [client_base + i for i in range(len(self.targets))]
 
-    def setup(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE {self.table} (prober INT NOT NULL PRIMARY KEY, "
-                "seq INT NOT NULL, at DOUBLE NOT NULL) ENGINE=InnoDB"
-            )
-
-    def drop(self, admin: DbNode) -> None:
-        with admin.connect(5.0, read_timeout=60) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {self.table}")
-
-    def start(self) -> None:
-        self.pool.start([self.client_base + i for i in range(len(self.targets))], self._loop)
-
-    def stop(self) -> list[str]:
-        return self.pool.stop()
-
-    def ops(self) -> list[Op]:
-        return self.history.ops(WORKLOAD)
+    def create(self, cur: Any) -> None:
+        cur.execute(
+            f"CREATE TABLE {self.table} (prober INT NOT NULL PRIMARY KEY, "
+            "seq INT NOT NULL, at DOUBLE NOT NULL) ENGINE=InnoDB"
+        )
 
     def _loop(self, client: int, stop: threading.Event) -> None:
         endpoint, address = self.targets[client - self.client_base]

@@ -16,6 +16,7 @@ from clusterbench.verify.client import (
     Connection,
     Connector,
     TxnResult,
+    address_for,
     process_name,
     run_transaction,
     safe_close,
@@ -76,7 +77,6 @@ class SessionOps:
         self,
         client: int,
         endpoint: Endpoint,
-        address: Address,
         conn: Connection | None,
         kind: str,
         key: str | None,
@@ -84,8 +84,12 @@ class SessionOps:
         value_of: Callable[[T | None, bool], str | None],
         *,
         read_only: bool = False,
+        address: Address | None = None,
     ) -> tuple[Connection | None, TxnResult[T], Op]:
-        """`value_of(result, ok)`: the op's recorded value (called with None when it failed)."""
+        """`value_of(result, ok)`: the op's recorded value (called with None when it failed).
+        `address`: where in `endpoint` to connect (default: the client's own, `address_for`)."""
+        if address is None:
+            address = address_for(endpoint, client)
         wall0, t0 = self.timebase.stamp()
         if conn is None:
             try:

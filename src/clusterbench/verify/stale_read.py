@@ -120,7 +120,14 @@ class StaleReadProbe(Workload[None]):
             cur.execute(f"UPDATE {t} SET v = %s WHERE name = %s", (version, key))
 
         wconn, res, _ = self.writer_ops.run(
-            client, writer, writer.addresses[0], wconn, "write", key, write, lambda _v, _ok: str(version)
+            client,
+            writer,
+            wconn,
+            "write",
+            key,
+            write,
+            lambda _v, _ok: str(version),
+            address=writer.addresses[0],
         )
         if not res.ok:
             return wconn, acked, rconn
@@ -135,7 +142,6 @@ class StaleReadProbe(Workload[None]):
         rconn, _, _ = self.reader_ops[kind].run(
             client,
             reader,
-            reader.addresses[0],
             rconn,
             "read",
             key,
@@ -144,6 +150,7 @@ class StaleReadProbe(Workload[None]):
             if ok
             else None,
             read_only=True,
+            address=reader.addresses[0],
         )
         return wconn, acked, rconn
 

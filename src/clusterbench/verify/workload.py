@@ -4,6 +4,7 @@ at 0), a table of the trial's own that `setup` creates and `drop` removes, what 
 after heal (`read_all`, in the engine's causal session), and `verdicts`: the workload's own
 checker over its history and that final state. The ledger, bank, counter, stale-read and
 list-append workloads are subclasses; the checkers stay pure functions in clusterbench.checkers.
+The availability prober shares only the first part (`TableClients`): its own table and clients.
 """
 
 from __future__ import annotations
@@ -22,43 +23,18 @@ from clusterbench.verify.sessions import SessionOps
 T = TypeVar("T")
 
 
-class Workload(Generic[T]):
-    """`T`: what one node holds after heal, as `read_node` returns it."""
+class TableClients:
+    """Client threads (`clients`: their ids; each runs `_loop`) that record their operations in the
+    history under `NAME`, over a table of the trial's own that `setup` creates and `drop` removes."""
 
     NAME: ClassVar[str]
-    # the kind of operation that counts as one of the workload's own (the trial checker compares
-    # how many it recorded outside the faults with its rate); None: every operation
-    COUNTED: ClassVar[str | None] = None
 
-    def __init__(
-        self,
-        history: History,
-        timebase: Timebase,
-        *,
-        rate: float,
-        schema: str,
-        table: str,
-        connector: Connector,
-        seed: int | None = None,
-        statements: tuple[str, ...] = (),
-    ) -> None:
+    def __init__(self, history: History, timebase: Timebase, *, schema: str, table: str) -> None:
         self.history = history
         self.tb = timebase
-        self.rate = rate
         self.table = f"{schema}.{table}"
-        self.seed = seed
         self.clients: list[int] = []
-        self.ops_runner = SessionOps(self.NAME, history, timebase, connector, statements)
         self.pool = ClientPool(self.NAME)
-
-    @property
-    def connector(self) -> Connector:
-        """How clients connect (replaceable, e.g. by a test, between operations)."""
-        return self.ops_runner.connector
-
-    @connector.setter
-    def connector(self, c: Connector) -> None:
-        self.ops_runner.connector = c
 
     # ---- schema: a table of the trial's own --------------------------------------------------
 
@@ -89,6 +65,40 @@ class Workload(Generic[T]):
 
     def _loop(self, client: int, stop: threading.Event) -> None:
         raise NotImplementedError
+
+
+class Workload(TableClients, Generic[T]):
+    """`T`: what one node holds after heal, as `read_node` returns it."""
+
+    # the kind of operation that counts as one of the workload's own (the trial checker compares
+    # how many it recorded outside the faults with its rate); None: every operation
+    COUNTED: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        history: History,
+        timebase: Timebase,
+        *,
+        rate: float,
+        schema: str,
+        table: str,
+        connector: Connector,
+        seed: int | None = None,
+        statements: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(history, timebase, schema=schema, table=table)
+        self.rate = rate
+        self.seed = seed
+        self.ops_runner = SessionOps(self.NAME, history, timebase, connector, statements)
+
+    @property
+    def connector(self) -> Connector:
+        """How clients connect (replaceable, e.g. by a test, between operations)."""
+        return self.ops_runner.connector
+
+    @connector.setter
+    def connector(self, c: Connector) -> None:
+        self.ops_runner.connector = c
 
     def ticks(self, client: int, stop: threading.Event) -> Iterator[random.Random]:
         """One client's schedule: yields (its own seeded random source) at each operation's time,
