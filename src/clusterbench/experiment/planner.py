@@ -114,6 +114,7 @@ class TrialSpec:
     cooldown: float
     faults: tuple[FaultSpec, ...] = ()
     failover_figures: bool = False  # the monitor and prober beside faults: failover times per trial
+    warmup_until: str = "time"  # "steady": the warm-up ends at steady state, within `warmup`
     group: int = 0
     index: int = 0  # 1-based position in the run order
     client_hosts: int = 0  # the first N client machines of the topology; 0: all of them
@@ -228,6 +229,8 @@ class TrialSpec:
             out["faults"] = [f.model_dump(by_alias=True, exclude_none=True) for f in self.faults]
             if self.failover_figures:  # only when set: plan ids of experiments without it stay
                 out["failover_figures"] = True
+        if self.warmup_until != "time":  # only when set: plan ids of experiments without it stay
+            out["warmup_until"] = self.warmup_until
         if self.client_hosts:  # only when set: plan ids of experiments without it stay the same
             out["client_hosts"] = self.client_hosts
         if self.test in ACCESS_TESTS:  # likewise: only the access-method tests read these
@@ -531,6 +534,7 @@ def _trial(
         table_size=wl.table_size,
         duration=wl.duration,
         warmup=wl.warmup,
+        warmup_until=wl.warmup_until,
         cooldown=wl.cooldown,
         faults=tuple(wl.faults),
         failover_figures=wl.failover_figures,

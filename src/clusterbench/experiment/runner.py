@@ -387,7 +387,8 @@ class ExperimentRunner(ClusterOps):
     def _load(self, t: TrialSpec, rate: int) -> Load:
         opts = SysbenchOptions(
             test=t.test, tables=t.tables, table_size=t.table_size, threads=t.threads, time=t.duration,
-            warmup=t.warmup, rate=rate, rand_type=t.rand_type, tls=t.tls, compression=t.compression,
+            warmup=t.warmup, warmup_until=t.warmup_until, rate=rate, rand_type=t.rand_type, tls=t.tls,
+            compression=t.compression,
             batch=t.batch, row_size=t.row_size, warehouses=t.warehouses, mix=t.mix,
             slap_load_type=t.slap_load_type, slap_queries=t.slap_queries, slap_query=t.slap_query,
             slap_engine=t.slap_engine, http_timeout=t.http_timeout, http_max_workers=t.http_max_workers,

@@ -45,11 +45,13 @@ from clusterbench.spec.web import MAX_WEB_NODES, WebLayout
 from clusterbench.workloads import tpcc
 from clusterbench.workloads.sysbench import (
     ACCESS_TESTS,
+    HTTP_TESTS,
     KNOWN_TESTS,
     SLAP_SETTINGS,
     SLAP_TEST,
     TPCC,
     SlapLoadType,
+    WarmupUntil,
     canonical_test,
     check_slap_engine,
     check_slap_query,
@@ -312,6 +314,9 @@ class Workload(_Strict):
     http_keepalive: bool = Field(True, description="HTTP: reuse connections (off: one per request)")
     duration: int = Field(30, ge=1, description="measured seconds per trial (alias: time)")
     warmup: int = Field(0, ge=0, description="seconds before `duration`, excluded from the results")
+    warmup_until: WarmupUntil = Field(
+        "time", description="time: the warm-up is `warmup` s; steady: at most that, until steady state"
+    )
     cooldown: float = Field(0, ge=0, description="idle seconds after each trial")
     # Applied by a nemesis inside every trial of the part and healed before it ends; the cluster
     # is settled (every running node Synced, the balancer sees them UP) before the next trial.
@@ -536,6 +541,23 @@ class Experiment(BaseModel):
         return self.settings.name
 
 
+def check_steady_warmup(wl: Workload, tests: list[str], where: str) -> None:
+    """A warm-up until steady state is cut on sysbench's per-second histograms, within `warmup`."""
+    if wl.warmup_until != "steady":
+        return
+    if wl.warmup == 0:
+        raise InputError(
+            f'{where}: warmup_until = "steady" ends the warm-up within `warmup` seconds and warmup is 0; '
+            "set warmup (e.g. 5)"
+        )
+    other = next((t for t in tests if t == SLAP_TEST or t in HTTP_TESTS), None)
+    if other is not None:
+        raise InputError(
+            f'{where}: warmup_until = "steady" needs sysbench\'s per-second latency histograms and {other} '
+            'gives none; use warmup_until = "time"'
+        )
+
+
 def check_own_workloads(
     wl: Workload, levels: dict[str, list[Level]], where: str, given: set[str] | None = None
 ) -> None:
@@ -545,6 +567,7 @@ def check_own_workloads(
     the workload keys the file sets) only where a trial runs it, and slap_query without the
     settings of the auto-generated load it replaces."""
     tests = [str(t) for t in levels.get("workload", wl.tests)]
+    check_steady_warmup(wl, tests, where)
     batches = [int(b) for b in levels.get("batch", [wl.batch])]
     if any(t in ACCESS_TESTS for t in tests) and max(batches) > wl.table_size:
         raise InputError(
