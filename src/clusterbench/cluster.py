@@ -19,6 +19,7 @@ from typing import Any
 
 from clusterbench.balancers import BalancerOps, BalancerView, balancer_role, balancer_view
 from clusterbench.clock import Clock, SystemClock
+from clusterbench.components.daemon import stop_each
 from clusterbench.components.haproxy.status import BackendServer
 from clusterbench.datadir_layers import layer_source, layered, make_durable, start_layers, stop_layers
 from clusterbench.engines import make_engine
@@ -373,14 +374,8 @@ class Cluster(BalancerOps, WebOps, NodeOps):
         the files on the machines too."""
         done: list[str] = self._down_web()
         if self.state:
-            for ka in self.keepaliveds():
-                what = ka.stop()
-                if what != "not running":
-                    done.append(f"keepalived {ka.cfg.role} {what}")
-            for h in self.haproxies():
-                what = h.stop()
-                if what != "not running":
-                    done.append(f"haproxy {h.cfg.dir.name} {what}")
+            done += stop_each(self.keepaliveds(), lambda ka: f"keepalived {ka.cfg.role}")
+            done += stop_each(self.haproxies(), lambda h: f"haproxy {h.cfg.dir.name}")
         try:
             nodes = self.nodes() if self.state and self.creds is not None else []
         except ClusterbenchError as exc:

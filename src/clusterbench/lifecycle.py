@@ -39,14 +39,16 @@ class NodeOps:
     settle_web: Callable[[float], list[str]]
 
     def node_stop(self, index: int) -> str:
-        n = self.node(index)
-        what = n.stop()
-        self.recorded(n)
-        return f"n{index} {what}"
+        return self._node_act(index, lambda n: n.stop())
 
     def node_kill(self, index: int) -> str:
+        return self._node_act(index, lambda n: n.kill())
+
+    def _node_act(self, index: int, act: Callable[[DbNode], str]) -> str:
+        """`act` (a stop, a kill) on node `index`, whose processes are recorded right after:
+        'n<index> <what it did>'."""
         n = self.node(index)
-        what = n.kill()
+        what = act(n)
         self.recorded(n)
         return f"n{index} {what}"
 

@@ -23,7 +23,7 @@ from clusterbench.balancers import (
     wait_holder,
 )
 from clusterbench.clock import Clock
-from clusterbench.components.daemon import deploy
+from clusterbench.components.daemon import deploy, stop_each
 from clusterbench.components.haproxy.component import HAProxy
 from clusterbench.components.keepalived.component import Keepalived
 from clusterbench.components.web.component import WebNode
@@ -206,20 +206,9 @@ class WebOps:
         nodes; one line per process that was running."""
         if not self.state or not self.topology.web.nodes:
             return []
-        done: list[str] = []
-        for ka in self.front_keepaliveds():
-            what = ka.stop()
-            if what != "not running":
-                done.append(f"keepalived {ka.cfg.role} {what}")
-        for h in self.fronts():
-            what = h.stop()
-            if what != "not running":
-                done.append(f"front haproxy {h.cfg.dir.name} {what}")
-        for w in self.web_nodes():
-            what = w.stop()
-            if what != "not running":
-                done.append(f"web node {w.name} {what}")
-        return done
+        done = stop_each(self.front_keepaliveds(), lambda ka: f"keepalived {ka.cfg.role}")
+        done += stop_each(self.fronts(), lambda h: f"front haproxy {h.cfg.dir.name}")
+        return done + stop_each(self.web_nodes(), lambda w: f"web node {w.name}")
 
     # ------------------------------------------------------------------ status
 
@@ -256,14 +245,15 @@ class WebOps:
 
     def web_kill(self, index: int) -> str:
         """SIGKILL to the web node's nginx and php-fpm, masters and workers: it dies at once."""
-        w = self.web_node(index)
-        what = w.kill()
-        self._record_web(w)
-        return f"web node {w.name} {what}"
+        return self._web_act(index, lambda w: w.kill())
 
     def web_stop(self, index: int) -> str:
+        return self._web_act(index, lambda w: w.stop())
+
+    def _web_act(self, index: int, act: Callable[[WebNode], str]) -> str:
+        """`act` (a stop, a kill) on web node `index`, whose processes are recorded right after."""
         w = self.web_node(index)
-        what = w.stop()
+        what = act(w)
         self._record_web(w)
         return f"web node {w.name} {what}"
 

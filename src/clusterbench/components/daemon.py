@@ -4,7 +4,7 @@ a host, tracked by PID + start time."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
@@ -34,6 +34,13 @@ class Deployable(Protocol):
 D = TypeVar("D", bound=Deployable)
 
 
+class Stoppable(Protocol):
+    def stop(self) -> str: ...
+
+
+S = TypeVar("S", bound=Stoppable)
+
+
 def deploy(items: Sequence[D], started: Callable[[D], None]) -> None:
     """Write and validate every item's files before any starts, then start each in turn and hand
     it to `started` (to record it)."""
@@ -43,6 +50,16 @@ def deploy(items: Sequence[D], started: Callable[[D], None]) -> None:
     for x in items:
         x.start()
         started(x)
+
+
+def stop_each(items: Iterable[S], label: Callable[[S], str]) -> list[str]:
+    """Stop every item in turn; one line '<label> <what stop did>' per item that was running."""
+    done = []
+    for x in items:
+        what = x.stop()
+        if what != "not running":
+            done.append(f"{label(x)} {what}")
+    return done
 
 
 @dataclasses.dataclass(eq=False)
