@@ -25,16 +25,12 @@ from clusterbench.analysis.report import (
     VERIFY_LATENCY_HEADER,
     SummaryRow,
     availability_rows,
-    client_notes,
-    client_rows,
+    client_tables,
     fault_rows,
     fault_windows,
-    multi_client,
     saturation_lines,
-    summary_parts,
     summary_rows,
-    table_align,
-    table_cells,
+    summary_tables,
     trial_clients_of,
     trial_series,
     verdict_rows,
@@ -102,13 +98,10 @@ def _pct(v: float | None) -> str:
 def _summary_section(
     store: Store, run_id: int, rows: list[SummaryRow], trials: list[Any], problems: list[str]
 ) -> Section:
-    header, cells = table_cells(rows)
-    align = table_align()
     sec = Section("summary", "Summary")
-    for caption, cols in summary_parts():
-        t = Table([header[i] for i in cols], [[r[i] for i in cols] for r in cells], [align[i] for i in cols])
-        t.caption = caption[0].upper() + caption[1:]
-        sec.tables.append(t)
+    for part in summary_tables(rows):
+        caption = part.caption[0].upper() + part.caption[1:]
+        sec.tables.append(Table(part.header, part.rows, part.align, caption=caption))
     sec.paragraphs.append(UNITS_NOTE)
     codes: set[str] = set()
     for tr in trials:
@@ -310,7 +303,7 @@ def build_report(
     run = store.get_run(run_id)
     trials = store.trials(run_id)
     rows = summary_rows(store, run_id)
-    warnings = _saturation_warnings(store, run_id, trials)
+    warnings = _saturation_warnings(store, run_id)
     sections: list[Section] = []
     base_rows = None
     base_trials: dict[str, int] = {}
@@ -338,7 +331,7 @@ def build_report(
         if hist is not None:
             sections.append(hist)
     sections += _tpcc_and_stall_sections(store, run_id, trials)
-    sections += _load_sections(store, run_id, trials)
+    sections += _load_sections(store, run_id)
     sections += _record_sections(store, run_id, trials, warnings)
     title = f"Run {run.id}: {run.name or run.kind}"
     return Report(run.id, title, _facts(store, run), {"command"}, warnings, sections, log_latency)
@@ -374,13 +367,11 @@ def _facts(store: Store, run: Any) -> list[tuple[str, str]]:
     return facts + label_facts(store, run)
 
 
-def _saturation_warnings(store: Store, run_id: int, trials: list[Any]) -> list[str]:
+def _saturation_warnings(store: Store, run_id: int) -> list[str]:
     sat = saturation_lines(store, run_id)
-    seqs = {t.id: t.seq for t in trials}
     if not sat:
         return []
-    return [f"{SATURATION_WARNING}: " + "; ".join(
-        f"trial {seqs.get(t, '?') if t is not None else '?'}: {w}" for t, w in sat)]  # fmt: skip
+    return [f"{SATURATION_WARNING}: " + "; ".join(f"trial {where}: {w}" for where, w in sat)]
 
 
 def _outcome_sections(store: Store, run_id: int) -> list[Section]:
@@ -406,7 +397,7 @@ def _outcome_sections(store: Store, run_id: int) -> list[Section]:
     return out
 
 
-def _load_sections(store: Store, run_id: int, trials: list[Any]) -> list[Section]:
+def _load_sections(store: Store, run_id: int) -> list[Section]:
     """Access methods, mysqlslap, per-client tables, verification latency and the faults."""
     out = []
     access = access_table(store, run_id)
@@ -417,14 +408,11 @@ def _load_sections(store: Store, run_id: int, trials: list[Any]) -> list[Section
     if slap:
         out.append(Section("mysqlslap", "mysqlslap", tables=[
             Table(SLAP_HEADER, slap, _align(SLAP_HEADER, []))], paragraphs=[SLAP_NOTE]))  # fmt: skip
-    for tr in trials:
-        if multi_client(store, tr.id):
-            sec = Section(f"clients-{tr.seq}", f"Clients of trial {tr.seq} ({tr.workload})")
-            sec.tables.append(
-                Table(CLIENT_HEADER, client_rows(store, tr.id), _align(CLIENT_HEADER, [1, 2, 3, 12]))
-            )
-            sec.paragraphs += client_notes(store, run_id, tr.id)
-            out.append(sec)
+    for ct in client_tables(store, run_id):
+        out.append(Section(
+            f"clients-{ct.trial.seq}", f"Clients of trial {ct.trial.seq} ({ct.trial.workload})",
+            tables=[Table(CLIENT_HEADER, ct.rows, _align(CLIENT_HEADER, [1, 2, 3, 12]))], paragraphs=ct.notes,
+        ))  # fmt: skip
     vlat = verification_latency_rows(store, run_id)
     if vlat:
         out.append(Section(

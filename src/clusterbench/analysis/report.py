@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from clusterbench.store.store import Store
+from clusterbench.store.store import Store, TrialRow
 from clusterbench.verify.latency import workload_latency
 from clusterbench.workloads.histogram import DEFAULT_SCHEME, LatencyHistogram
 from clusterbench.workloads.merge import merge_intervals
@@ -183,6 +183,27 @@ def summary_parts() -> list[tuple[str, list[int]]]:
 
 
 @dataclass(frozen=True)
+class SummaryPart:
+    """One of the summary's tables (see summary_parts), its cells formatted."""
+
+    caption: str
+    header: list[str]
+    rows: list[list[str]]
+    align: list[str]
+
+
+def summary_tables(rows: Sequence[SummaryRow]) -> list[SummaryPart]:
+    """The summary rows as the tables the terminal, the Markdown and the HTML report all show."""
+    header, cells = table_cells(rows)
+    align = table_align()
+    return [
+        SummaryPart(caption, [header[i] for i in cols], [[r[i] for i in cols] for r in cells],
+                    [align[i] for i in cols])
+        for caption, cols in summary_parts()
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
 class SeriesPoint:
     t: float
     tps: float
@@ -311,12 +332,15 @@ def client_notes(store: Store, run_id: int, trial_id: int) -> list[str]:
     return notes
 
 
-def saturation_lines(store: Store, run_id: int) -> list[tuple[int | None, str]]:
-    """(trial id, line) per saturated client of the run, from its client_saturated events."""
+def saturation_lines(store: Store, run_id: int) -> list[tuple[str, str]]:
+    """(trial number, '?' when unknown; line) per saturated client of the run, from its
+    client_saturated events."""
+    seqs = _trial_seq(store, run_id)
     out = []
     for e in store.events(run_id):
         if e["kind"] == "client_saturated":
-            out += [(e["trial_id"], w) for w in e["detail"].get("warnings", [])]
+            where = "?" if e["trial_id"] is None else str(seqs.get(e["trial_id"], "?"))
+            out += [(where, w) for w in e["detail"].get("warnings", [])]
     return out
 
 
@@ -328,6 +352,24 @@ def multi_client(store: Store, trial_id: int) -> bool:
     return len(trial_clients_of(store, trial_id)) > 1 or any(
         r["flags"] for r in store.trial_clients(trial_id)
     )
+
+
+@dataclass(frozen=True)
+class ClientTable:
+    """A trial's per-client rows (client_rows) and its notes (client_notes)."""
+
+    trial: TrialRow
+    rows: list[list[str]]
+    notes: list[str]
+
+
+def client_tables(store: Store, run_id: int) -> list[ClientTable]:
+    """The per-client tables of the run: one per trial with several clients (or a flagged one)."""
+    return [
+        ClientTable(tr, client_rows(store, tr.id), client_notes(store, run_id, tr.id))
+        for tr in store.trials(run_id)
+        if multi_client(store, tr.id)
+    ]
 
 
 VERIFY_LATENCY_HEADER = [

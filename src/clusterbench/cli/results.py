@@ -13,7 +13,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from clusterbench.analysis.report import CLIENT_HEADER, client_rows, multi_client
+from clusterbench.analysis.report import CLIENT_HEADER, client_tables
 from clusterbench.cli import console
 from clusterbench.cli.common import (
     JsonOpt,
@@ -203,9 +203,8 @@ def show_record(store: Store, run_id: int) -> dict[str, Any]:
         "verdicts": ov.verdicts.to_json(),
         "summary": summary_records(store, run_id),
         "clients": {
-            str(t.seq): [dict(zip(CLIENT_HEADER, row, strict=True)) for row in client_rows(store, t.id)]
-            for t in store.trials(run_id)
-            if multi_client(store, t.id)
+            str(ct.trial.seq): [dict(zip(CLIENT_HEADER, row, strict=True)) for row in ct.rows]
+            for ct in client_tables(store, run_id)
         },
         "server_variables": {
             "nodes": rep.nodes,

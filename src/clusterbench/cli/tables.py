@@ -10,14 +10,10 @@ from rich.table import Table
 from clusterbench.analysis.report import (
     CLIENT_HEADER,
     SATURATION_WARNING,
-    client_notes,
-    client_rows,
-    multi_client,
+    client_tables,
     saturation_lines,
-    summary_parts,
     summary_rows,
-    table_align,
-    table_cells,
+    summary_tables,
 )
 from clusterbench.cli import console
 from clusterbench.store import Store
@@ -26,49 +22,44 @@ from clusterbench.store import Store
 def summary_table(store: Store, run_id: int, title: str) -> Group:
     """sysbench's layout, as the report has it: per test tps, queries per second, errors and
     reconnects; then latency min / avg / p95 / p99 / max."""
-    header, cells = table_cells(summary_rows(store, run_id))
-    align = table_align()
     tables = []
-    for caption, cols in summary_parts():
-        table = Table(title=f"{title}: {caption}", title_justify="left", box=box.SIMPLE_HEAD,
+    for part in summary_tables(summary_rows(store, run_id)):
+        table = Table(title=f"{title}: {part.caption}", title_justify="left", box=box.SIMPLE_HEAD,
                       collapse_padding=True, pad_edge=False)  # fmt: skip
-        for i in cols:
+        for i, head in enumerate(part.header):
             # never cut a number (`171,80…` in an 80-column terminal): as wide as its widest cell
-            widest = max([len(header[i]), *(len(row[i]) for row in cells)])
-            text = align[i] == "l"
-            table.add_column(header[i], justify="left" if text else "right", no_wrap=not text,
+            widest = max([len(head), *(len(row[i]) for row in part.rows)])
+            text = part.align[i] == "l"
+            table.add_column(head, justify="left" if text else "right", no_wrap=not text,
                              overflow="fold", min_width=None if text else widest)  # fmt: skip
-        for row in cells:
-            table.add_row(*(row[i] for i in cols))
+        for row in part.rows:
+            table.add_row(*row)
         tables.append(table)
     return Group(*tables)
 
 
-def clients_table(store: Store, trial_id: int, title: str) -> Table:
+def clients_table(rows: list[list[str]], title: str) -> Table:
     """Per client: host, schema, its own tps and p95, --rate asked and reached, CPU, flags."""
     table = Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
     )
     for i, h in enumerate(CLIENT_HEADER):
         table.add_column(h, justify="left" if i in (1, 2, 3, 12) else "right", no_wrap=True)
-    for row in client_rows(store, trial_id):
+    for row in rows:
         table.add_row(*row)
     return table
 
 
 def print_clients(store: Store, run_id: int) -> None:
     """Per-client tables and fairness of trials with several clients, then the saturation warning."""
-    for tr in store.trials(run_id):
-        if multi_client(store, tr.id):
-            console.out.print(clients_table(store, tr.id, f"clients of trial {tr.seq} ({tr.workload})"))
-            for note in client_notes(store, run_id, tr.id):
-                console.out.print(f"  {note}", markup=False, soft_wrap=True)
+    for ct in client_tables(store, run_id):
+        console.out.print(clients_table(ct.rows, f"clients of trial {ct.trial.seq} ({ct.trial.workload})"))
+        for note in ct.notes:
+            console.out.print(f"  {note}", markup=False, soft_wrap=True)
     sat = saturation_lines(store, run_id)
     if sat:
-        seqs = {t.id: t.seq for t in store.trials(run_id)}
         console.out.print(f"[bold yellow]warning:[/] {SATURATION_WARNING}", soft_wrap=True)
-        for trial_id, line in sat:
-            where = seqs.get(trial_id or -1, "?")
+        for where, line in sat:
             console.out.print(f"  trial {where}: {line}", markup=False, soft_wrap=True)
 
 
