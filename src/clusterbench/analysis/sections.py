@@ -46,6 +46,14 @@ class Section:
     level: int = 2  # heading level: 2 a section, 3 a part of the section before it
 
 
+def table_section(key: str, title: str, intro: str, table: Table) -> Section | None:
+    """A section of one table after a paragraph that says what it shows; None when the table has
+    no rows (the report leaves the section out)."""
+    if not table.rows:
+        return None
+    return Section(key, title, intro=[intro], tables=[table])
+
+
 @dataclass
 class Report:
     run_id: int

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from clusterbench.analysis.sections import Section, Table
+from clusterbench.analysis.sections import Section, Table, table_section
 from clusterbench.store import Store
 
 FIGURES = (
@@ -51,21 +51,17 @@ def _cell(x: float | None) -> str:
 
 
 def failover_section(store: Store, run_id: int) -> Section | None:
-    rows = failover_rows(store, run_id)
-    if not rows:
-        return None
-    sec = Section("failover", "Failover times")
-    sec.intro.append(
+    head = ["part", "point", "n", *[name for _, name in FIGURES], "primary killed"]
+    table = [
+        [r["part"], r["point"], str(r["n"]), *[_cell(r[k]) for k, _ in FIGURES], str(r["primary_killed"])]
+        for r in failover_rows(store, run_id)
+    ]
+    return table_section(
+        "failover", "Failover times",
         "Per point, the median over its repetitions of seconds from each node fault's start until the "
         "survivors suspected the victim, installed a view without it, elected a new primary (only where "
         "the victim was the primary) and acknowledged a write again through the prober's path (a fresh "
         "connection and an insert every 100 ms). From the split-brain monitor's samples (every 0.5 s) "
-        "and the prober's writes; n counts the faults."
-    )
-    head = ["part", "point", "n", *[name for _, name in FIGURES], "primary killed"]
-    table = [
-        [r["part"], r["point"], str(r["n"]), *[_cell(r[k]) for k, _ in FIGURES], str(r["primary_killed"])]
-        for r in rows
-    ]
-    sec.tables.append(Table(head, table, ["l", "l", "r", "r", "r", "r", "r", "r"]))
-    return sec
+        "and the prober's writes; n counts the faults.",
+        Table(head, table, ["l", "l", "r", "r", "r", "r", "r", "r"]),
+    )  # fmt: skip

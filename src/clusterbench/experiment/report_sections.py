@@ -9,7 +9,7 @@ from typing import Any
 
 from clusterbench.analysis import multiples, plots
 from clusterbench.analysis.report import fault_windows, trial_series
-from clusterbench.analysis.sections import Figure, Section, Table
+from clusterbench.analysis.sections import Figure, Section, Table, table_section
 from clusterbench.experiment.report_text import level_text, varying
 from clusterbench.experiment.report_text import num_text as _f
 from clusterbench.experiment.results import (
@@ -60,17 +60,15 @@ def fault_table_rows(rows: Sequence[dict[str, Any]], several_parts: bool = True)
 
 
 def fault_section(rows: Sequence[dict[str, Any]], several_parts: bool = True) -> Section | None:
-    if not rows:
-        return None
-    sec = Section("faults", "Faults inside trials")
-    sec.intro.append(
+    body = fault_table_rows(rows, several_parts)
+    return table_section(
+        "faults", "Faults inside trials",
         "Each trial ran the part's fault schedule under load; times are seconds from the start of the load "
         "(warm-up included). 'tps back' is measured against the median tps of the measured seconds before "
-        "the fault; errors are counted from the fault's start until tps is back (or to the end of the trial)."
-    )
-    body = fault_table_rows(rows, several_parts)
-    sec.tables.append(Table(FAULT_HEADER, body, ["r", "l", "r", "l", "r", "r", "r", "r", "r"]))
-    return sec
+        "the fault; errors are counted from the fault's start until tps is back (or to the end of the "
+        "trial).",
+        Table(FAULT_HEADER, body, ["r", "l", "r", "l", "r", "r", "r", "r", "r"]),
+    )  # fmt: skip
 
 
 def client_findings(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -99,19 +97,16 @@ def _where(r: dict[str, Any], several_parts: bool) -> str:
 
 
 def client_section(rows: Sequence[dict[str, Any]], several_parts: bool = True) -> Section | None:
-    if not rows:
-        return None
-    sec = Section("clients", "Client saturation")
-    sec.intro.append(
-        "Trials in which a load client hit a limit of its own (its CPU, or the rate it was asked for): "
-        "their numbers are a floor for the cluster's capacity, not the cluster's."
-    )
     head = ["trial", "point", "rep", "client", "host", "finding"]
     body = [[f"#{r['index']}", _where(r, several_parts), str(r["rep"]), str(r["client"]), str(r["host"]),
              "; ".join(map(str, r["warnings"]))] for r in rows]  # fmt: skip
     wrap = {(i, c): "wrap" for i in range(len(body)) for c in (1, 5)}
-    sec.tables.append(Table(head, body, ["r", "l", "r", "r", "l", "l"], styles=wrap))
-    return sec
+    return table_section(
+        "clients", "Client saturation",
+        "Trials in which a load client hit a limit of its own (its CPU, or the rate it was asked for): "
+        "their numbers are a floor for the cluster's capacity, not the cluster's.",
+        Table(head, body, ["r", "l", "r", "r", "l", "l"], styles=wrap),
+    )  # fmt: skip
 
 
 def _short(point: dict[str, Any], names: Sequence[str]) -> str:

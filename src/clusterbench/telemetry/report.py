@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from clusterbench.analysis import plots
-from clusterbench.analysis.sections import Figure, Section, Table
+from clusterbench.analysis.sections import Figure, Section, Table, table_section
 from clusterbench.engines.base import METRICS
 from clusterbench.store import Store
 from clusterbench.telemetry.recorder import series_of
@@ -338,18 +338,14 @@ def telemetry_figures(
 
 def bottleneck_section(store: Store, run_id: int) -> Any | None:
     """'Bottlenecks': a row per trial; None when no trial has a verdict."""
-    rows = bottleneck_rows(store, run_id)
-    if not rows:
-        return None
-    sec = Section("bottlenecks", "Bottlenecks")
-    sec.intro.append(
+    return table_section(
+        "bottlenecks", "Bottlenecks",
         "Per trial, the resource nearest its limit over the measured seconds: a server's CPU (of its "
         "quota, else the CPUs it may use), its link (of the configured rate), a disk, the load client "
         "(saturated: its tps is a floor for the cluster's capacity), the machine's CPUs, or flow "
-        "control; 'none' when nothing was within 90 % of its limit (flow control: 25 % paused)."
-    )
-    sec.tables.append(Table(BOTTLENECK_HEADER, rows, ["r", "l", "l", "l"]))
-    return sec
+        "control; 'none' when nothing was within 90 % of its limit (flow control: 25 % paused).",
+        Table(BOTTLENECK_HEADER, bottleneck_rows(store, run_id), ["r", "l", "l", "l"]),
+    )  # fmt: skip
 
 
 def telemetry_section(store: Store, run_id: int, trials: Sequence[Any]) -> Any | None:
