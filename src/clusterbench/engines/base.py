@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, TypedDict, runtime_checkable
 
 import pymysql
 
@@ -31,6 +31,21 @@ from clusterbench.hosts.base import CommandResult, Machine, ProcessRef
 from clusterbench.spec.topology import Topology
 
 Report = Callable[[str], None]
+
+
+class NodePlace(TypedDict):
+    """Where node `index` of a cluster is: the fields both engines' node configurations start with."""
+
+    cluster_name: str
+    index: int
+    address: str
+    peers: tuple[str, ...]  # every node's address, this one's included
+    dir: Path  # the node directory on its host
+
+
+def node_place(t: Topology, index: int, dir: Path) -> NodePlace:
+    peers = tuple(t.node_address(i) for i in t.node_indexes())
+    return NodePlace(cluster_name=t.name, index=index, address=t.node_address(index), peers=peers, dir=dir)
 
 
 @dataclass(frozen=True)

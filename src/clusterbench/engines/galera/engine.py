@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
-from clusterbench.engines.base import DbNode, NodeSite, ProvisionHost, Report, Site, wipe_datadir
+from clusterbench.engines.base import DbNode, NodeSite, ProvisionHost, Report, Site, node_place, wipe_datadir
 from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode
@@ -49,14 +49,7 @@ class GaleraEngine:
 
     def node_config(self, index: int, dir: Path) -> NodeConfig:
         t = self.topology
-        return NodeConfig(
-            cluster_name=t.name,
-            index=index,
-            address=t.node_address(index),
-            peers=tuple(t.node_address(i) for i in t.node_indexes()),
-            dir=dir,
-            settings=t.node_settings(index),
-        )
+        return NodeConfig(**node_place(t, index, dir), settings=t.node_settings(index))
 
     def make_node(self, site: NodeSite) -> GaleraNode:
         return GaleraNode(self.node_config(site.index, site.dir), site.host, site.creds, proc=site.proc,

@@ -25,6 +25,7 @@ from clusterbench.engines.base import (
     ProvisionHost,
     Report,
     Site,
+    node_place,
     wipe_datadir,
 )
 from clusterbench.engines.fakeclock import LIBFAKETIME
@@ -112,11 +113,7 @@ class GroupReplicationEngine:
     def member_config(self, index: int, dir: Path, creds: Credentials) -> MemberConfig:
         t = self.topology
         return MemberConfig(
-            cluster_name=t.name,
-            index=index,
-            address=t.node_address(index),
-            peers=tuple(t.node_address(i) for i in t.node_indexes()),
-            dir=dir,
+            **node_place(t, index, dir),
             group_name=self.group_name(creds),
             allowlist=self.allowlist(),
             settings=t.node_settings(index),
