@@ -12,21 +12,22 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from clusterbench.checkers.bank import WORKLOAD, check_bank
 from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode
 from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
-from clusterbench.verify.workload import Workload
+from clusterbench.verify.client import Connection, safe_close
+from clusterbench.verify.workload import ClientOptions, Workload, endpoints_of
 
 TABLE = "cb_bank"
 
 
 class BankWorkload(Workload[dict[str, int]]):
     NAME = WORKLOAD
+    DEFAULT_TABLE = TABLE
 
     def __init__(
         self,
@@ -42,23 +43,18 @@ class BankWorkload(Workload[dict[str, int]]):
         max_amount: int = 5,
         for_update: bool = True,
         think_time: float = 0.0,
-        client_base: int = 0,
-        schema: str = "sbtest",
-        table: str = TABLE,
-        connector: Connector = default_connector,
         seed: int | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        if not endpoints:
-            raise ValueError("the bank needs at least one endpoint")
+        endpoints = endpoints_of(endpoints, "the bank")
         if accounts < 2:
             raise ValueError("the bank needs at least 2 accounts")
-        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector,
-                         seed=seed)  # fmt: skip
-        self.endpoints = list(endpoints)
+        super().__init__(history, timebase, rate=rate, seed=seed, **options)
+        self.endpoints = endpoints
         self.accounts = list(range(1, accounts + 1))
         self.initial_balance = initial_balance
         self.total = accounts * initial_balance
-        self.clients = [client_base + i for i in range(clients)]
+        self.clients = [self.client_base + i for i in range(clients)]
         self.read_fraction = read_fraction
         self.max_amount = max_amount
         self.for_update = for_update

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from clusterbench.checkers.counter import WORKLOAD, check_counter
 from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode, SessionSql
 from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
+from clusterbench.verify.client import Connection, safe_close
 from clusterbench.verify.sessions import documented, statements
-from clusterbench.verify.workload import Workload
+from clusterbench.verify.workload import ClientOptions, Workload, endpoints_of
 
 TABLE = "cb_counter"
 MODES: tuple[str, ...] = ("read-modify-write", "for-update", "increment")
@@ -39,6 +39,8 @@ class CounterWorkload(Workload[dict[str, int]]):
     counter of its mode at `rate` per second (0: back to back). Client ids are `client_base + i`."""
 
     NAME = WORKLOAD
+    DEFAULT_TABLE = TABLE
+    CLIENT_BASE = 2000
     COUNTED = "incr"
 
     def __init__(
@@ -54,22 +56,18 @@ class CounterWorkload(Workload[dict[str, int]]):
         think_time: float = 0.0,
         session: SessionSql | None = None,
         session_kind: str = "default",
-        client_base: int = 2000,
-        schema: str = "sbtest",
-        table: str = TABLE,
-        connector: Connector = default_connector,
         seed: int | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        if not endpoints:
-            raise ValueError("the counter workload needs at least one endpoint")
+        endpoints = endpoints_of(endpoints, "the counter workload")
         if keys < 1:
             raise ValueError("the counter workload needs at least 1 key")
         bad = [m for m in modes if m not in MODES]
         if bad or not modes:
             raise ValueError(f"unknown counter mode(s) {bad}; known: {', '.join(MODES)}")
-        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector,
-                         seed=seed, statements=statements(session, session_kind))  # fmt: skip
-        self.endpoints = list(endpoints)
+        stmts = statements(session, session_kind)
+        super().__init__(history, timebase, rate=rate, seed=seed, statements=stmts, **options)
+        self.endpoints = endpoints
         self.modes = list(modes)
         self.keys = keys
         self.think_time = think_time
@@ -77,7 +75,7 @@ class CounterWorkload(Workload[dict[str, int]]):
         self.session_kind = session_kind
         # (client id, mode, endpoint)
         self.assignments: list[tuple[int, str, Endpoint]] = []
-        cid = client_base
+        cid = self.client_base
         for mode in self.modes:
             for e in self.endpoints:
                 for _ in range(clients_per_endpoint):

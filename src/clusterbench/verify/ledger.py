@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Unpack
 
 from clusterbench.checkers.ledger import WORKLOAD, Key, check_ledger, ledger_key
 from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode
 from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
-from clusterbench.verify.workload import Workload
+from clusterbench.verify.client import Connection, safe_close
+from clusterbench.verify.workload import ClientOptions, Workload, endpoints_of
 
 TABLE = "cb_ledger"
 
@@ -25,6 +26,7 @@ class LedgerWorkload(Workload[set[Key]]):
     Client ids are `client_base + i`: give concurrent ledgers disjoint bases."""
 
     NAME = WORKLOAD
+    DEFAULT_TABLE = TABLE
 
     def __init__(
         self,
@@ -34,16 +36,11 @@ class LedgerWorkload(Workload[set[Key]]):
         *,
         clients: int = 3,
         rate: float = 20.0,
-        client_base: int = 0,
-        schema: str = "sbtest",
-        table: str = TABLE,
-        connector: Connector = default_connector,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        if not endpoints:
-            raise ValueError("the ledger needs at least one endpoint")
-        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector)
-        self.endpoints = list(endpoints)
-        self.clients = [client_base + i for i in range(clients)]
+        super().__init__(history, timebase, rate=rate, **options)
+        self.endpoints = endpoints_of(endpoints, "the ledger")
+        self.clients = [self.client_base + i for i in range(clients)]
 
     def create(self, cur: object) -> None:
         cur.execute(  # type: ignore[attr-defined]

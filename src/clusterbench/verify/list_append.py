@@ -16,7 +16,7 @@ import itertools
 import random
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from clusterbench.checkers.list_append import check_list_append
 from clusterbench.checkers.verdict import Result, Verdict, guarded
@@ -24,9 +24,9 @@ from clusterbench.engines.base import LOCKING_READS_RULE_OUT, DbNode, SessionSql
 from clusterbench.history.ops import History, Op, Outcome, Timebase
 from clusterbench.history.txn import FINAL_CLIENT_BASE, WORKLOAD, MicroOp, encode, parse_list, txns_from_ops
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
+from clusterbench.verify.client import Connection, safe_close
 from clusterbench.verify.sessions import documented, statements
-from clusterbench.verify.workload import Workload
+from clusterbench.verify.workload import ClientOptions, Workload, endpoints_of
 
 TABLE = "cb_append"
 READS = ("plain", "for-update")
@@ -72,6 +72,8 @@ class KeyPool:
 
 class ListAppendWorkload(Workload[None]):
     NAME = WORKLOAD
+    DEFAULT_TABLE = TABLE
+    CLIENT_BASE = 4000
     COUNTED = "txn"
 
     def __init__(
@@ -90,21 +92,17 @@ class ListAppendWorkload(Workload[None]):
         reads: str = "plain",
         session: SessionSql | None = None,
         session_kind: str = "default",
-        client_base: int = 4000,
-        schema: str = "sbtest",
-        table: str = TABLE,
-        connector: Connector = default_connector,
         seed: int | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        if not endpoints:
-            raise ValueError("list-append needs at least one endpoint")
+        endpoints = endpoints_of(endpoints, "list-append")
         if not 1 <= min_ops <= max_ops:
             raise ValueError("list-append needs 1 <= min_ops <= max_ops")
         if reads not in READS:
             raise ValueError(f"reads must be one of {', '.join(READS)}")
-        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector,
-                         seed=seed, statements=statements(session, session_kind))  # fmt: skip
-        self.endpoints = list(endpoints)
+        stmts = statements(session, session_kind)
+        super().__init__(history, timebase, rate=rate, seed=seed, statements=stmts, **options)
+        self.endpoints = endpoints
         self.session = session
         self.min_ops = min_ops
         self.max_ops = max_ops
@@ -113,7 +111,7 @@ class ListAppendWorkload(Workload[None]):
         self.session_kind = session_kind
         self.pool_keys = KeyPool(keys, appends_per_key, random.Random(seed))
         self.assignments: list[tuple[int, Endpoint]] = []
-        cid = client_base
+        cid = self.client_base
         for e in self.endpoints:
             for _ in range(clients_per_endpoint):
                 self.assignments.append((cid, e))

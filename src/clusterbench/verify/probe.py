@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from clusterbench.history.ops import History, Op, Phase, Timebase, classify
 from clusterbench.spec.endpoint import Address, Endpoint
 from clusterbench.verify.client import (
     Connection,
-    Connector,
     Pacer,
     default_connector,
     process_name,
     run_transaction,
     safe_close,
 )
-from clusterbench.verify.workload import TableClients
+from clusterbench.verify.workload import ClientOptions, TableClients
 
 TABLE = "cb_probe"
 WORKLOAD = "probe"
@@ -29,6 +28,8 @@ class AvailabilityProber(TableClients):
     Each probe REPLACEs its own row, so the table stays tiny and probers never conflict."""
 
     NAME = WORKLOAD
+    DEFAULT_TABLE = TABLE
+    CLIENT_BASE = 1000
 
     def __init__(
         self,
@@ -37,19 +38,15 @@ class AvailabilityProber(TableClients):
         timebase: Timebase,
         *,
         interval: float = 0.1,
-        client_base: int = 1000,
-        schema: str = "sbtest",
-        table: str = TABLE,
-        connector: Connector = default_connector,
+        **options: Unpack[ClientOptions],
     ) -> None:
         self.targets: list[tuple[Endpoint, Address]] = [(e, a) for e in endpoints for a in e.addresses]
         if not self.targets:
             raise ValueError("the prober needs at least one endpoint")
-        super().__init__(history, timebase, schema=schema, table=table)
+        super().__init__(history, timebase, **options)
         self.interval = interval
-        self.client_base = client_base
-        self.connector = connector
-        self.clients = [client_base + i for i in range(len(self.targets))]
+        self.connector = options.get("connector", default_connector)
+        self.clients = [self.client_base + i for i in range(len(self.targets))]
 
     def create(self, cur: Any) -> None:
         cur.execute(

@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from clusterbench.checkers.stale_read import WORKLOAD, check_stale_reads
 from clusterbench.checkers.verdict import Verdict, guarded
 from clusterbench.engines.base import DbNode, SessionSql
 from clusterbench.history.ops import History, Timebase
 from clusterbench.spec.endpoint import Endpoint
-from clusterbench.verify.client import Connection, Connector, default_connector, safe_close
+from clusterbench.verify.client import Connection, safe_close
 from clusterbench.verify.sessions import SESSION_KINDS, SessionOps, documented, statements
-from clusterbench.verify.workload import Workload
+from clusterbench.verify.workload import ClientOptions, Workload
 
 TABLE = "cb_stale"
 
@@ -40,6 +40,8 @@ def ring_pairs(endpoints: Sequence[Endpoint]) -> list[tuple[Endpoint, Endpoint]]
 
 class StaleReadProbe(Workload[None]):
     NAME = WORKLOAD
+    DEFAULT_TABLE = TABLE
+    CLIENT_BASE = 3000
     COUNTED = "write"
 
     def __init__(
@@ -51,27 +53,25 @@ class StaleReadProbe(Workload[None]):
         session: SessionSql | None,
         sessions: Sequence[str] = SESSION_KINDS,
         rate: float = 50.0,
-        client_base: int = 3000,
-        schema: str = "sbtest",
-        table: str = TABLE,
-        connector: Connector = default_connector,
+        **options: Unpack[ClientOptions],
     ) -> None:
         if not pairs:
             raise ValueError("the stale-read probe needs at least one (writer, reader) pair")
         for s in sessions:
             statements(session, s)  # validates the kind
-        super().__init__(history, timebase, rate=rate, schema=schema, table=table, connector=connector)
+        super().__init__(history, timebase, rate=rate, **options)
         self.session = session
         self.sessions = list(sessions)
         # (client, session kind, writer, reader)
         self.assignments: list[tuple[int, str, Endpoint, Endpoint]] = []
-        cid = client_base
+        cid = self.client_base
         for kind in sessions:
             for w, r in pairs:
                 self.assignments.append((cid, kind, w, r))
                 cid += 1
         self.clients = [a[0] for a in self.assignments]
         # The writer uses the engine's default session, the reader the session under test.
+        connector = self.connector
         self.writer_ops = SessionOps(WORKLOAD, history, timebase, connector, statements(session, "default"))
         self.reader_ops = {
             k: SessionOps(WORKLOAD, history, timebase, connector, statements(session, k)) for k in sessions

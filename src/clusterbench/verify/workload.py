@@ -12,27 +12,49 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar, Unpack
 
 from clusterbench.checkers.verdict import Verdict
 from clusterbench.engines.base import DbNode
 from clusterbench.history.ops import History, Op, Timebase
-from clusterbench.verify.client import ClientPool, Connector, Pacer
+from clusterbench.spec.endpoint import Endpoint
+from clusterbench.verify.client import ClientPool, Connector, Pacer, default_connector
 from clusterbench.verify.sessions import SessionOps
 
 T = TypeVar("T")
 
 
+class ClientOptions(TypedDict, total=False):
+    """The keyword options every verification client takes besides its own; left out, each takes
+    its class's default (TableClients)."""
+
+    client_base: int  # the first client id (CLIENT_BASE): give concurrent clients disjoint bases
+    schema: str  # the table's database ("sbtest")
+    table: str  # the table's name (DEFAULT_TABLE): each trial gives tables of its own
+    connector: Connector  # how clients connect (default_connector; a test passes fakes)
+
+
+def endpoints_of(endpoints: Sequence[Endpoint], who: str) -> list[Endpoint]:
+    """The entry points `who`'s clients connect through: at least one."""
+    if not endpoints:
+        raise ValueError(f"{who} needs at least one endpoint")
+    return list(endpoints)
+
+
 class TableClients:
-    """Client threads (`clients`: their ids; each runs `_loop`) that record their operations in the
-    history under `NAME`, over a table of the trial's own that `setup` creates and `drop` removes."""
+    """Client threads (`clients`: their ids from `client_base` on; each runs `_loop`) that record
+    their operations in the history under `NAME`, over a table of the trial's own that `setup`
+    creates and `drop` removes."""
 
     NAME: ClassVar[str]
+    DEFAULT_TABLE: ClassVar[str]
+    CLIENT_BASE: ClassVar[int] = 0
 
-    def __init__(self, history: History, timebase: Timebase, *, schema: str, table: str) -> None:
+    def __init__(self, history: History, timebase: Timebase, **options: Unpack[ClientOptions]) -> None:
         self.history = history
         self.tb = timebase
-        self.table = f"{schema}.{table}"
+        self.table = f"{options.get('schema', 'sbtest')}.{options.get('table', self.DEFAULT_TABLE)}"
+        self.client_base = options.get("client_base", self.CLIENT_BASE)
         self.clients: list[int] = []
         self.pool = ClientPool(self.NAME)
 
@@ -80,15 +102,14 @@ class Workload(TableClients, Generic[T]):
         timebase: Timebase,
         *,
         rate: float,
-        schema: str,
-        table: str,
-        connector: Connector,
         seed: int | None = None,
         statements: tuple[str, ...] = (),
+        **options: Unpack[ClientOptions],
     ) -> None:
-        super().__init__(history, timebase, schema=schema, table=table)
+        super().__init__(history, timebase, **options)
         self.rate = rate
         self.seed = seed
+        connector = options.get("connector", default_connector)
         self.ops_runner = SessionOps(self.NAME, history, timebase, connector, statements)
 
     @property
