@@ -198,40 +198,36 @@ def parse_members(rows: Iterable[Mapping[str, Any]]) -> list[GroupMember]:
     """Rows of `SELECT * FROM performance_schema.replication_group_members` as dicts (column
     name -> value). A server whose Group Replication never started shows one row with an empty
     MEMBER_ID... or its own id, state OFFLINE and no role: kept as is."""
-    out = []
-    for raw in rows:
-        r = _row(raw)
-        out.append(
-            GroupMember(
-                member_id=r.get("MEMBER_ID", ""),
-                host=r.get("MEMBER_HOST", ""),
-                port=_int(r.get("MEMBER_PORT")),
-                state=r.get("MEMBER_STATE", "").upper(),
-                role=r.get("MEMBER_ROLE", "").upper(),
-                version=r.get("MEMBER_VERSION", ""),
-            )
-        )
-    return out
+    return [_member(_row(raw)) for raw in rows]
+
+
+def _member(r: dict[str, str]) -> GroupMember:
+    return GroupMember(
+        member_id=r.get("MEMBER_ID", ""),
+        host=r.get("MEMBER_HOST", ""),
+        port=_int(r.get("MEMBER_PORT")),
+        state=r.get("MEMBER_STATE", "").upper(),
+        role=r.get("MEMBER_ROLE", "").upper(),
+        version=r.get("MEMBER_VERSION", ""),
+    )
 
 
 def parse_member_stats(rows: Iterable[Mapping[str, Any]]) -> list[MemberStats]:
-    out = []
-    for raw in rows:
-        r = _row(raw)
-        out.append(
-            MemberStats(
-                member_id=r.get("MEMBER_ID", ""),
-                view_id=r.get("VIEW_ID", ""),
-                certification_queue=_int(r.get("COUNT_TRANSACTIONS_IN_QUEUE")),
-                applier_queue=_int(r.get("COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE")),
-                checked=_int(r.get("COUNT_TRANSACTIONS_CHECKED")),
-                conflicts=_int(r.get("COUNT_CONFLICTS_DETECTED")),
-                remote_applied=_int(r.get("COUNT_TRANSACTIONS_REMOTE_APPLIED")),
-                local_proposed=_int(r.get("COUNT_TRANSACTIONS_LOCAL_PROPOSED")),
-                local_rollback=_int(r.get("COUNT_TRANSACTIONS_LOCAL_ROLLBACK")),
-            )
-        )
-    return out
+    return [_member_stats(_row(raw)) for raw in rows]
+
+
+def _member_stats(r: dict[str, str]) -> MemberStats:
+    return MemberStats(
+        member_id=r.get("MEMBER_ID", ""),
+        view_id=r.get("VIEW_ID", ""),
+        certification_queue=_int(r.get("COUNT_TRANSACTIONS_IN_QUEUE")),
+        applier_queue=_int(r.get("COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE")),
+        checked=_int(r.get("COUNT_TRANSACTIONS_CHECKED")),
+        conflicts=_int(r.get("COUNT_CONFLICTS_DETECTED")),
+        remote_applied=_int(r.get("COUNT_TRANSACTIONS_REMOTE_APPLIED")),
+        local_proposed=_int(r.get("COUNT_TRANSACTIONS_LOCAL_PROPOSED")),
+        local_rollback=_int(r.get("COUNT_TRANSACTIONS_LOCAL_ROLLBACK")),
+    )
 
 
 @dataclass(frozen=True)
