@@ -27,9 +27,10 @@ Layout of a file:
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from clusterbench.errors import InputError
 from clusterbench.experiment.design import DesignSpec, FactorKind, kind_of
@@ -109,6 +110,46 @@ INTERCONNECTS = ("socket", "tcp", "haproxy", "shaped")
 Interconnect = Literal["socket", "tcp", "haproxy", "shaped"]
 
 
+def _target(x: str) -> bool:
+    return x in ("balancer", "all-nodes") or (x.startswith("node:") and x[5:].isdigit())
+
+
+def _detection_seconds(x: float) -> bool:
+    return 0 < x <= 3600 or (x == 0 and isinstance(x, int))
+
+
+# What each level of these factors must be: a test, and the problem when a level fails it ({x}: the level).
+LEVEL_CHECKS: dict[str, tuple[Callable[[Any], object], str]] = {
+    "nodes": (lambda x: 1 <= x <= MAX_NODES, f"node counts must be 1-{MAX_NODES} (got {{x}})"),
+    "web_nodes": (
+        lambda x: 0 <= x <= MAX_WEB_NODES, f"web node counts must be 0-{MAX_WEB_NODES} (got {{x}})"
+    ),
+    "row_size": (lambda x: 16 <= x <= 16384, "row sizes must be 16-16384 bytes (got {x})"),
+    **dict.fromkeys(
+        ("threads", "clients", "wsrep_slave_threads", "client_hosts", "batch", "warehouses", "slap_queries"),
+        (lambda x: x >= 1, "levels must be at least 1 (got {x})"),
+    ),
+    **dict.fromkeys(
+        ("evs_suspect_timeout", "evs_inactive_timeout", "member_expel_timeout"),
+        (_detection_seconds, "levels are seconds, above 0 and at most 3600 (got {x})"),
+    ),
+    "rate": (lambda x: x >= 0, "rates must be 0 (unlimited) or more (got {x})"),
+    "cpu_quota": (lambda x: 0 < x <= 64, "cpu_quota levels are CPUs, above 0 and at most 64 (got {x})"),
+    "innodb_buffer_pool_size": (SIZE_RE.match, "'{x}' is not a size like '128M' or '1G'"),
+    "bandwidth": (RATE_RE.match, "'{x}' is not a rate like '100mbit'"),
+    "target": (_target, "'{x}' is not a target; use balancer, node:N or all-nodes"),
+}
+
+
+def _known_tests(names: list[str]) -> list[str]:
+    """The tests by their canonical names ("http" is the mixed page); an unknown one is an error."""
+    tests = [canonical_test(x) for x in names]
+    for x in tests:
+        if x not in KNOWN_TESTS:
+            raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
+    return tests
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -165,88 +206,19 @@ class Factors(_Strict):
                 raise ValueError("a level is given twice")
         return v
 
-    @field_validator("nodes")
+    @field_validator(*LEVEL_CHECKS)
     @classmethod
-    def _nodes(cls, v: list[int] | None) -> list[int] | None:
+    def _each_level(cls, v: list[Any] | None, info: ValidationInfo) -> list[Any] | None:
+        ok, problem = LEVEL_CHECKS[str(info.field_name)]
         for x in v or []:
-            if not 1 <= x <= MAX_NODES:
-                raise ValueError(f"node counts must be 1-{MAX_NODES} (got {x})")
-        return v
-
-    @field_validator("web_nodes")
-    @classmethod
-    def _web_nodes(cls, v: list[int] | None) -> list[int] | None:
-        for x in v or []:
-            if not 0 <= x <= MAX_WEB_NODES:
-                raise ValueError(f"web node counts must be 0-{MAX_WEB_NODES} (got {x})")
-        return v
-
-    @field_validator("row_size")
-    @classmethod
-    def _row_size(cls, v: list[int] | None) -> list[int] | None:
-        for x in v or []:
-            if not 16 <= x <= 16384:
-                raise ValueError(f"row sizes must be 16-16384 bytes (got {x})")
-        return v
-
-    @field_validator(
-        "threads", "clients", "wsrep_slave_threads", "client_hosts", "batch", "warehouses", "slap_queries"
-    )
-    @classmethod
-    def _positive(cls, v: list[int] | None) -> list[int] | None:
-        for x in v or []:
-            if x < 1:
-                raise ValueError(f"levels must be at least 1 (got {x})")
-        return v
-
-    @field_validator("evs_suspect_timeout", "evs_inactive_timeout", "member_expel_timeout")
-    @classmethod
-    def _detection(cls, v: list[float] | None) -> list[float] | None:
-        for x in v or []:
-            if not 0 < x <= 3600 and not (x == 0 and isinstance(x, int)):
-                raise ValueError(f"levels are seconds, above 0 and at most 3600 (got {x})")
-        return v
-
-    @field_validator("rate")
-    @classmethod
-    def _rate(cls, v: list[int] | None) -> list[int] | None:
-        for x in v or []:
-            if x < 0:
-                raise ValueError(f"rates must be 0 (unlimited) or more (got {x})")
-        return v
-
-    @field_validator("cpu_quota")
-    @classmethod
-    def _quota(cls, v: list[float] | None) -> list[float] | None:
-        for x in v or []:
-            if not 0 < x <= 64:
-                raise ValueError(f"cpu_quota levels are CPUs, above 0 and at most 64 (got {x})")
-        return v
-
-    @field_validator("innodb_buffer_pool_size")
-    @classmethod
-    def _sizes(cls, v: list[str] | None) -> list[str] | None:
-        for x in v or []:
-            if not SIZE_RE.match(x):
-                raise ValueError(f"'{x}' is not a size like '128M' or '1G'")
-        return v
-
-    @field_validator("bandwidth")
-    @classmethod
-    def _bw(cls, v: list[str] | None) -> list[str] | None:
-        for x in v or []:
-            if not RATE_RE.match(x):
-                raise ValueError(f"'{x}' is not a rate like '100mbit'")
+            if not ok(x):
+                raise ValueError(problem.format(x=x))
         return v
 
     @field_validator("workload")
     @classmethod
     def _tests(cls, v: list[str] | None) -> list[str] | None:
-        v = [canonical_test(x) for x in v] if v is not None else None  # "http" is the mixed page
-        for x in v or []:
-            if x not in KNOWN_TESTS:
-                raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
-        return v
+        return None if v is None else _known_tests(v)
 
     @field_validator("slap_engine")
     @classmethod
@@ -256,14 +228,6 @@ class Factors(_Strict):
                 check_slap_engine(x)
             except ValueError as exc:  # a level of a list: say which one
                 raise ValueError(f"{exc} (got {x!r})") from None
-        return v
-
-    @field_validator("target")
-    @classmethod
-    def _target(cls, v: list[str] | None) -> list[str] | None:
-        for x in v or []:
-            if x not in ("balancer", "all-nodes") and not (x.startswith("node:") and x[5:].isdigit()):
-                raise ValueError(f"'{x}' is not a target; use balancer, node:N or all-nodes")
         return v
 
     def levels(self) -> dict[str, list[Level]]:
@@ -359,11 +323,7 @@ class Workload(_Strict):
     @field_validator("tests")
     @classmethod
     def _tests(cls, v: list[str]) -> list[str]:
-        v = [canonical_test(x) for x in v]  # "http" is the mixed page
-        for x in v:
-            if x not in KNOWN_TESTS:
-                raise ValueError(f"unknown sysbench test '{x}'; known: {', '.join(KNOWN_TESTS)}")
-        return v
+        return _known_tests(v)
 
 
 def client_machines(topo: Topology) -> int:
