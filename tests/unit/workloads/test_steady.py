@@ -93,7 +93,7 @@ def test_until_steady_runs_without_a_checkpoint_and_only_http_and_slap_refuse_it
     with pytest.raises(ValidationError, match="warmup_until: 'steady' needs sysbench's"):
         SysbenchOptions(test="mysqlslap", warmup=1, warmup_until="steady")
     with pytest.raises(ValidationError, match="warmup_until"):
-        SysbenchOptions(test="oltp_read_write", warmup_until="soon")  # type: ignore[arg-type]
+        SysbenchOptions(test="oltp_read_write", warmup_until="soon")
 
 
 @pytest.fixture
