@@ -23,13 +23,11 @@ from typing import Protocol
 
 from clusterbench.hosts import process
 from clusterbench.hosts.base import ProcessRef
-from clusterbench.lock import locks_dir
+from clusterbench.lock import RecordedProcess, locks_dir, recorded_ids
 
 
 @dataclass(frozen=True)
-class LoadClient:
-    pid: int
-    start_ticks: int
+class LoadClient(RecordedProcess):
     host: str  # the client host's name ("local" for this machine's root namespace)
     remote: bool  # a machine of its own (over ssh), not this machine's PID space
     owner_pid: int
@@ -37,14 +35,10 @@ class LoadClient:
     since: float
     what: str = "sysbench"
 
-    def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
     @staticmethod
     def from_json(d: dict[str, object]) -> LoadClient:
         return LoadClient(
-            pid=int(str(d["pid"])),
-            start_ticks=int(str(d["start_ticks"])),
+            *recorded_ids(d),
             host=str(d["host"]),
             remote=bool(d.get("remote", False)),
             owner_pid=int(str(d["owner_pid"])),

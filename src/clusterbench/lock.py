@@ -39,23 +39,32 @@ class ClusterBusy(ClusterStateError):
 
 
 @dataclass(frozen=True)
-class Holder:
+class RecordedProcess:
+    """A process named in a JSON file under locks/ (a lock's holder, a load client) by its PID
+    and start time (clock ticks since boot): the same PID with another start time is another
+    process. Subclasses add what else the file says about it."""
+
     pid: int
     start_ticks: int
-    command: str
-    since: float  # epoch seconds when it took the lock
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
 
+
+def recorded_ids(d: dict[str, object]) -> tuple[int, int]:
+    """(pid, start_ticks) of a RecordedProcess's JSON: the first two arguments of its class."""
+    return int(str(d["pid"])), int(str(d["start_ticks"]))
+
+
+@dataclass(frozen=True)
+class Holder(RecordedProcess):
+    command: str
+    since: float  # epoch seconds when it took the lock
+
     @staticmethod
     def from_json(d: dict[str, object]) -> Holder:
-        return Holder(
-            pid=int(str(d["pid"])),
-            start_ticks=int(str(d["start_ticks"])),
-            command=str(d.get("command", "")),
-            since=float(str(d.get("since", 0.0))),
-        )
+        command, since = str(d.get("command", "")), float(str(d.get("since", 0.0)))
+        return Holder(*recorded_ids(d), command=command, since=since)
 
     def describe(self, now: float | None = None) -> str:
         """`clusterbench scenario x.toml` (PID 1234, since 12:01:02, 35 s ago)"""
