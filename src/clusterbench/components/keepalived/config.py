@@ -99,22 +99,8 @@ def render_keepalived_conf(cfg: KeepalivedConfig) -> str:
     if " " in str(cfg.haproxy_socket):
         raise ValueError(f"{cfg.haproxy_socket}: keepalived scripts cannot take paths with spaces")
     return _env.get_template("keepalived.conf.j2").render(
-        cluster_name=cfg.cluster_name,
-        role=cfg.role,
+        cfg=cfg,
         router_id=f"cb-{cfg.cluster_name}-{cfg.role}",
-        vrrp_version=cfg.vrrp_version,
-        check_command=cfg.check_command,
-        check_interval=cfg.check_interval,
-        check_timeout=cfg.check_timeout,
-        check_fall=cfg.check_fall,
-        check_rise=cfg.check_rise,
         instance=f"VI_{cfg.pair_name.replace('-', '_')}",
-        interface=cfg.interface,
-        vrid=cfg.vrid,
-        priority=cfg.priority,
         advert_int=format_interval(cfg.advert_int),
-        src_ip=cfg.src_ip,
-        peer_ip=cfg.peer_ip,
-        vip=cfg.vip,
-        prefixlen=cfg.prefixlen,
     )
