@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -32,6 +33,7 @@ from clusterbench.spec.topology import Topology, load_topology
 from clusterbench.webtier import WebTierStatus
 
 node_app = typer_app(help="Operate on one node: stop, start, kill, restart, rebuild.")
+NodeArg = Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)]
 
 
 def up(
@@ -286,26 +288,33 @@ def _print_status(st: ClusterStatus) -> None:
     if not lbs and st.balancer_address is not None:  # a status built by hand with lb1 only
         lbs = [BalancerView(1, "lb1", st.balancer_address, st.balancer_alive, st.backends)]
     for lb in lbs:
-        parts = ["alive" if lb.alive else "[red]DOWN[/]"]
-        if lb.keepalived_alive is not None:
-            parts.append("keepalived " + ("alive" if lb.keepalived_alive else "[red]DOWN[/]"))
-            parts.append("[bold]holds the VIP[/]" if lb.holds_vip else "backup")
-        # A line of its own: a table title wraps at the (narrow) table width.
-        console.out.print(f"haproxy {lb.role} {lb.address} ({', '.join(parts)})", soft_wrap=True)
-        bt = Table()
-        # Engines with more than one route (Group Replication: write, read) list each one's servers.
-        routes = len({b.proxy for b in lb.backends}) > 1
-        for col in (("listener",) if routes else ()) + ("backend", "status", "sessions", "total", "check"):
-            bt.add_column(col)
-        for b in lb.backends:
-            # A GR secondary is DOWN on the write listener by design: not red there.
-            expected_down = routes and b.proxy == "write"
-            status = b.status if b.up or expected_down else f"[red]{b.status}[/]"
-            cells = [b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status]
-            bt.add_row(*(([b.proxy] if routes else []) + cells))
-        console.out.print(bt)
+        _print_balancer(lb, "haproxy", "VIP", "backend", listeners=True)
     if st.web is not None:
         _print_web(st.web)
+
+
+def _print_balancer(lb: BalancerView, what: str, vip: str, server: str, listeners: bool = False) -> None:
+    """One HAProxy: a line (alive, its keepalived, whether it holds `vip`), then a table of what it
+    sees of its servers (`server`: their column's title; `listeners`: a column for the listener
+    each is behind where there is more than one)."""
+    parts = ["alive" if lb.alive else "[red]DOWN[/]"]
+    if lb.keepalived_alive is not None:
+        parts.append("keepalived " + ("alive" if lb.keepalived_alive else "[red]DOWN[/]"))
+        parts.append(f"[bold]holds the {vip}[/]" if lb.holds_vip else "backup")
+    # A line of its own: a table title wraps at the (narrow) table width.
+    console.out.print(f"{what} {lb.role} {lb.address} ({', '.join(parts)})", soft_wrap=True)
+    bt = Table()
+    # Engines with more than one route (Group Replication: write, read) list each one's servers.
+    routes = listeners and len({b.proxy for b in lb.backends}) > 1
+    for col in (("listener",) if routes else ()) + (server, "status", "sessions", "total", "check"):
+        bt.add_column(col)
+    for b in lb.backends:
+        # A GR secondary is DOWN on the write listener by design: not red there.
+        expected_down = routes and b.proxy == "write"
+        status = b.status if b.up or expected_down else f"[red]{b.status}[/]"
+        cells = [b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status]
+        bt.add_row(*(([b.proxy] if routes else []) + cells))
+    console.out.print(bt)
 
 
 def _print_web(web: WebTierStatus) -> None:
@@ -325,18 +334,7 @@ def _print_web(web: WebTierStatus) -> None:
         colour = "" if len(web.vip_holders) == 1 else "[red]"
         console.out.print(f"{colour}front VIP {web.vip} held by {held}" + ("[/]" if colour else ""))
     for f in web.fronts:
-        parts = ["alive" if f.alive else "[red]DOWN[/]"]
-        if f.keepalived_alive is not None:
-            parts.append("keepalived " + ("alive" if f.keepalived_alive else "[red]DOWN[/]"))
-            parts.append("[bold]holds the front VIP[/]" if f.holds_vip else "backup")
-        console.out.print(f"front haproxy {f.role} {f.address} ({', '.join(parts)})", soft_wrap=True)
-        bt = Table()
-        for col in ("web node", "status", "sessions", "total", "check"):
-            bt.add_column(col)
-        for b in f.backends:
-            status = b.status if b.up else f"[red]{b.status}[/]"
-            bt.add_row(b.name, status, str(b.current_sessions), str(b.total_sessions), b.check_status)
-        console.out.print(bt)
+        _print_balancer(f, "front haproxy", "front VIP", "web node")
 
 
 def start(name: NameOpt = None) -> None:
@@ -354,54 +352,34 @@ def stop(name: NameOpt = None) -> None:
         console.step(line)
 
 
-@node_app.command("stop")
-def node_stop(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Graceful stop (SIGTERM, SIGKILL after 60 s)."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_stop(index))
+# `node VERB`: what it does to the cluster (returning the line to print), and its help
+NODE_COMMANDS: tuple[tuple[str, Callable[[Cluster, int], str], str], ...] = (
+    ("stop", lambda c, i: c.node_stop(i), "Graceful stop (SIGTERM, SIGKILL after 60 s)."),
+    ("kill", lambda c, i: c.node_kill(i), "kill -9: a process crash."),
+    ("start", lambda c, i: c.node_start(i),
+     "Start a node; after a crash it recovers its position first so it rejoins by IST."),
+    ("restart", lambda c, i: c.node_restart(i), "Graceful stop, then start (rejoins by IST)."),
+    ("rebuild", lambda c, i: c.node_rebuild(i),
+     "Wipe the node's data and let it rejoin by a full state transfer (Galera: SST; Group Replication: "
+     "clone), as after a disk loss; prints how and how long."),
+)  # fmt: skip
 
 
-@node_app.command("kill")
-def node_kill(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """kill -9: a process crash."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_kill(index))
+def _node_command(action: Callable[[Cluster, int], str], doc: str) -> Callable[[int, str | None], None]:
+    def command(index: NodeArg, name: NameOpt = None) -> None:
+        preflight.require_root()
+        console.step(action(guard.load_claimed(name), index))
+
+    command.__doc__ = doc
+    return command
 
 
-@node_app.command("start")
-def node_start(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Start a node; after a crash it recovers its position first so it rejoins by IST."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_start(index))
-
-
-@node_app.command("restart")
-def node_restart(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Graceful stop, then start (rejoins by IST)."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_restart(index))
-
-
-@node_app.command("rebuild")
-def node_rebuild(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)], name: NameOpt = None
-) -> None:
-    """Wipe the node's data and let it rejoin by a full state transfer (Galera: SST; Group
-    Replication: clone), as after a disk loss; prints how and how long."""
-    preflight.require_root()
-    console.step(guard.load_claimed(name).node_rebuild(index))
+for _verb, _action, _doc in NODE_COMMANDS:
+    node_app.command(_verb)(_node_command(_action, _doc))
 
 
 def sql(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)],
+    index: NodeArg,
     execute: Annotated[str | None, typer.Option("--execute", "-e", help="Statement(s) to run.")] = None,
     name: NameOpt = None,
 ) -> None:
@@ -431,7 +409,7 @@ def sql(
 
 
 def logs(
-    index: Annotated[int, typer.Argument(help="Node number, 1-9.", min=1, max=9)],
+    index: NodeArg,
     lines: Annotated[int, typer.Option("--lines", "-l", help="How many lines from the end.")] = 40,
     name: NameOpt = None,
 ) -> None:
