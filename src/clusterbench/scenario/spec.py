@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -37,6 +39,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _tpcc_mix(v: Any) -> Any:
+    """A tpcc transaction mix as written (a string, a table or the five weights); None: the standard one."""
+    from clusterbench.workloads import tpcc
+
+    return None if v is None else tpcc.parse_mix(v)
+
+
 class LoadSpec(_Strict):
     """The sysbench load that runs for the whole trial; faults happen inside it."""
 
@@ -53,7 +62,7 @@ class LoadSpec(_Strict):
     customers: int = Field(TPCC_CUSTOMERS, ge=10, le=TPCC_CUSTOMERS, description="per district")
     items: int = Field(TPCC_ITEMS, ge=100, le=TPCC_ITEMS, description="rows in ITEM")
     # tpcc: "new_order=45,payment=43,..." or a table; None = the standard mix
-    mix: tuple[int, ...] | None = None
+    mix: Annotated[tuple[int, ...] | None, BeforeValidator(_tpcc_mix)] = None
     rate: int = Field(0, ge=0)
     prepare: bool = Field(
         True, description="false: reuse the tables an earlier run left (as `run --no-prepare`)"
@@ -71,13 +80,6 @@ class LoadSpec(_Strict):
     @classmethod
     def _aliases(cls, data: Any) -> Any:
         return canonical_keys(data)
-
-    @field_validator("mix", mode="before")
-    @classmethod
-    def _mix(cls, v: Any) -> Any:
-        from clusterbench.workloads import tpcc
-
-        return None if v is None else tpcc.parse_mix(v)
 
     @field_validator("workload")
     @classmethod
@@ -100,50 +102,60 @@ class LoadSpec(_Strict):
         return self.workload in ACCESS_TESTS
 
     @model_validator(mode="after")
-    def _access_settings(self) -> LoadSpec:
-        given = [k for k in ("batch", "row_size") if k in self.model_fields_set]
-        if given and not self.access:
-            what = f"{given[0]} is a setting" if len(given) == 1 else "batch and row_size are settings"
-            them = "it" if len(given) == 1 else "them"
-            raise ValueError(
-                f"{what} of the access_* tests and workload {self.workload} is not one; remove {them}, "
-                'or set workload = "access_pk" (or another access_* test)'
+    def _settings_fit_the_workload(self) -> LoadSpec:
+        """The settings of one family of tests (access_*, tpcc, HTTP) only with a workload of that
+        family, and what the family needs; the first problem found is the error."""
+        for problem in (self._access_problem, self._tpcc_problem, self._http_problem, self._batch_problem):
+            message = problem()
+            if message:
+                raise ValueError(message)
+        return self
+
+    def _given(self, keys: Iterable[str]) -> list[str]:
+        return [k for k in keys if k in self.model_fields_set]
+
+    def _access_problem(self) -> str | None:
+        given = self._given(("batch", "row_size"))
+        if not given or self.access:
+            return None
+        what = f"{given[0]} is a setting" if len(given) == 1 else "batch and row_size are settings"
+        them = "it" if len(given) == 1 else "them"
+        return (
+            f"{what} of the access_* tests and workload {self.workload} is not one; remove {them}, "
+            'or set workload = "access_pk" (or another access_* test)'
+        )
+
+    def _tpcc_problem(self) -> str | None:
+        if self.workload == "tpcc":
+            return None
+        if self.mix is not None:
+            return 'mix is the tpcc transaction mix; remove it, or set workload = "tpcc"'
+        scale = self._given(("customers", "items"))
+        if scale:
+            return f"{' and '.join(scale)}: tpcc's load scale; remove, or set workload = \"tpcc\""
+        return None
+
+    def _http_problem(self) -> str | None:
+        given = self._given(HTTP_SETTINGS)
+        if self.workload not in HTTP_TESTS and given:
+            return (
+                f"{given[0]} is a setting of the HTTP tests and workload {self.workload} is not one; "
+                'remove it, or set workload = "http_mixed" (or http_read, http_write)'
             )
-        return self
-
-    @model_validator(mode="after")
-    def _mix_is_tpcc(self) -> LoadSpec:
-        if self.mix is not None and self.workload != "tpcc":
-            raise ValueError("mix is the tpcc transaction mix; remove it, or set workload = \"tpcc\"")
-        scale = [k for k in ("customers", "items") if k in self.model_fields_set]
-        if scale and self.workload != "tpcc":
-            raise ValueError(f"{' and '.join(scale)}: tpcc's load scale; remove, or set workload = \"tpcc\"")
-        return self
-
-    @model_validator(mode="after")
-    def _http(self) -> LoadSpec:
-        given = [k for k in HTTP_SETTINGS if k in self.model_fields_set]
-        if self.workload not in HTTP_TESTS:
-            if given:
-                raise ValueError(
-                    f"{given[0]} is a setting of the HTTP tests and workload {self.workload} is not one; "
-                    'remove it, or set workload = "http_mixed" (or http_read, http_write)'
-                )
-        elif self.rate <= 0:
-            raise ValueError(
+        if self.workload in HTTP_TESTS and self.rate <= 0:
+            return (
                 f"rate: {self.workload} sends requests at a fixed rate whatever the latency; give rate = R "
                 "(requests per second) above 0"
             )
-        return self
+        return None
 
-    @model_validator(mode="after")
-    def _batch_fits(self) -> LoadSpec:
+    def _batch_problem(self) -> str | None:
         if self.access and self.batch > self.table_size:
-            raise ValueError(
+            return (
                 f"batch {self.batch} is more than table_size {self.table_size}; "
                 "lower batch or raise table_size"
             )
-        return self
+        return None
 
 
 class VerifySpec(_Strict):
