@@ -20,7 +20,7 @@ Semantics, the same whatever the mechanism:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from clusterbench.errors import InputError
@@ -107,13 +107,7 @@ class Impairment:
         return ", ".join(parts)
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "delay_ms": self.delay_ms,
-            "jitter_ms": self.jitter_ms,
-            "loss_pct": self.loss_pct,
-            "distribution": self.distribution,
-            "reorder": self.reorder,
-        }
+        return asdict(self)
 
 
 def impairment(
