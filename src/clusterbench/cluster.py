@@ -386,8 +386,9 @@ class Cluster(BalancerOps, WebOps, NodeOps):
             nodes = []
         for n in nodes:
             n.stop_health_agent()
-        # The engine's fastest stop that loses nothing still wanted (the datadirs go next unless
-        # kept): Galera's graceful stop one node at a time, Group Replication's SIGKILL at once.
+        # The engine's fastest stop that loses nothing still wanted: SIGKILL at once when the
+        # datadirs go next; with them kept, Galera's graceful stops one at a time, Group
+        # Replication's all together.
         done += self.engine.stop_for_teardown(nodes, keep_data=keep_files)
         if self.state and self.topology.provider.kind == "local":
             done += stop_layers(self)

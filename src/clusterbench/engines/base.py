@@ -451,6 +451,16 @@ class Engine(Protocol):
         slow may SIGKILL; with it, nodes stop gracefully. Returns one line per node stopped."""
 
 
+def kill_all(nodes: Sequence[DbNode]) -> list[str]:
+    """SIGKILL every running node at once, then wait until each is gone: the teardown's stop when
+    the datadirs are deleted right after (nothing in them is wanted any more)."""
+    running = [n for n in nodes if n.alive()]
+    what = [n.kill(wait=False) for n in running]
+    for n in running:
+        n.wait_dead()
+    return [f"n{n.index} {w}" for n, w in zip(running, what, strict=True)]
+
+
 def nodes_by_index(nodes: Sequence[DbNode]) -> dict[int, DbNode]:
     return {n.index: n for n in nodes}
 

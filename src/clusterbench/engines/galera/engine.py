@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import cast
 
 from clusterbench.components.haproxy.config import GALERA_ROUTES, Route
-from clusterbench.engines.base import DbNode, NodeSite, ProvisionHost, Report, Site, node_place, wipe_datadir
+from clusterbench.engines.base import (
+    DbNode,
+    NodeSite,
+    ProvisionHost,
+    Report,
+    Site,
+    kill_all,
+    node_place,
+    wipe_datadir,
+)
 from clusterbench.engines.fakeclock import LIBFAKETIME
 from clusterbench.engines.galera.config import GALERA_PROVIDER, NodeConfig
 from clusterbench.engines.galera.node import GaleraNode
@@ -99,9 +108,12 @@ class GaleraEngine:
         return []
 
     def stop_for_teardown(self, nodes: Sequence[DbNode], keep_data: bool) -> list[str]:
-        # One at a time, in stop order: a node that leaves alone is gone in ~0.1 s, while nodes
-        # leaving together wait out evs.suspect_timeout for each other (5 s by default). The
-        # graceful stop is already fast, so it is kept even when the data is thrown away.
+        # When the datadirs are deleted next, nothing in them is wanted: every mysqld is SIGKILLed
+        # at once (a graceful stop takes ~1.1 s a node, 9.5 s for nine). When they are kept, one
+        # at a time, in stop order: a node that leaves alone is gone in ~1 s, while nodes leaving
+        # together wait out evs.suspect_timeout for each other (5 s by default).
+        if not keep_data:
+            return kill_all(nodes)
         out = []
         for n in self.stop_order(nodes):
             what = n.stop(timeout=30)

@@ -25,6 +25,7 @@ from clusterbench.engines.base import (
     ProvisionHost,
     Report,
     Site,
+    kill_all,
     node_place,
     wipe_datadir,
 )
@@ -300,15 +301,11 @@ class GroupReplicationEngine:
         one after another ~19 s for three. When the datadirs are deleted next, nothing is left to
         preserve: every mysqld is SIGKILLed at once. When they are kept (`down --keep-files`, a
         failed `up`), the members stop gracefully, all at the same time."""
+        if not keep_data:
+            return kill_all(nodes)
         running = [n for n in nodes if n.alive()]
         if not running:
             return []
-        if not keep_data:
-            members = [_gr(n) for n in running]
-            what = [m.kill(wait=False) for m in members]
-            for m in members:
-                m.wait_dead()
-            return [f"n{m.index} {w}" for m, w in zip(members, what, strict=True)]
         with ThreadPoolExecutor(max_workers=len(running)) as pool:
             done = list(pool.map(lambda n: f"n{n.index} {n.stop(timeout=30)}", running))
         return done
