@@ -12,7 +12,8 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -354,6 +355,21 @@ class Panel:
 
 
 @dataclass(frozen=True)
+class CurveChart:
+    """Medians with their intervals against a factor's levels (evenly spaced, in the file's order),
+    one line per combination of the other factors, a panel per level of one of them when there
+    are many. With connect=False the markers are not joined (points of a design, whose other
+    factors all vary) and share one colour."""
+
+    levels: Sequence[str]
+    panels: Sequence[Panel]
+    xlabel: str
+    ylabel: str
+    title: str
+    connect: bool = True
+
+
+@dataclass(frozen=True)
 class Trace:
     """One trial's per-second values in a small multiple."""
 
@@ -424,9 +440,8 @@ def _legend_rows(labels: Sequence[str]) -> int:
     return math.ceil(len(labels) / _legend_cols(labels)) if labels else 0
 
 
-def _curves(
-    levels: Sequence[str], panels: Sequence[Panel], *, xlabel: str, ylabel: str, title: str, connect: bool
-) -> tuple[Figure, list[Any], list[float]]:
+def _curves(chart: CurveChart) -> tuple[Figure, list[Any], list[float]]:
+    levels, panels, connect = chart.levels, chart.panels, chart.connect
     _matplotlib()
     from matplotlib.ticker import MaxNLocator
     labels: list[str] = []
@@ -476,53 +491,34 @@ def _curves(
         ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
     for i, ax in enumerate(axes):
         if i + cols >= len(axes):
-            ax.set_xlabel(xlabel)
+            ax.set_xlabel(chart.xlabel)
         if i % cols == 0:
-            ax.set_ylabel(ylabel)
-    _heading(fig, title, [(handles[lab], lab) for lab in labels if lab in handles] if legend else [])
+            ax.set_ylabel(chart.ylabel)
+    _heading(fig, chart.title, [(handles[lab], lab) for lab in labels if lab in handles] if legend else [])
     return fig, axes, values
 
 
-def curves_svg(
-    levels: Sequence[str],
-    panels: Sequence[Panel],
-    *,
-    xlabel: str,
-    ylabel: str,
-    title: str,
-    connect: bool = True,
-) -> str:
-    """Medians with their intervals against a factor's levels (evenly spaced, in the file's order),
-    one line per combination of the other factors, a panel per level of one of them when there
-    are many; the y axis from 0. With connect=False the markers are not joined (points of a
-    design, whose other factors all vary) and share one colour."""
+@contextmanager
+def _curves_from_zero(chart: CurveChart) -> Iterator[tuple[Figure, list[Any], list[float]]]:
+    """The chart in the report's style, its y axis from 0 to a tenth above the highest value; the
+    style holds until the block ends (render the figure inside it)."""
     matplotlib = _matplotlib()
     with matplotlib.rc_context(STYLE):
-        fig, axes, values = _curves(
-            levels, panels, xlabel=xlabel, ylabel=ylabel, title=title, connect=connect
-        )
+        fig, axes, values = _curves(chart)
         top = max(values, default=0.0)
         _ylim(axes, 0, top * 1.1 if top > 0 else 1)
+        yield fig, axes, values
+
+
+def curves_svg(chart: CurveChart) -> str:
+    """The chart, its y axis from 0."""
+    with _curves_from_zero(chart) as (fig, _, _):
         return _svg(fig)
 
 
-def curves_latency_svgs(
-    levels: Sequence[str],
-    panels: Sequence[Panel],
-    *,
-    xlabel: str,
-    ylabel: str,
-    title: str,
-    connect: bool = True,
-) -> tuple[str, str]:
-    """As curves_svg, for a latency: on a linear scale from 0, and the same figure on a log scale."""
-    matplotlib = _matplotlib()
-    with matplotlib.rc_context(STYLE):
-        fig, axes, values = _curves(
-            levels, panels, xlabel=xlabel, ylabel=ylabel, title=title, connect=connect
-        )
-        top = max(values, default=0.0)
-        _ylim(axes, 0, top * 1.1 if top > 0 else 1)
+def curves_latency_svgs(chart: CurveChart) -> tuple[str, str]:
+    """The chart of a latency: on a linear scale from 0, and the same figure on a log scale."""
+    with _curves_from_zero(chart) as (fig, axes, values):
         linear = _svg(fig)
         known = [v for v in values if v > 0]
         if not known:

@@ -213,14 +213,14 @@ def _factor_figures(info: dict[str, Any], part: str, pts: Sequence[PointStats], 
 
     xs = [level_text(v) for v in levels]
     how = "" if connect else " (one marker per point)"
-    tps = plots.curves_svg(
+    tps = plots.curves_svg(plots.CurveChart(
         xs, panels("tps"), xlabel=factor, ylabel="tps", connect=connect,
         title=f"tps: median and CI over the repetitions{how}",
-    )  # fmt: skip
-    lin, log = plots.curves_latency_svgs(
+    ))  # fmt: skip
+    lin, log = plots.curves_latency_svgs(plots.CurveChart(
         xs, panels("p95"), xlabel=factor, ylabel="p95 ms", connect=connect,
         title=f"p95 latency, ms: pooled, with the repetitions' range{how}",
-    )  # fmt: skip
+    ))  # fmt: skip
     return [Figure(f"{part}: tps and p95 against {factor}", tps), Figure("", lin, log, "latency")]
 
 
