@@ -248,7 +248,7 @@ def start_lead(hosts: Sequence[ClientHost], clients: int) -> float:
         return 0.0
     if any(getattr(h, "remote", False) for h in hosts):
         return 1.0 + 0.4 * clients
-    return max(0.15, 0.03 * clients)
+    return max(0.05, 0.02 * clients)
 
 
 def start_at_argv(argv: Sequence[str], start_ns: int) -> list[str]:

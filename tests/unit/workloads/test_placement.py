@@ -55,8 +55,8 @@ def test_round_robin_and_lead() -> None:
     with pytest.raises(WorkloadError, match="no client hosts"):
         assign_round_robin(2, [])
     assert start_lead([a], 1) == 0.0
-    assert start_lead([a, b], 2) == 0.15
-    assert start_lead([a, b], 10) == pytest.approx(0.3)
+    assert start_lead([a, b], 2) == 0.05
+    assert start_lead([a, b], 10) == pytest.approx(0.2)
 
     class Remote(LocalClientHost):
         remote = True
