@@ -4,7 +4,8 @@ interconnect tables and TPC-C (split from experiment/report.py)."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any
 
 from clusterbench.analysis.sections import Section, Table
 from clusterbench.analysis.stats import median_ci
@@ -20,20 +21,27 @@ from clusterbench.store import Store
 from clusterbench.workloads.sysbench import ACCESS_TESTS, SLAP_TEST, TPCC, access_rows
 
 
+def _points_running(
+    store: Store, run_id: int, points: Sequence[PointStats], tests: Collection[str]
+) -> Iterator[tuple[PointStats, list[dict[str, Any]]]]:
+    """The points whose trials ran one of `tests`, each with its trials' rows (trial_rows)."""
+    rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
+    for p in points:
+        trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
+        if trs and trs[0].get("test") in tests:
+            yield p, trs
+
+
 def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Section | None:
     """µs per access of the access-method points (median over repetitions, with its CI; p95 from
     the repetitions' merged histogram), and batched ÷ serial per row size."""
-    rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
     auto = any(p.convergence is not None for p in points)
     table: list[list[str]] = []
     medians: dict[tuple[str, str, str, int, int], float] = {}
     # (part, other factors, row bytes, batch) → method → interconnect → median µs/access
     by_ic: dict[tuple[str, str, int, int], dict[str, dict[str, float]]] = {}
     reps: dict[tuple[str, str, int, int, str, str], str] = {}  # repetitions = "auto": " (7)"
-    for p in points:
-        trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
-        if not trs or trs[0].get("test") not in ACCESS_TESTS:
-            continue
+    for p, trs in _points_running(store, run_id, points, ACCESS_TESTS):
         first = trs[0]
         test, size, batch = str(first["test"]), int(first.get("row_size", 20)), int(first.get("batch", 32))
         n_rows = access_rows(test, batch, int(first.get("table_size", 10000)))
@@ -87,12 +95,8 @@ def access_section(store: Store, run_id: int, points: Sequence[PointStats]) -> S
 def slap_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Section | None:
     """The mysqlslap points: what each ran (load type and engine, or the user's SQL), queries/s
     (median over repetitions, with its CI), seconds per run of all clients' queries and runs/s."""
-    rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
     table: list[list[str]] = []
-    for p in points:
-        trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
-        if not trs or trs[0].get("test") != SLAP_TEST:
-            continue
+    for p, trs in _points_running(store, run_id, points, (SLAP_TEST,)):
         done = [r for r in trs if r.get("summary")]
         if not done:
             continue
@@ -171,12 +175,8 @@ def tpcc_section(store: Store, run_id: int, points: Sequence[PointStats]) -> Sec
     before them the loads (rows/s, bytes per warehouse, data/buffer-pool ratio)."""
     from clusterbench.workloads.tpcc import TYPES, load_line
 
-    rows_by_trial = {r["trial_id"]: r for r in trial_rows(store, run_id)}
     table: list[list[str]] = []
-    for p in points:
-        trs = [rows_by_trial[t] for t in p.trial_ids if t in rows_by_trial]
-        if not trs or trs[0].get("test") != TPCC:
-            continue
+    for p, trs in _points_running(store, run_id, points, (TPCC,)):
         figs, stalls, verdicts = [], [], []
         for r in trs:
             prov = store.provenance(run_id, r["trial_id"])
