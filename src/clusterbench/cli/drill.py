@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -75,6 +77,19 @@ class DrillView(LiveView):
 
     def verdict(self, v: Verdict) -> None:
         pass
+
+
+@contextmanager
+def _drill_cluster(
+    spec: ScenarioSpec, topo_path: Path | None, name: str | None, keep_up: bool
+) -> Iterator[Cluster]:
+    """The cluster to run on; one this command brought up goes down at the end (unless keep_up)."""
+    cluster, brought_up = _cluster_for(spec, topo_path, name)
+    try:
+        yield cluster
+    finally:
+        if brought_up and not keep_up:
+            cluster.down(report=console.step)
 
 
 def _cluster_for(spec: ScenarioSpec, topo_path: Path | None, name: str | None) -> tuple[Cluster, bool]:
@@ -241,15 +256,11 @@ def _execute(
 ) -> int:
     store = open_store(results)  # fails early on a bad path
     store.close()
-    cluster, brought_up = _cluster_for(spec, topo_path, name)
-    try:
+    with _drill_cluster(spec, topo_path, name, keep_up) as cluster:
         check_leftovers(cluster)
         out = _run_one(cluster, spec, results, tags, notes, telemetry=telemetry)
         _print_outcome(out)
         return exit_code(out.result)
-    finally:
-        if brought_up and not keep_up:
-            cluster.down(report=console.step)
 
 
 DURATION_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(s|m|h)?$")
@@ -263,21 +274,17 @@ def parse_duration(text: str, option: str = "--for") -> float:
     return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2) or "s"]
 
 
-def _soak(
+def _soak_trials(
+    cluster: Cluster,
     spec: ScenarioSpec,
-    topo_path: Path | None,
-    name: str | None,
     results: Path | None,
-    keep_up: bool,
     trials: int | None,
     seconds: float | None,
     tags: list[str],
     notes: str | None,
-) -> int:
-    store = open_store(results)
-    store.close()
-    precheck(soak_spec(spec, 0), topo_path)  # the first trial's schedule, before anything starts
-    cluster, brought_up = _cluster_for(spec, topo_path, name)
+) -> tuple[list[list[dict[str, Any]]], bool]:
+    """The soak's trials on the cluster, then the anomaly table so far: each trial's verdicts, and
+    whether Ctrl-C stopped them."""
     per_trial: list[list[dict[str, Any]]] = []
     runs: list[tuple[int, str]] = []
     interrupted = False
@@ -304,18 +311,33 @@ def _soak(
             "recorded stays in the store (run marked interrupted)"
         )
     finally:
-        try:
-            if per_trial:
-                title = f"soak: {len(per_trial)} trial(s) of {spec.name}"
-                print_anomaly_table(anomaly_rows(per_trial), title)
-                console.step(
-                    "runs: "
-                    + ", ".join(f"{r} ({res})" for r, res in runs)
-                    + " (histories in the store: `clusterbench results export RUN --format edn`)"
-                )
-        finally:
-            if brought_up and not keep_up:
-                cluster.down(report=console.step)
+        if per_trial:
+            title = f"soak: {len(per_trial)} trial(s) of {spec.name}"
+            print_anomaly_table(anomaly_rows(per_trial), title)
+            console.step(
+                "runs: "
+                + ", ".join(f"{r} ({res})" for r, res in runs)
+                + " (histories in the store: `clusterbench results export RUN --format edn`)"
+            )
+    return per_trial, interrupted
+
+
+def _soak(
+    spec: ScenarioSpec,
+    topo_path: Path | None,
+    name: str | None,
+    results: Path | None,
+    keep_up: bool,
+    trials: int | None,
+    seconds: float | None,
+    tags: list[str],
+    notes: str | None,
+) -> int:
+    store = open_store(results)
+    store.close()
+    precheck(soak_spec(spec, 0), topo_path)  # the first trial's schedule, before anything starts
+    with _drill_cluster(spec, topo_path, name, keep_up) as cluster:
+        per_trial, interrupted = _soak_trials(cluster, spec, results, trials, seconds, tags, notes)
     if interrupted:
         return 130
     results_all = [
