@@ -145,7 +145,7 @@ class MeasuredRun:
         alike), the others are measured and go out now, before the tails. Without the latency
         histograms that make the cut exact, nothing is cut (and the log says so)."""
         tails = [p.finish() for p in self.parsers]
-        cut = steady_cut([p.samples for p in self.parsers], self.opts.warmup)
+        cut = steady_cut([p.samples for p in self.parsers], self.opts.warmup, self.opts.rate > 0)
         whole = [p.summary() for p in self.parsers]
         summaries = [cut_summary(w, p.samples[:cut]) if w is not None else None
                      for p, w in zip(self.parsers, whole, strict=True)]  # fmt: skip

@@ -8,9 +8,13 @@ MSER (White, 1997; "Marginal Standard Error Rule"): for a series y_0 .. y_{n-1} 
 truncation d, z(d) = sum_{i >= d} (y_i - mean(y_d..))^2 / (n - d)^2; the truncation is the d that
 minimises z, searched over 0 .. min(allowed, n // 2). Dropping a point lowers z only when it
 is far enough from the rest to outweigh the shorter series, so a run that starts steady keeps
-every second. The rule runs on two series, all clients together per interval: throughput, and
-the latency percentile (which shows a cold start at a fixed --rate, where throughput does not);
-the cut is the later of the two.
+every second. MSER reads one series, all clients together per interval, the one where the
+load's start shows:
+- without a rate limit (a closed loop), the throughput: every thread starts its next
+  transaction when the last one ends, so a slow start is a low throughput;
+- at a fixed --rate, the mean latency: the throughput follows the schedule whatever happens,
+  and a cold start shows as transactions waiting longer (the mean, from the interval's
+  histogram, is steadier second to second than a percentile of the same few events).
 
 Cutting d intervals is exact for every counter (they are read whole at each report) and for the
 latency histogram (the final histogram less the cut intervals'); the cut summary's minimum,
@@ -38,7 +42,7 @@ def mser(series: Sequence[float], most: int) -> int:
     return best
 
 
-def steady_cut(clients: Sequence[Sequence[Sample]], warmup: float) -> int:
+def steady_cut(clients: Sequence[Sequence[Sample]], warmup: float, rate_limited: bool = False) -> int:
     """How many leading intervals of every client are warm-up. Only full intervals that every
     client reported count (the partial tail does not); the cut never reaches past `warmup` s."""
     full = [[s for s in samples if s.interval >= 0.5 * _step(samples)] for samples in clients]
@@ -48,13 +52,13 @@ def steady_cut(clients: Sequence[Sequence[Sample]], warmup: float) -> int:
     allowed = min(sum(1 for s in f[:n] if s.t <= warmup + 0.1 * s.interval) for f in full)
     if allowed == 0:
         return 0
-    tput = [sum(f[k].events / f[k].interval for f in full) for k in range(n)]
-    cut = mser(tput, allowed)
-    hists = [merge_exact(f[k].hist for f in full) for k in range(n)]
-    pcts = [h.percentile(full[0][0].percentile or 95.0) if h is not None else None for h in hists]
-    if all(p is not None for p in pcts):
-        cut = max(cut, mser([float(p) for p in pcts if p is not None], allowed))
-    return cut
+    series = [sum(f[k].events / f[k].interval for f in full) for k in range(n)]
+    if rate_limited:
+        hists = [merge_exact(f[k].hist for f in full) for k in range(n)]
+        means = [h.mean_ms() for h in hists if h is not None]
+        if len(means) == n and all(m is not None for m in means):
+            series = [float(m) for m in means if m is not None]
+    return mser(series, allowed)
 
 
 def _step(samples: Sequence[Sample]) -> float:

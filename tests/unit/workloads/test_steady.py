@@ -57,14 +57,20 @@ def test_mser_keeps_a_flat_start_and_cuts_a_cold_one() -> None:
     assert mser([10, 20, 30, 40], 4) <= 2
 
 
-def test_steady_cut_looks_at_latency_too() -> None:
-    """At a fixed rate a cold start keeps the throughput and shows in the latency only."""
+def test_steady_cut_reads_throughput_in_a_closed_loop_and_latency_at_a_fixed_rate() -> None:
+    """At a fixed rate a cold start keeps the throughput and shows in the latency only; in a
+    closed loop a slow first second is fewer transactions."""
     cold = parse_output(_run(1000, 700)).samples
-    assert steady_cut([cold], warmup=2) == 1
+    assert steady_cut([cold], warmup=2, rate_limited=True) == 1
+    assert steady_cut([cold], warmup=2, rate_limited=False) == 0
+    slow = parse_output(_run(200, 600)).samples
+    assert steady_cut([slow], warmup=2) == 1
     warm = parse_output(_run(1000, 400)).samples
-    assert steady_cut([warm], warmup=2) == 0
+    assert steady_cut([warm], warmup=2) == steady_cut([warm], warmup=2, rate_limited=True) == 0
     # the user's warm-up bounds the cut: with none allowed there is none
-    assert steady_cut([cold], warmup=0) == 0
+    assert steady_cut([slow], warmup=0) == 0
+    # two clients are cut at the same second, on their sum
+    assert steady_cut([slow, warm], warmup=2) == 1
 
 
 def test_cut_summary_is_the_run_less_its_first_intervals() -> None:
