@@ -48,6 +48,10 @@ def one_error(capsys: pytest.CaptureFixture[str]) -> str:
         (["-w", "oltp_read_write", "--host", "h", "--target", "each-node"], "leave out --target and --name"),
         (["-w", "tpcc", "--customers", "5"], "Invalid value for '--customers': 5 is not in the range 10<="),
         (["-w", "tpcc", "--items", "100001"], "Invalid value for '--items': 100001 is not in the range"),
+        (["-w", "oltp_read_write", "--warmup-until", "soon"],
+         "--warmup-until: Input should be 'time' or 'steady' (got 'soon')"),
+        (["-w", "mysqlslap", "--warmup", "1", "--warmup-until", "steady"],
+         "a warm-up until steady needs sysbench's per-second latency histograms, which mysqlslap does not"),
     ],
 )
 def test_run_bad_input_is_one_line_exit_2(

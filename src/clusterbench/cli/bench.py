@@ -81,6 +81,13 @@ TargetOpt = Annotated[
 TablesOpt = Annotated[int, typer.Option(min=1, help="Number of tables (sbtest1..N).")]
 TableSizeOpt = Annotated[int, typer.Option(min=1, help="Rows per table.")]
 WarmupOpt = Annotated[int, typer.Option(min=0, help="Seconds of load before --duration, not in the results.")]
+WarmupUntilOpt = Annotated[
+    str,
+    typer.Option(
+        help="time: the warm-up is --warmup seconds; steady: at most that, ended where the load is steady "
+        "(MSER on the per-second series), the seconds after it measured (sysbench tests only)."
+    ),
+]
 RateOpt = Annotated[
     int,
     typer.Option(
@@ -275,7 +282,7 @@ def _execute(
         + (f"{plan.web_urls[0]} (the web front): {plan.options.rate} requests/s" if http else
            f"{target.label}: {plan.options.threads} threads")  # fmt: skip
         + f" x {plan.clients} client(s), {plan.options.time} s"
-        + (f" + {plan.options.warmup} s warm-up" if plan.options.warmup else "")
+        + (f" + {plan.options.warmup_words()}" if plan.options.warmup else "")
         + (f", clients on {', '.join(h.name for h in plan.client_hosts)}" if plan.client_hosts else "")
         + f"; results in {store_path_of(store)}"
     )
@@ -315,6 +322,7 @@ def run(
         int, typer.Option("--duration", "--time", "-t", min=1, help="Measured seconds (alias: --time).")
     ] = 60,
     warmup: WarmupOpt = 0,
+    warmup_until: WarmupUntilOpt = "time",
     target: TargetOpt = None,
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
@@ -359,7 +367,8 @@ def run(
     tags = check_tags(tag)
     weights = parse_mix_option(mix, (workload,))
     opts = make_options(
-        test=workload, threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
+        test=workload, threads=threads, time=duration, warmup=warmup, warmup_until=warmup_until,
+        tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
         warehouses=warehouses, customers=customers, items=items, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
@@ -396,6 +405,7 @@ def suite(
         typer.Option("--duration", "--time", "-t", min=1, help="Measured seconds per test (alias: --time)."),
     ] = 5,
     warmup: WarmupOpt = 0,
+    warmup_until: WarmupUntilOpt = "time",
     target: TargetOpt = None,
     tables: TablesOpt = 4,
     table_size: TableSizeOpt = 10000,
@@ -440,7 +450,8 @@ def suite(
     tags = check_tags(tag)
     weights = parse_mix_option(mix, chosen)
     opts = make_options(
-        test=chosen[0], threads=threads, time=duration, warmup=warmup, tables=tables, table_size=table_size,
+        test=chosen[0], threads=threads, time=duration, warmup=warmup, warmup_until=warmup_until,
+        tables=tables, table_size=table_size,
         rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
         warehouses=warehouses, customers=customers, items=items, mix=weights,
         batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,

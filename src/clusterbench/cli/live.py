@@ -124,7 +124,7 @@ class LiveView(ProgressView, BenchListener):
         elif not self.per_sample_lines:
             return
         else:
-            warm = f" after {options.warmup} s warm-up" if options.warmup else ""
+            warm = f" after {options.warmup_words()}" if options.warmup else ""
             console.step(f"{test}: {options.threads} threads, {options.time} s{warm}")
 
     def sample(self, seq: int, sample: Sample) -> None:

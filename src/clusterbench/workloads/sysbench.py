@@ -239,8 +239,8 @@ class SysbenchOptions(BaseModel):
     def _steady_needs_sysbench(self) -> SysbenchOptions:
         if self.warmup_until == "steady" and (self.test in HTTP_TESTS or self.test == SLAP_TEST):
             raise ValueError(
-                f"warmup_until: 'steady' needs sysbench's per-second latency histograms, which {self.test} "
-                "does not give; use warmup_until = 'time' for it"
+                f"a warm-up until steady needs sysbench's per-second latency histograms, which {self.test} "
+                'does not give; use a fixed warm-up (--warmup-until time, warmup_until = "time")'
             )
         return self
 
@@ -262,6 +262,12 @@ class SysbenchOptions(BaseModel):
     @property
     def total_time(self) -> int:
         return self.warmup + self.time
+
+    def warmup_words(self) -> str:
+        """The warm-up as the live view says it: "5 s warm-up" or "up to 5 s warm-up (until steady)"."""
+        if self.warmup_until == "steady":
+            return f"up to {self.warmup} s warm-up (until steady)"
+        return f"{self.warmup} s warm-up"
 
 
 def check_known_tests(tests: Iterable[str]) -> None:

@@ -96,7 +96,7 @@ def test_until_steady_runs_without_a_checkpoint_and_only_http_and_slap_refuse_it
     assert "--time=23" in argv and not any(a.startswith("--report-checkpoints") for a in argv)
     fixed = build_command(opts.model_copy(update={"warmup_until": "time"}), EP, "run").argv
     assert "--report-checkpoints=3" in fixed
-    with pytest.raises(ValidationError, match="warmup_until: 'steady' needs sysbench's"):
+    with pytest.raises(ValidationError, match="a warm-up until steady needs sysbench's"):
         SysbenchOptions(test="mysqlslap", warmup=1, warmup_until="steady")
     with pytest.raises(ValidationError, match="warmup_until"):
         SysbenchOptions(test="oltp_read_write", warmup_until="soon")
