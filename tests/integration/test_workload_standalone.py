@@ -145,6 +145,36 @@ def test_all_eleven_tests(runner: SysbenchRunner, endpoint: Endpoint) -> None:
     assert sorted(ran) == sorted(SYSBENCH_TESTS)
 
 
+@pytest.mark.parametrize("rate", [0, 150])
+def test_a_warm_up_until_steady_is_cut_exactly_on_real_reports(
+    runner: SysbenchRunner, endpoint: Endpoint, rate: int
+) -> None:
+    """sysbench runs warm-up + time without a checkpoint; whatever MSER cuts (none, one or two
+    seconds), the samples kept add up to the summary, whose histogram holds exactly its events,
+    and the summary covers the run less the cut."""
+    opts = SysbenchOptions(test="oltp_read_only", tables=1, table_size=5000, threads=2, time=4, warmup=2,
+                           warmup_until="steady", rate=rate)  # fmt: skip
+    runner.prepare(opts, endpoint)
+    try:
+        got: list[Sample] = []
+        res = runner.run(opts, endpoint, on_sample=got.append)
+        assert res.ok, res.failure()
+        argv = res.clients[0].command.argv
+        assert "--time=6" in argv and not any(a.startswith("--report-checkpoints") for a in argv)
+        c = res.clients[0]
+        cut = len(c.warmup_samples)
+        assert cut <= 2 and res.warmup_cut == (c.warmup_samples[-1].t if cut else 0.0)
+        assert sorted(s.t for s in got) == sorted(s.t for s in res.samples)
+        s = res.summary
+        assert s is not None and sum(x.events for x in res.samples) == s.events > 0
+        assert s.hist is not None and s.hist.total == s.events
+        assert s.lat_min_ms <= s.lat_avg_ms <= s.lat_max_ms
+        assert s.duration == pytest.approx(6.0 - res.warmup_cut, abs=0.3)
+        print("rate", rate, "cut", cut, "s; tps", round(s.tps, 1))
+    finally:
+        runner.cleanup(opts, endpoint)
+
+
 def _kill_sessions(server: Path, after: float) -> None:
     time.sleep(after)
     conn = pymysql.connect(unix_socket=str(server / "mysqld.sock"), user="root")
