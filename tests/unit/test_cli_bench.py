@@ -52,6 +52,7 @@ def one_error(capsys: pytest.CaptureFixture[str]) -> str:
          "--warmup-until: Input should be 'time' or 'steady' (got 'soon')"),
         (["-w", "mysqlslap", "--warmup", "1", "--warmup-until", "steady"],
          "a warm-up until steady needs sysbench's per-second latency histograms, which mysqlslap does not"),
+        (["-w", "oltp_read_write", "--warmup-until", "steady"], "and warmup is 0; give --warmup N (e.g. 5)"),
     ],
 )
 def test_run_bad_input_is_one_line_exit_2(
@@ -73,6 +74,9 @@ def test_run_bad_input_is_one_line_exit_2(
          "weighs 0)"),
         (["run", "-w", "tpcc", "--mix", "new_order=60,payment=-4,order_status=40,delivery=4"],
          "error: --mix: payment=-4 is negative; weights are whole percentages from 0 to 100"),
+        (["suite", "-w", "oltp_insert,mysqlslap", "--warmup", "2", "--warmup-until", "steady"],
+         "error: --warmup-until: a warm-up until steady needs sysbench's per-second latency histograms, "
+         "which mysqlslap does not give; use a fixed warm-up (--warmup-until time, warmup_until = \"time\")"),
         (["suite", "-w", "oltp_insert,tpcc", "--mix", "new_order"],
          "error: --mix: 'new_order' is not NAME=WEIGHT; give e.g. new_order=45,payment=43,order_status=4,"
          "delivery=4,stock_level=4"),

@@ -69,6 +69,8 @@ def facts(store: Store, run_id: int) -> dict[str, Any]:
     out["load.tests"] = sorted(wl.get("tests") or [t.workload for t in store.trials(run_id)])
     for k, v in (wl.get("options") or {}).items():
         out[f"load.{k}"] = v
+    if wl.get("options"):  # runs stored before warmup_until existed had the fixed warm-up
+        out.setdefault("load.warmup_until", "time")
     for k in ("clients", "separate_schemas"):
         out[f"load.{k}"] = wl.get(k)
     out["load.target"] = (prov.get("endpoint") or {}).get("name")

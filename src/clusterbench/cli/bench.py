@@ -66,7 +66,13 @@ from clusterbench.store import Store
 from clusterbench.trial.data import check_tpcc
 from clusterbench.workloads import KNOWN_TESTS
 from clusterbench.workloads.placement import ClientHost
-from clusterbench.workloads.sysbench import HTTP_TESTS, SYSBENCH_TESTS, TPCC_CUSTOMERS, TPCC_ITEMS
+from clusterbench.workloads.sysbench import (
+    HTTP_TESTS,
+    SYSBENCH_TESTS,
+    TPCC_CUSTOMERS,
+    TPCC_ITEMS,
+    steady_problem,
+)
 
 # ---- options shared by run and suite ------------------------------------------------------------
 
@@ -458,6 +464,9 @@ def suite(
         slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
         http_max_workers=http_max_workers, http_keepalive=http_keepalive,
     )  # fmt: skip
+    problem = steady_problem(chosen, warmup) if warmup_until == "steady" else None
+    if problem:  # the options above checked the first test only
+        raise InputError(f"--warmup-until: {problem}")
     with serve_metrics(metrics_port, results), store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,

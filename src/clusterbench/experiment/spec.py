@@ -46,7 +46,6 @@ from clusterbench.spec.web import MAX_WEB_NODES, WebLayout
 from clusterbench.workloads import tpcc
 from clusterbench.workloads.sysbench import (
     ACCESS_TESTS,
-    HTTP_TESTS,
     KNOWN_TESTS,
     SLAP_SETTINGS,
     SLAP_TEST,
@@ -56,6 +55,7 @@ from clusterbench.workloads.sysbench import (
     canonical_test,
     check_slap_engine,
     check_slap_query,
+    steady_problem,
 )
 
 Level = int | float | str | bool
@@ -503,19 +503,9 @@ class Experiment(BaseModel):
 
 def check_steady_warmup(wl: Workload, tests: list[str], where: str) -> None:
     """A warm-up until steady state is cut on sysbench's per-second histograms, within `warmup`."""
-    if wl.warmup_until != "steady":
-        return
-    if wl.warmup == 0:
-        raise InputError(
-            f'{where}: warmup_until = "steady" ends the warm-up within `warmup` seconds and warmup is 0; '
-            "set warmup (e.g. 5)"
-        )
-    other = next((t for t in tests if t == SLAP_TEST or t in HTTP_TESTS), None)
-    if other is not None:
-        raise InputError(
-            f'{where}: warmup_until = "steady" needs sysbench\'s per-second latency histograms and {other} '
-            'gives none; use warmup_until = "time"'
-        )
+    problem = steady_problem(tests, wl.warmup) if wl.warmup_until == "steady" else None
+    if problem:
+        raise InputError(f"{where}: {problem}")
 
 
 def check_own_workloads(

@@ -32,7 +32,13 @@ from clusterbench.trial.spec import Load, Trial, endpoint_provenance, stored_par
 from clusterbench.workloads import SysbenchOptions, SysbenchRunner, client_databases, group_tests
 from clusterbench.workloads.placement import ClientHost
 from clusterbench.workloads.slap import check_slap
-from clusterbench.workloads.sysbench import HTTP_TESTS, SLAP_TEST, canonical_test, check_known_tests
+from clusterbench.workloads.sysbench import (
+    HTTP_TESTS,
+    SLAP_TEST,
+    canonical_test,
+    check_known_tests,
+    steady_problem,
+)
 
 Kind = Literal["run", "suite", "scenario"]
 
@@ -107,6 +113,10 @@ class BenchPlan:
                 f"--rate: {http[0]} sends requests at a fixed rate whatever the latency; give --rate R "
                 "(requests per second, all clients together) above 0"
             )
+        steady = self.options.warmup_until == "steady"
+        problem = steady_problem(self.tests, self.options.warmup) if steady else None
+        if problem:  # as above: the first test's options were checked, not the others'
+            raise InputError(f"--warmup-until: {problem}")
         if SLAP_TEST in self.tests:
             check_slap(self.trial_options(SLAP_TEST), self.endpoint, self.clients)
             if len(self.client_endpoints) > 1:

@@ -256,8 +256,8 @@ class Pipeline:
             out.phases["measuring"] = min(opts.total_time - warm, max(0.0, took - warm))
             with self._phase(out, "faults"):
                 self._heal(nemesis, started)
-        # until steady, the warm-up seconds that turned out steady arrive after the others
-        out.samples.sort(key=lambda s: (s.t, s.client))
+        if result.warmup_cut is not None:  # until steady, the warm-up seconds kept arrive last
+            out.samples.sort(key=lambda s: (s.t, s.client))
         out.bottleneck = tel.conclude(result, duration=float(opts.time))
         self.listener.bottleneck(out.seq, out.bottleneck)
         out.cluster_down = watch.down_now() if watch is not None else None

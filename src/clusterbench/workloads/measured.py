@@ -145,12 +145,16 @@ class MeasuredRun:
         alike), the others are measured and go out now, before the tails. Without the latency
         histograms that make the cut exact, nothing is cut (and the log says so)."""
         tails = [p.finish() for p in self.parsers]
-        cut = steady_cut([p.samples for p in self.parsers], self.opts.warmup, self.opts.rate > 0)
+        reports = [p.samples[: len(p.samples) - len(t)] for p, t in zip(self.parsers, tails, strict=True)]
+        cut = steady_cut(reports, self.opts.warmup, self.opts.rate > 0)
         whole = [p.summary() for p in self.parsers]
         summaries = [cut_summary(w, p.samples[:cut]) if w is not None else None
                      for p, w in zip(self.parsers, whole, strict=True)]  # fmt: skip
-        if cut and any(s is None for s in summaries):
-            log.warning("no latency histogram to cut the warm-up with: its %d s stay in the measurement", cut)
+        missing = next((i for i, s in enumerate(summaries) if s is None), None)
+        if cut and missing is not None:
+            why = "no summary" if whole[missing] is None else "no latency histogram to cut it with"
+            log.warning("client %d has %s: the warm-up's %d interval(s) stay in the measurement",
+                        missing, why, cut)  # fmt: skip
             cut = 0
         self.cut = cut
         for i, p in enumerate(self.parsers):

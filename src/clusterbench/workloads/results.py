@@ -99,12 +99,13 @@ class RunResult:
         return [WARNING, *lines] if lines else []
 
     def placement(self) -> dict[str, Any]:
-        """Where each client ran and when it started: for the trial's provenance."""
-        return {
+        """Where each client ran and when it started (and, until steady, the seconds found to be
+        warm-up): for the trial's provenance."""
+        steady = {} if self.warmup_cut is None else {"steady_warmup_s": self.warmup_cut}
+        return steady | {
             "start_ns": self.start_ns,
             "start_skew_s": self.start_skew,
             "launch_skew_s": self.launch_skew,
-            "steady_warmup_s": self.warmup_cut,
             "clients": [
                 {"client": c.client, "host": c.host, "target": c.target, "database": c.database, "pid": c.pid,
                  "started_ns": c.started_ns, "clock_offset_s": c.clock_offset}

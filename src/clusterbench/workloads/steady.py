@@ -23,10 +23,13 @@ average and maximum latency then come from that histogram, to within its bucket 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
 from clusterbench.workloads.parse import COUNTERS, Sample, Summary, merge_exact
+
+log = logging.getLogger(__name__)
 
 
 def mser(series: Sequence[float], most: int) -> int:
@@ -43,26 +46,36 @@ def mser(series: Sequence[float], most: int) -> int:
 
 
 def steady_cut(clients: Sequence[Sequence[Sample]], warmup: float, rate_limited: bool = False) -> int:
-    """How many leading intervals of every client are warm-up. Only full intervals that every
-    client reported count (the partial tail does not); the cut never reaches past `warmup` s."""
-    full = [[s for s in samples if s.interval >= 0.5 * _step(samples)] for samples in clients]
-    n = min((len(f) for f in full), default=0)
+    """How many leading intervals of every client are warm-up: give each client's reports
+    without the tail (the rest of the run after sysbench's last report). Only the intervals every
+    client reported count; the cut never reaches past `warmup` s."""
+    n = min((len(c) for c in clients), default=0)
     if n < 2 or warmup <= 0:
         return 0
-    allowed = min(sum(1 for s in f[:n] if s.t <= warmup + 0.1 * s.interval) for f in full)
+    allowed = min(sum(1 for s in c[:n] if s.t <= warmup + 0.1 * s.interval) for c in clients)
     if allowed == 0:
         return 0
-    series = [sum(f[k].events / f[k].interval for f in full) for k in range(n)]
+    series = [sum(c[k].events / c[k].interval for c in clients) for k in range(n)]
     if rate_limited:
-        hists = [merge_exact(f[k].hist for f in full) for k in range(n)]
-        means = [h.mean_ms() for h in hists if h is not None]
-        if len(means) == n and all(m is not None for m in means):
-            series = [float(m) for m in means if m is not None]
+        series = _mean_latency(clients, n) or series
     return mser(series, allowed)
 
 
-def _step(samples: Sequence[Sample]) -> float:
-    return max((s.interval for s in samples), default=1.0)
+def _mean_latency(clients: Sequence[Sequence[Sample]], n: int) -> list[float] | None:
+    """Each interval's mean latency, all clients together. A second without a finished
+    transaction (a stall) counts as the slowest second of the run. None without histograms."""
+    means: list[float | None] = []
+    for k in range(n):
+        h = merge_exact(c[k].hist for c in clients)
+        if h is None:
+            log.warning("a report without a latency histogram: the warm-up is read on the throughput")
+            return None
+        means.append(h.mean_ms())
+    seen = [m for m in means if m is not None]
+    if not seen:
+        return None
+    worst = max(seen)
+    return [worst if m is None else m for m in means]
 
 
 def cut_summary(summary: Summary, cut: Sequence[Sample]) -> Summary | None:

@@ -237,11 +237,10 @@ class SysbenchOptions(BaseModel):
 
     @model_validator(mode="after")
     def _steady_needs_sysbench(self) -> SysbenchOptions:
-        if self.warmup_until == "steady" and (self.test in HTTP_TESTS or self.test == SLAP_TEST):
-            raise ValueError(
-                f"a warm-up until steady needs sysbench's per-second latency histograms, which {self.test} "
-                'does not give; use a fixed warm-up (--warmup-until time, warmup_until = "time")'
-            )
+        if self.warmup_until == "steady":
+            problem = steady_problem([self.test], self.warmup)
+            if problem:
+                raise ValueError(problem)
         return self
 
     @field_validator("mix")
@@ -268,6 +267,22 @@ class SysbenchOptions(BaseModel):
         if self.warmup_until == "steady":
             return f"up to {self.warmup} s warm-up (until steady)"
         return f"{self.warmup} s warm-up"
+
+
+def steady_problem(tests: Iterable[str], warmup: int) -> str | None:
+    """Why a warm-up until steady cannot run these tests with this warm-up, or None."""
+    other = next((t for t in tests if t == SLAP_TEST or t in HTTP_TESTS), None)
+    if other is not None:
+        return (
+            f"a warm-up until steady needs sysbench's per-second latency histograms, which {other} "
+            'does not give; use a fixed warm-up (--warmup-until time, warmup_until = "time")'
+        )
+    if warmup == 0:
+        return (
+            "a warm-up until steady ends within the warm-up's seconds, and warmup is 0; "
+            "give --warmup N (e.g. 5)"
+        )
+    return None
 
 
 def check_known_tests(tests: Iterable[str]) -> None:

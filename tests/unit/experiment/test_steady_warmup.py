@@ -48,8 +48,8 @@ def test_steady_reaches_every_trial_and_changes_the_plan_id_only_when_set() -> N
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ('warmup_until = "steady"\nwarmup = 0', 'ends the warm-up within `warmup` seconds and warmup is 0'),
-        ('warmup_until = "steady"\nworkload = "mysqlslap"\ntarget = "node:1"', "mysqlslap gives none"),
+        ('warmup_until = "steady"\nwarmup = 0', "ends within the warm-up's seconds, and warmup is 0"),
+        ('warmup_until = "steady"\nworkload = "mysqlslap"\ntarget = "node:1"', "mysqlslap does not give"),
     ],
 )
 def test_steady_is_refused_where_it_cannot_work(extra: str, message: str) -> None:

@@ -5,12 +5,14 @@ sysbench that prints a whole run without a checkpoint)."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 from tests.unit.workloads.test_sysbench_runner import EP, FAKE, FakeServer
 
+from clusterbench.workloads.histogram import LatencyHistogram
 from clusterbench.workloads.parse import Sample, parse_output
 from clusterbench.workloads.runner import SysbenchRunner
 from clusterbench.workloads.steady import cut_summary, mser, steady_cut
@@ -69,6 +71,11 @@ def test_steady_cut_reads_throughput_in_a_closed_loop_and_latency_at_a_fixed_rat
     assert steady_cut([warm], warmup=2) == steady_cut([warm], warmup=2, rate_limited=True) == 0
     # the user's warm-up bounds the cut: with none allowed there is none
     assert steady_cut([slow], warmup=0) == 0
+    # at a fixed rate, a later second without a finished transaction (a stall) counts as the
+    # slowest second, not as a reason to read the flat throughput instead
+    stalled = list(cold)
+    stalled[4] = replace(stalled[4], events=0, hist=LatencyHistogram(stalled[4].hist.scheme, {}))
+    assert steady_cut([stalled], warmup=2, rate_limited=True) == 1
     # two clients are cut at the same second, on their sum
     assert steady_cut([slow, warm], warmup=2) == 1
 
@@ -100,6 +107,8 @@ def test_until_steady_runs_without_a_checkpoint_and_only_http_and_slap_refuse_it
         SysbenchOptions(test="mysqlslap", warmup=1, warmup_until="steady")
     with pytest.raises(ValidationError, match="warmup_until"):
         SysbenchOptions(test="oltp_read_write", warmup_until="soon")
+    with pytest.raises(ValidationError, match="and warmup is 0; give --warmup N"):
+        SysbenchOptions(test="oltp_read_write", warmup_until="steady")
 
 
 @pytest.fixture
