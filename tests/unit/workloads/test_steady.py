@@ -74,6 +74,7 @@ def test_steady_cut_reads_throughput_in_a_closed_loop_and_latency_at_a_fixed_rat
     # at a fixed rate, a later second without a finished transaction (a stall) counts as the
     # slowest second, not as a reason to read the flat throughput instead
     stalled = list(cold)
+    assert stalled[4].hist is not None
     stalled[4] = replace(stalled[4], events=0, hist=LatencyHistogram(stalled[4].hist.scheme, {}))
     assert steady_cut([stalled], warmup=2, rate_limited=True) == 1
     # two clients are cut at the same second, on their sum
