@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.workloads.conftest import fake_script
 
 from clusterbench.errors import WorkloadError
 from clusterbench.spec.endpoint import Address, Endpoint
@@ -158,10 +158,7 @@ def test_rate_flag_below_95_percent_and_beyond_poisson_noise() -> None:
 
 @pytest.fixture
 def fake_bin(tmp_path: Path) -> str:
-    p = tmp_path / "sysbench"
-    p.write_text(FAKE.format(py=sys.executable))
-    p.chmod(0o755)
-    return str(p)
+    return fake_script(tmp_path, FAKE)
 
 
 def test_runner_places_clients_round_robin_and_flags_saturation(

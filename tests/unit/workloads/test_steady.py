@@ -4,13 +4,12 @@ sysbench that prints a whole run without a checkpoint)."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from tests.unit.workloads.test_sysbench_runner import EP, FAKE, FakeServer
+from tests.unit.workloads.test_sysbench_runner import EP, FakeServer
 
 from clusterbench.workloads.histogram import LatencyHistogram
 from clusterbench.workloads.parse import Sample, parse_output
@@ -110,14 +109,6 @@ def test_until_steady_runs_without_a_checkpoint_and_only_http_and_slap_refuse_it
         SysbenchOptions(test="oltp_read_write", warmup_until="soon")
     with pytest.raises(ValidationError, match="and warmup is 0; give --warmup N"):
         SysbenchOptions(test="oltp_read_write", warmup_until="steady")
-
-
-@pytest.fixture
-def fake_bin(tmp_path: Path) -> str:
-    p = tmp_path / "sysbench"
-    p.write_text(FAKE.format(py=sys.executable))
-    p.chmod(0o755)
-    return str(p)
 
 
 @pytest.mark.parametrize(("first", "bucket", "cut"), [(200, 600, 1), (1000, 400, 0)])

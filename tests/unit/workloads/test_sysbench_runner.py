@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +24,6 @@ EP = Endpoint(
     auto_inc_off=True,
 )
 
-# A stand-in for sysbench: prints a recorded output file, reports LD_PRELOAD on stderr, exits with a code.
-FAKE = """#!{py}
-import os, sys, time
-sys.stderr.write("LD_PRELOAD=" + os.environ.get("LD_PRELOAD", "-") + "\\n")
-for a in sys.argv:
-    if a.startswith("--config-file="):
-        f = a.split("=", 1)[1]
-        mode = oct(os.stat(f).st_mode & 0o777)
-        sys.stdout.write("CONFIG " + open(f).read().strip() + " MODE " + mode + "\\n")
-sys.stdout.write(open(os.environ["FAKE_OUT"]).read())
-sys.stdout.flush()
-if os.environ.get("FAKE_HANG"):
-    time.sleep(60)
-sys.exit(int(os.environ.get("FAKE_RC", "0")))
-"""
 
 
 class FakeCursor:
@@ -85,12 +69,6 @@ class FakeServer:
         return FakeConn(self.tables)
 
 
-@pytest.fixture
-def fake_bin(tmp_path: Path) -> str:
-    p = tmp_path / "sysbench"
-    p.write_text(FAKE.format(py=sys.executable))
-    p.chmod(0o755)
-    return str(p)
 
 
 def test_run_streams_samples_and_sets_ld_preload_only_on_sysbench(
