@@ -196,6 +196,25 @@ def test_live_view_adds_up_clients_per_second(capsys: pytest.CaptureFixture[str]
     assert sample_line(first).startswith(f"tps {first.tps:>9.2f}  p95 ")
 
 
+def test_live_view_does_not_show_a_kept_warm_up_second_late(capsys: pytest.CaptureFixture[str]) -> None:
+    """Until steady, the warm-up seconds found steady reach the listener after the others: the
+    store keeps them, the live view has moved on."""
+    import dataclasses
+
+    from clusterbench.cli.live import LiveView
+
+    p = parse_output((DATA / "oltp_point_select.out").read_text().splitlines(), warmup=0, threads=2)
+    first = p.samples[0]
+    view = LiveView(clients=1, per_sample_lines=True)
+    with view:
+        view.sample(1, dataclasses.replace(first, t=4.0))
+        view.sample(1, dataclasses.replace(first, t=5.0))
+        view.sample(1, dataclasses.replace(first, t=1.0))
+        view.sample(2, dataclasses.replace(first, t=1.0))  # the next trial starts over
+    shown = [ln.split("]")[0].strip() for ln in capsys.readouterr().out.splitlines() if "tps" in ln]
+    assert shown == ["[   4 s", "[   5 s", "[   1 s"]
+
+
 def test_results_show_prints_clients_fairness_and_the_saturation_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

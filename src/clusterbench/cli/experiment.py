@@ -115,10 +115,13 @@ class ExperimentView(ProgressView, ExperimentListener):
             self.progress.update(self.task, live=self.current)
 
     def sample(self, t: TrialSpec, sample: Sample) -> None:
+        k = round(sample.t)
+        if k < self.shown.get(t.index, 0):
+            return  # a warm-up second kept once the run was found steady: stored, not shown late
         s = combined(self.pending, self.clients, sample)
         if s is None:
             return
-        k = round(sample.t)
+        self.shown[t.index] = k
         if self.progress is not None:
             servers = f"  | {self.servers}" if self.servers else ""
             self.progress.update(self.task, live=f"#{t.index} [{k:>3} s] {sample_line(s)}{servers}")

@@ -71,6 +71,7 @@ class ProgressView:
         self.progress: Progress | None = None
         self.task: Any = None
         self.pending: dict[int, list[Sample]] = {}
+        self.shown: dict[int, int] = {}  # trial -> the latest second shown
         self.run_id: int | None = None
         self.servers = ""  # the latest telemetry line
         self.neck: Bottleneck | None = None
@@ -128,10 +129,13 @@ class LiveView(ProgressView, BenchListener):
             console.step(f"{test}: {options.threads} threads, {options.time} s{warm}")
 
     def sample(self, seq: int, sample: Sample) -> None:
+        t = round(sample.t)
+        if t < self.shown.get(seq, 0):
+            return  # a warm-up second kept once the run was found steady: stored, not shown late
         s = combined(self.pending, self.clients, sample)
         if s is None:
             return
-        t = round(sample.t)
+        self.shown[seq] = t
         self.last = sample_line(s)
         if self.progress is not None:
             self._show()

@@ -42,6 +42,7 @@ from clusterbench.trial.recorder import Recorder, TrialRecord
 from clusterbench.trial.spec import Trial, stored_params
 from clusterbench.trial.watch import ClusterWatch
 from clusterbench.workloads import RunResult, Sample, SysbenchRunner, tpcc
+from clusterbench.workloads.steady import steady_line
 from clusterbench.workloads.sysbench import TPCC, use_tls
 
 log = logging.getLogger(__name__)
@@ -258,6 +259,7 @@ class Pipeline:
                 self._heal(nemesis, started)
         if result.warmup_cut is not None:  # until steady, the warm-up seconds kept arrive last
             out.samples.sort(key=lambda s: (s.t, s.client))
+            out.notes.append(steady_line(opts.warmup, result.warmup_cut))
         out.bottleneck = tel.conclude(result, duration=float(opts.time))
         self.listener.bottleneck(out.seq, out.bottleneck)
         out.cluster_down = watch.down_now() if watch is not None else None

@@ -103,3 +103,12 @@ def cut_summary(summary: Summary, cut: Sequence[Sample]) -> Summary | None:
         extra=summary.extra,
         **counts,
     )
+
+
+def steady_line(warmup: int, cut: float) -> str:
+    """What the warm-up until steady turned out to be, in one line for the trial's notes."""
+    if cut <= 0:
+        return f"warm-up until steady: steady from the first second; all {warmup} s of it are measured"
+    kept = max(0.0, warmup - cut)
+    rest = f"; the other {kept:.0f} s are measured" if kept >= 0.5 else ""
+    return f"warm-up until steady: the first {cut:.0f} s (of up to {warmup} s) were warm-up{rest}"

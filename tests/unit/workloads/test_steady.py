@@ -14,7 +14,7 @@ from tests.unit.workloads.test_sysbench_runner import EP, FakeServer
 from clusterbench.workloads.histogram import LatencyHistogram
 from clusterbench.workloads.parse import Sample, parse_output
 from clusterbench.workloads.runner import SysbenchRunner
-from clusterbench.workloads.steady import cut_summary, mser, steady_cut
+from clusterbench.workloads.steady import cut_summary, mser, steady_cut, steady_line
 from clusterbench.workloads.sysbench import SysbenchOptions, build_command
 
 SCHEME = '{"size":1024,"deduct":-6.9,"mult":55.5}'
@@ -132,3 +132,13 @@ def test_runner_cuts_the_cold_start_and_keeps_a_steady_one(
         assert res.summary.events == 5000 and res.summary.duration == pytest.approx(5.001)
     else:  # the whole run was steady: sysbench's own summary, all 6 s of it
         assert res.summary.events == 6000 and res.summary.lat_max_ms == 40.0
+
+
+def test_the_trial_note_says_what_the_warm_up_turned_out_to_be() -> None:
+    assert steady_line(3, 0.0) == (
+        "warm-up until steady: steady from the first second; all 3 s of it are measured"
+    )
+    assert steady_line(3, 1.001) == (
+        "warm-up until steady: the first 1 s (of up to 3 s) were warm-up; the other 2 s are measured"
+    )
+    assert steady_line(2, 2.0) == "warm-up until steady: the first 2 s (of up to 2 s) were warm-up"
