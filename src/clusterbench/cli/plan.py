@@ -70,7 +70,7 @@ def _trials_table(plan: Plan, done: set[str]) -> Table:
         mark = " (done)" if t.key in done else ""
         table.add_row(str(t.index), str(t.group), cl, str(t.nodes), t.part, t.point_label + mark,
                       str(t.rep), t.test, str(t.threads), str(t.clients), t.rate_text(),
-                      f"{t.warmup}+{t.duration}")  # fmt: skip
+                      ("≤" if t.warmup_until == "steady" else "") + f"{t.warmup}+{t.duration}")  # fmt: skip
     return table
 
 

@@ -3,6 +3,8 @@ trial to the sysbench options it runs with, and part of the plan's identity only
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from clusterbench.errors import InputError
@@ -62,3 +64,17 @@ def test_steady_is_refused_where_it_cannot_work(extra: str, message: str) -> Non
 def test_an_unknown_value_names_the_field() -> None:
     with pytest.raises(InputError, match="warmup_until"):
         exp('warmup_until = "soon"')
+
+
+def test_plan_shows_a_steady_warm_up_as_its_most(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from clusterbench.cli.main import main
+
+    f = tmp_path / "st.toml"
+    f.write_text(BASE.format(extra='warmup_until = "steady"'))
+    assert main(["plan", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "≤3+10" in out
+    f.write_text(BASE.format(extra=""))
+    assert main(["plan", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert " 3+10" in out and "≤" not in out
