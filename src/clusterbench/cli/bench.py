@@ -56,6 +56,7 @@ from clusterbench.runner import (
     EndpointProbe,
     ServerProbe,
     TrialsFailed,
+    check_steady_tests,
     make_options,
     parse_tests,
     resolve_run,
@@ -71,7 +72,6 @@ from clusterbench.workloads.sysbench import (
     SYSBENCH_TESTS,
     TPCC_CUSTOMERS,
     TPCC_ITEMS,
-    steady_problem,
 )
 
 # ---- options shared by run and suite ------------------------------------------------------------
@@ -371,14 +371,12 @@ def run(
     """Run one workload (a sysbench test, an access_* method, mysqlslap, or an HTTP test through the
     web tier) against the cluster (or --host) and store every sample."""
     tags = check_tags(tag)
-    weights = parse_mix_option(mix, (workload,))
     opts = make_options(
         test=workload, threads=threads, time=duration, warmup=warmup, warmup_until=warmup_until,
-        tables=tables, table_size=table_size,
-        rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
-        warehouses=warehouses, customers=customers, items=items, mix=weights,
-        batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
-        slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
+        tables=tables, table_size=table_size, rate=rate, rand_type=rand_type, report_interval=report_interval,
+        tls=tls, compression=compression, warehouses=warehouses, customers=customers, items=items,
+        mix=parse_mix_option(mix, (workload,)), batch=batch, row_size=row_size, slap_load_type=slap_load_type,
+        slap_queries=slap_queries, slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
         http_max_workers=http_max_workers, http_keepalive=http_keepalive,
     )  # fmt: skip
     with serve_metrics(metrics_port, results), store_at(results) as store:
@@ -454,19 +452,15 @@ def suite(
     print the summary table."""
     chosen = parse_tests(workload, SYSBENCH_TESTS) if workload is None else parse_tests(workload, KNOWN_TESTS)
     tags = check_tags(tag)
-    weights = parse_mix_option(mix, chosen)
     opts = make_options(
         test=chosen[0], threads=threads, time=duration, warmup=warmup, warmup_until=warmup_until,
-        tables=tables, table_size=table_size,
-        rate=rate, rand_type=rand_type, report_interval=report_interval, tls=tls, compression=compression,
-        warehouses=warehouses, customers=customers, items=items, mix=weights,
-        batch=batch, row_size=row_size, slap_load_type=slap_load_type, slap_queries=slap_queries,
-        slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
+        tables=tables, table_size=table_size, rate=rate, rand_type=rand_type, report_interval=report_interval,
+        tls=tls, compression=compression, warehouses=warehouses, customers=customers, items=items,
+        mix=parse_mix_option(mix, chosen), batch=batch, row_size=row_size, slap_load_type=slap_load_type,
+        slap_queries=slap_queries, slap_query=slap_query, slap_engine=slap_engine, http_timeout=http_timeout,
         http_max_workers=http_max_workers, http_keepalive=http_keepalive,
     )  # fmt: skip
-    problem = steady_problem(chosen, warmup) if warmup_until == "steady" else None
-    if problem:  # the options above checked the first test only
-        raise InputError(f"--warmup-until: {problem}")
+    check_steady_tests(chosen, opts)  # the options above checked the first test only
     with serve_metrics(metrics_port, results), store_at(results) as store:
         tgt = _resolve_target(name=name, target=target, host=host, port=port, user=user,
                               password_env=password_env, database=database, galera=galera,

@@ -76,6 +76,13 @@ def make_options(**fields: Any) -> SysbenchOptions:
         raise InputError(f"{name}: {msg} (got {err.get('input')!r})") from None
 
 
+def check_steady_tests(tests: Sequence[str], options: SysbenchOptions) -> None:
+    """A warm-up until steady for every test of a run (the options checked their own test only)."""
+    problem = steady_problem(tests, options.warmup) if options.warmup_until == "steady" else None
+    if problem:
+        raise InputError(f"--warmup-until: {problem}")
+
+
 @dataclass(frozen=True)
 class BenchPlan:
     """What to run. `options.test` is replaced by each test in turn."""
@@ -113,10 +120,7 @@ class BenchPlan:
                 f"--rate: {http[0]} sends requests at a fixed rate whatever the latency; give --rate R "
                 "(requests per second, all clients together) above 0"
             )
-        steady = self.options.warmup_until == "steady"
-        problem = steady_problem(self.tests, self.options.warmup) if steady else None
-        if problem:  # as above: the first test's options were checked, not the others'
-            raise InputError(f"--warmup-until: {problem}")
+        check_steady_tests(self.tests, self.options)  # as above: the others' were not checked
         if SLAP_TEST in self.tests:
             check_slap(self.trial_options(SLAP_TEST), self.endpoint, self.clients)
             if len(self.client_endpoints) > 1:
