@@ -167,7 +167,13 @@ def test_a_warm_up_until_steady_is_cut_exactly_on_real_reports(
         assert sorted(s.t for s in got) == sorted(s.t for s in res.samples)
         s = res.summary
         assert s is not None and sum(x.events for x in res.samples) == s.events > 0
-        assert s.hist is not None and s.hist.total == s.events
+        assert s.hist is not None
+        if cut:
+            # an interval's histogram and counters can differ by the few transactions that end
+            # while its report is taken (5 of 4,833 seen on a loaded machine)
+            assert abs(s.hist.total - s.events) <= 0.01 * s.events
+        else:
+            assert s.hist.total == s.events
         assert s.lat_min_ms <= s.lat_avg_ms <= s.lat_max_ms
         assert s.duration == pytest.approx(6.0 - res.warmup_cut, abs=0.3)
         print("rate", rate, "cut", cut, "s; tps", round(s.tps, 1))
