@@ -29,7 +29,7 @@ from clusterbench.cli.common import (
     sysbench_runner,
     typer_app,
 )
-from clusterbench.cli.live import ProgressView, combined, sample_line
+from clusterbench.cli.live import ProgressView, sample_line
 from clusterbench.cli.plan import FileArg, ProfileOpt, hms, make_plan, plan_cmd
 from clusterbench.errors import InputError
 from clusterbench.experiment import tls as tlsmod
@@ -115,13 +115,10 @@ class ExperimentView(ProgressView, ExperimentListener):
             self.progress.update(self.task, live=self.current)
 
     def sample(self, t: TrialSpec, sample: Sample) -> None:
-        k = round(sample.t)
-        if k < self.shown.get(t.index, 0):
-            return  # a warm-up second kept once the run was found steady: stored, not shown late
-        s = combined(self.pending, self.clients, sample)
+        s = self.second(t.index, sample)
         if s is None:
             return
-        self.shown[t.index] = k
+        k = round(sample.t)
         if self.progress is not None:
             servers = f"  | {self.servers}" if self.servers else ""
             self.progress.update(self.task, live=f"#{t.index} [{k:>3} s] {sample_line(s)}{servers}")

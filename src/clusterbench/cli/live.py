@@ -79,6 +79,18 @@ class ProgressView:
     def columns(self) -> list[ProgressColumn]:
         raise NotImplementedError
 
+    def second(self, trial: int, sample: Sample) -> Sample | None:
+        """The second `sample` completes, all clients together, to show now; None while it waits
+        for the other clients, and for a second older than one shown: until steady, a warm-up
+        second kept in the measurement arrives after the others (stored, not shown late)."""
+        t = round(sample.t)
+        if t < self.shown.get(trial, 0):
+            return None
+        s = combined(self.pending, self.clients, sample)
+        if s is not None:
+            self.shown[trial] = t
+        return s
+
     def __enter__(self) -> Self:
         if self.tty:
             self.progress = Progress(*self.columns(), console=console.out, refresh_per_second=4)
@@ -129,13 +141,10 @@ class LiveView(ProgressView, BenchListener):
             console.step(f"{test}: {options.threads} threads, {options.time} s{warm}")
 
     def sample(self, seq: int, sample: Sample) -> None:
-        t = round(sample.t)
-        if t < self.shown.get(seq, 0):
-            return  # a warm-up second kept once the run was found steady: stored, not shown late
-        s = combined(self.pending, self.clients, sample)
+        s = self.second(seq, sample)
         if s is None:
             return
-        self.shown[seq] = t
+        t = round(sample.t)
         self.last = sample_line(s)
         if self.progress is not None:
             self._show()
