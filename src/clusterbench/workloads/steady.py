@@ -102,7 +102,6 @@ def cut_summary(summary: Summary, cut: Sequence[Sample]) -> Summary | None:
         lat_max_ms=hist.max_ms() or 0.0,
         lat_pct_ms=hist.percentile(summary.percentile) if hist.total else None,
         hist=hist,
-        extra=summary.extra,
         **counts,
     )
 
