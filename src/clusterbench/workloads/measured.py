@@ -15,7 +15,7 @@ from clusterbench.errors import WorkloadError
 from clusterbench.spec.endpoint import Endpoint
 from clusterbench.workloads.clients import CpuSampler, OptionFiles, Process
 from clusterbench.workloads.merge import start_skew
-from clusterbench.workloads.parse import OutputParser, Sample, is_warmup, merge_summaries
+from clusterbench.workloads.parse import OutputParser, Sample, Summary, is_warmup, merge_summaries
 from clusterbench.workloads.placement import ClientHost, Staged, parse_start_line, stage, start_at_argv
 from clusterbench.workloads.results import ClientRun, RunResult
 from clusterbench.workloads.saturation import client_flags, cpu_use
@@ -60,6 +60,7 @@ class MeasuredRun:
         ]
         self.held: list[list[Sample]] = [[] for _ in commands]
         self.cut = 0
+        self.cut_summaries: list[Summary | None] = []  # each client's summary less the cut
         self.stderr_tails: list[deque[str]] = [deque(maxlen=STDERR_TAIL) for _ in commands]
         self.other_tails: list[deque[str]] = [deque(maxlen=OTHER_TAIL) for _ in commands]
         self.per_host: dict[int, Staged] = {}
@@ -162,7 +163,7 @@ class MeasuredRun:
             self._emit(tails[i])
             if cut:
                 p.warmup_samples, p.samples = p.samples[:cut], p.samples[cut:]
-                self.runs[i].summary = summaries[i]
+        self.cut_summaries = summaries
 
     def warmup_cut(self) -> float:
         """Seconds of the run that were warm-up after all (until steady)."""
@@ -176,7 +177,7 @@ class MeasuredRun:
         parsed = self.parsers[i].result()
         r.returncode, r.killed = rc, killed
         r.samples, r.warmup_samples = parsed.samples, parsed.warmup_samples
-        r.summary = r.summary if self.cut else parsed.summary
+        r.summary = self.cut_summaries[i] if self.cut else parsed.summary
         r.checkpoint_extra = parsed.checkpoint_extra
         r.stderr_tail, r.other_tail = list(self.stderr_tails[i]), list(self.other_tails[i])
         r.cpu_readings = self.sampler.readings[i]
