@@ -391,7 +391,7 @@ class Cluster(BalancerOps, WebOps, NodeOps):
         # Replication's all together.
         done += self.engine.stop_for_teardown(nodes, keep_data=keep_files)
         if self.state and self.topology.provider.kind == "local":
-            done += stop_layers(self)
+            done += stop_layers(self, discard=not keep_files)
         done += self.provider.teardown(keep_files, keep_files if keep_remote is None else keep_remote)
         if not keep_files and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -76,11 +76,12 @@ def remount(cluster: Any, index: int) -> None:
     cluster.save()
 
 
-def stop_layers(cluster: Any) -> list[str]:
-    """Stop every layer daemon (after the servers that had files open there)."""
+def stop_layers(cluster: Any, *, discard: bool = False) -> list[str]:
+    """Stop every layer daemon (after the servers that had files open there); `discard`: the
+    datadirs are deleted next, so nothing the kernel holds for a layer needs writing."""
     out = []
     for i in layered(cluster):
-        what = layer_of(cluster, i).stop()
+        what = layer_of(cluster, i).stop(discard=discard)
         if what != "not running":
             out.append(f"n{i}: power-loss layer {what}")
     cluster.state.pop("layers", None)

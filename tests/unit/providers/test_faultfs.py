@@ -325,6 +325,17 @@ def test_stop_terminates_and_unmounts_what_is_left() -> None:
     assert fs.proc is None
 
 
+def test_stop_before_the_files_are_deleted_kills_at_once_and_unmounts() -> None:
+    host = Host()
+    fs = layer(host)
+    fs.proc = host.spawn(fs.argv(), log=fs.log_path)
+    host.die_on = (15, 9)
+    host.mount_layer(MNT)
+    assert fs.stop(discard=True) == "killed; unmounted /c/n1/data"
+    assert host.signal_numbers() == [9] and ["umount", "/c/n1/data"] in host.runs  # no SIGTERM first
+    assert fs.proc is None
+
+
 # channels
 
 
