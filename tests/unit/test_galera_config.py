@@ -175,7 +175,7 @@ def test_clustercheck_checks_state_primary_and_ready() -> None:
     assert text.startswith("#!/bin/sh\n")
     assert (
         "out=$(/usr/bin/mariadb --defaults-extra-file=/var/lib/clusterbench/clusters/lab/n2/mon.cnf "
-        "--connect-timeout=1 -N -B -e \\\n"
+        "--skip-ssl --connect-timeout=1 -N -B -e \\\n"
     ) in text
     assert "SET SESSION wsrep_sync_wait=0; SHOW GLOBAL STATUS WHERE Variable_name IN " in text
     assert "('wsrep_local_state','wsrep_cluster_status','wsrep_ready')" in text

@@ -211,3 +211,10 @@ def test_a_dead_server_fails_the_check(tmp_path: Path) -> None:
     status, body = check(tmp_path, "/write", {"FAKE_FAIL": "1"})
     assert status.endswith("503 Service Unavailable")
     assert body == "not ready for /write: state=down role=none super_read_only=1 reachable=0/0"
+
+
+def test_the_check_connects_without_tls_on_the_unix_socket(tmp_path: Path) -> None:
+    """MySQL offers TLS on its socket too: with it, each check cost 40 ms of CPU (the client loads
+    the system's CA store) instead of 8, six checks a second per group."""
+    text = render_healthcheck(member(d=tmp_path), client="/usr/bin/mariadb")
+    assert f"/usr/bin/mariadb --defaults-extra-file={tmp_path}/mon.cnf --skip-ssl --connect-timeout=1 " in text
