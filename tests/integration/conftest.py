@@ -201,7 +201,7 @@ def cluster(cb_home: Path) -> Iterator[Cluster]:
         yield c
 
 
-# --- the session's Group Replication cluster ---
+# --- the Group Replication cluster of a module ---
 
 _GR_NAME, _GR_SUBNET = _own("cbgr", 203, 180)
 NAME = os.environ.get("CB_TEST_GR_CLUSTER", _GR_NAME)
@@ -222,10 +222,12 @@ def gr_topology(name: str = NAME, subnet: str = SUBNET, nodes: int = 3, mode: st
     return make_topology(name, subnet, nodes, engine=engine, mysql={"member_expel_timeout": 1})
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gr_cluster(cb_home: Path) -> Iterator[Cluster]:
-    """The session's 3-member Group Replication cluster + HAProxy (single primary), shared by every
-    test module that asks for it (defined here so there is one per session)."""
+    """A 3-member Group Replication cluster + HAProxy (single primary) for the tests of one module,
+    taken down after them. Not one per session: idle, a group and its health checks use a tenth of
+    a core, and on `make test`'s workers each group sat idle for most of the run after the one or
+    two modules that used it (a bring-up costs about 6 s)."""
     reason = gr_skip_reason()
     if reason:
         pytest.skip(reason)

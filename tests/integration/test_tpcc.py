@@ -3,7 +3,7 @@
 consistency conditions after the load and after the trial; then a drill on the same tables
 (`prepare = false`: no second load) whose `sql` fault changes a history row behind the workload's
 back FAILs its `tpcc-consistency` verdict and the drill (exit 1), and `clusterbench tpcc-check` FAILs
-naming the conditions (the negative controls). The same on the session's Group Replication cluster,
+naming the conditions (the negative controls). The same on the module's Group Replication cluster,
 at a reduced scale so that it adds seconds.
 """
 
