@@ -435,7 +435,9 @@ def test_bank_negative_control_on_the_primary_without_for_update_fails_with_it_h
 def test_cli_fault_kill_primary_twice_in_a_row_passes_and_prints_the_failover(gr_cluster: Cluster) -> None:
     """Two kill-primary drills in a row on one group: the second starts where the first left it
     (node 1 a secondary, the primary elsewhere) and must set up its verification tables on the
-    new primary, not on the first running member (which refused with 1290, super-read-only)."""
+    new primary, not on the first running member (which refused with 1290, super-read-only).
+    30 s of load: the group shrinks and elects about 16 s after the kill (GCS's 15 s suspicion
+    check), 22 s into a run with the kill at 5 s; a 20 s run ended before it."""
     c = gr_cluster
     env = {**os.environ, "CLUSTERBENCH_HOME": str(c.home), "COLUMNS": "200"}
     victims = []
@@ -444,7 +446,7 @@ def test_cli_fault_kill_primary_twice_in_a_row_passes_and_prints_the_failover(gr
         victims.append(before)
         res = subprocess.run(
             [sys.executable, "-m", "clusterbench", "fault", "kill-node", "--target", "primary", "--at", "5",
-             "--for", "8", "--duration", "20", "--threads", "2", "-n", c.topology.name],
+             "--for", "12", "--duration", "30", "--threads", "2", "-n", c.topology.name],
             env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         print(f"drill {drill}:", res.stdout[-4000:])
@@ -462,7 +464,7 @@ def test_cli_fault_kill_primary_twice_in_a_row_passes_and_prints_the_failover(gr
         figures = [float(x) for x in row[3:] if x.replace(".", "", 1).isdigit()]
         assert len(figures) >= 4, row
         suspected, shrunk, elected, writes = figures[:4]
-        assert 0 < suspected <= shrunk <= 20 and 0 < elected <= 20 and 0 < writes <= 20, row
+        assert 0 < suspected <= shrunk <= 30 and 0 < elected <= 30 and 0 < writes <= 30, row
         # The command restarted the victim: this session's Cluster must see its new process.
         c.state = Cluster.load(c.topology.name, home=c.home).state
         assert f"n{before} rejoined" in res.stdout, res.stdout[-2000:]
