@@ -160,6 +160,10 @@ def test_copy_then_reuse_through_the_real_scripts(tmp_path: Path) -> None:
     local = fake_rootfs(here)
     there = tmp_path / "there" / "mysql"
     there.mkdir(parents=True)  # an empty directory is where the copy goes
+    for rel in ("var/cache/apt/archives/mysql-server_9.7.4-2_amd64.deb", "var/lib/apt/lists/deb.debian.org_sid_Release"):
+        (here / rel).parent.mkdir(parents=True, exist_ok=True)
+        (here / rel).write_text("not needed by a member\n")
+    (here / "var/lib/apt/lists/lock").write_text("")
     host = LocalShell()
     line = remote.prepare(host, WHERE, there, here, "controller-1")
     assert line.startswith(
@@ -168,6 +172,9 @@ def test_copy_then_reuse_through_the_real_scripts(tmp_path: Path) -> None:
     assert len(host.streamed) == 1
     assert (there / rootfs.GR_PLUGIN).read_text() == f"fake {rootfs.GR_PLUGIN}\n"
     assert (there / "cb").is_dir() and not (tmp_path / "there" / "mysql.partial").exists()
+    # apt's downloaded packages and lists stay behind; their directories, and the lock, come along
+    assert list((there / "var/cache/apt/archives").iterdir()) == []
+    assert [p.name for p in (there / "var/lib/apt/lists").iterdir()] == ["lock"]
     stamp = json.loads(rootfs.info_path(there).read_text())
     assert stamp["path"] == str(there) and stamp["copied_from"] == "controller-1"
     assert remote.same_build(stamp, local)
