@@ -243,7 +243,8 @@ class FaultFS:
         what = "not running"
         if self.proc is not None and discard and self.host.alive(self.proc):
             self.host.signal(self.proc, signal.SIGKILL)
-            what = "killed" if wait_dead(self.host, self.proc, self.clock, 10) else "still running after SIGKILL"
+            gone = wait_dead(self.host, self.proc, self.clock, 10)
+            what = "killed" if gone else "still running after SIGKILL"
         elif self.proc is not None:
             what = terminate(self.host, self.proc, self.clock, timeout)
         if self.mounted():

@@ -217,4 +217,5 @@ def test_the_check_connects_without_tls_on_the_unix_socket(tmp_path: Path) -> No
     """MySQL offers TLS on its socket too: with it, each check cost 40 ms of CPU (the client loads
     the system's CA store) instead of 8, six checks a second per group."""
     text = render_healthcheck(member(d=tmp_path), client="/usr/bin/mariadb")
-    assert f"/usr/bin/mariadb --defaults-extra-file={tmp_path}/mon.cnf --skip-ssl --connect-timeout=1 " in text
+    client = f"/usr/bin/mariadb --defaults-extra-file={tmp_path}/mon.cnf --skip-ssl --connect-timeout=1 "
+    assert client in text

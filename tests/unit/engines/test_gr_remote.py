@@ -160,7 +160,7 @@ def test_copy_then_reuse_through_the_real_scripts(tmp_path: Path) -> None:
     local = fake_rootfs(here)
     there = tmp_path / "there" / "mysql"
     there.mkdir(parents=True)  # an empty directory is where the copy goes
-    for rel in ("var/cache/apt/archives/mysql-server_9.7.4-2_amd64.deb", "var/lib/apt/lists/deb.debian.org_sid_Release"):
+    for rel in ("var/cache/apt/archives/mysql-server_9.7.4-2_amd64.deb", "var/lib/apt/lists/sid_Release"):
         (here / rel).parent.mkdir(parents=True, exist_ok=True)
         (here / rel).write_text("not needed by a member\n")
     (here / "var/lib/apt/lists/lock").write_text("")
