@@ -15,6 +15,8 @@ from clusterbench.cluster import Cluster
 from clusterbench.loadclients import LoadClients
 from clusterbench.store import Store
 
+from .conftest import DRILL_RATE
+
 pytestmark = pytest.mark.integration
 
 
@@ -42,7 +44,8 @@ def test_drill_whose_load_dies_is_not_pass_and_other_runs_tables_survive(
     env = env_for(cb_home)
     drill = subprocess.Popen(
         [sys.executable, "-m", "clusterbench", "fault", "kill-node", "--node", "3", "--at", "9", "--for", "3",
-         "--time", "16", "--threads", "2", "--ledger-clients", "1", "--results", str(db), "-n", name],
+         "--time", "16", "--threads", "2", "--load-rate", str(DRILL_RATE), "--ledger-clients", "1",
+         "--results", str(db), "-n", name],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

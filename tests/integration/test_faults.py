@@ -22,6 +22,8 @@ from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
 
+from .conftest import DRILL_RATE
+
 pytestmark = pytest.mark.integration
 
 
@@ -45,6 +47,7 @@ def test_isolated_node_accepts_no_writes_and_heals_by_itself(cluster: Cluster) -
                 "workload": "oltp_read_write",
                 "threads": 2,
                 "time": 24,
+                "rate": DRILL_RATE,
                 "tables": 2,
                 "table_size": 2000,
             },
@@ -131,6 +134,7 @@ def test_partial_partition_heals_and_leaves_no_rules(cluster: Cluster) -> None:
                 "workload": "oltp_read_write",
                 "threads": 2,
                 "time": 18,
+                "rate": DRILL_RATE,
                 "tables": 2,
                 "table_size": 2000,
             },
@@ -155,6 +159,7 @@ def test_short_and_long_pause(cluster: Cluster) -> None:
                 "workload": "oltp_read_write",
                 "threads": 2,
                 "time": 30,
+                "rate": DRILL_RATE,
                 "tables": 2,
                 "table_size": 2000,
             },
@@ -184,6 +189,7 @@ def test_delay_and_loss_on_a_link_without_netem_take_effect_and_heal(cluster: Cl
                 "workload": "oltp_read_write",
                 "threads": 2,
                 "time": 20,
+                "rate": DRILL_RATE,
                 "tables": 2,
                 "table_size": 2000,
             },

@@ -29,7 +29,15 @@ from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.verify import BankWorkload, History, LedgerWorkload, Outcome, Timebase, collect_convergence
 from clusterbench.workloads import SysbenchRunner, build_shim
 
-from .conftest import NAME, acknowledged_missing, gr_skip_reason, gr_topology, leftovers, make_topology
+from .conftest import (
+    DRILL_RATE,
+    NAME,
+    acknowledged_missing,
+    gr_skip_reason,
+    gr_topology,
+    leftovers,
+    make_topology,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -378,7 +386,7 @@ def test_shared_every_fault_under_load_keeps_every_checker_passing(
         {
             "name": group,
             "load": {"workload": "oltp_read_write", "threads": 2, "duration": seconds, "tables": 2,
-                     "table_size": 2000},
+                     "table_size": 2000, "rate": DRILL_RATE},
             "verify": {"ledger_clients": 1, "bank": True},
             "fault": faults,
         },
@@ -446,7 +454,8 @@ def test_cli_fault_kill_primary_twice_in_a_row_passes_and_prints_the_failover(gr
         victims.append(before)
         res = subprocess.run(
             [sys.executable, "-m", "clusterbench", "fault", "kill-node", "--target", "primary", "--at", "5",
-             "--for", "12", "--duration", "30", "--threads", "2", "-n", c.topology.name],
+             "--for", "12", "--duration", "30", "--threads", "2", "--load-rate", str(DRILL_RATE),
+             "-n", c.topology.name],
             env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         print(f"drill {drill}:", res.stdout[-4000:])

@@ -32,7 +32,7 @@ from clusterbench.hosts import process
 from clusterbench.loadclients import LoadClients
 from clusterbench.store import Store
 
-from .conftest import leftovers, make_topology
+from .conftest import DRILL_RATE, leftovers, make_topology
 
 pytestmark = pytest.mark.integration
 
@@ -307,6 +307,7 @@ def test_cut_vrrp_is_a_split_brain_fail_with_its_duration(vip_cluster: Cluster, 
     db = tmp_path / "r.db"
     drill = subprocess.Popen(
         [*CLI, "fault", "cut-vrrp", "--at", "4", "--for", "12", "--duration", "22", "--threads", "2",
+         "--load-rate", str(DRILL_RATE),
          "--ledger-clients", "1", "--results", str(db), "-n", NAME],
         env=_cli_env(c), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -27,7 +27,7 @@ from clusterbench.scenario.drill import Drill
 from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.store import Store
 from clusterbench.workloads import SysbenchRunner, build_shim
-from tests.integration.conftest import galera
+from tests.integration.conftest import DRILL_RATE, galera
 from tests.integration.sshlab import SshLab, lab_available
 
 pytestmark = pytest.mark.integration
@@ -278,6 +278,7 @@ def test_kill_node_under_load_over_ssh_loses_no_acknowledged_write(ssh_cluster: 
                 "workload": "oltp_read_write",
                 "threads": 2,
                 "time": 18,
+                "rate": DRILL_RATE,
                 "tables": 2,
                 "table_size": 1000,
             },
@@ -521,7 +522,7 @@ def test_keepalived_pair_over_ssh_moves_the_vip_when_the_active_haproxy_dies(
         assert r.returncode == 0, r.stderr
         assert f"keepalived: VIP {vip}:6033 on lb1" in r.stdout, r.stdout
         r = cli(cb_home, "fault", "kill-balancer", "--target", "balancer", "--at", "5", "--for", "5",
-                "--time", "16", "--threads", "2", "-n", name)  # fmt: skip
+                "--time", "16", "--threads", "2", "--load-rate", str(DRILL_RATE), "-n", name)  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr  # every verdict PASS, availability included
         assert "haproxy lb1 killed (it held the VIP)" in r.stdout, r.stdout
         # nopreempt: the VIP stays on lb2, where keepalived moved it, after lb1 is back

@@ -25,6 +25,8 @@ from clusterbench.workloads.shim import build_shim
 from clusterbench.workloads.sysbench import TPCC_TABLES
 from clusterbench.workloads.tpcc import TYPES
 
+from .conftest import DRILL_RATE
+
 pytestmark = pytest.mark.integration
 
 DB = "tpccit"
@@ -112,8 +114,8 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
     # ... after 20 s of tpcc through the balancer with n2 killed at 4 s and restarted at 12 s, the
     # drill's tpcc-consistency verdict passes with every other checker (no second load)
     kill = cb("fault", "kill-node", "-n", name, "--node", "2", "--at", "4", "--for", "8", "-w", "tpcc",
-              "--duration", "20", "--threads", "4", "--no-prepare", "--ledger-clients", "1",
-              "--results", str(results), "--no-telemetry")  # fmt: skip
+              "--duration", "20", "--threads", "4", "--load-rate", str(DRILL_RATE), "--no-prepare",
+              "--ledger-clients", "1", "--results", str(results), "--no-telemetry")  # fmt: skip
     out = kill.stdout + kill.stderr
     assert kill.returncode == 0, out
     assert "loading tpcc" not in out and "overall: PASS" in out, out
