@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import re
 import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -298,10 +300,8 @@ def test_node_operations_validate_the_index(tmp_path: Path) -> None:
         assert str(info.value) == "node 0 does not exist; cluster 'lab' has nodes 1-3"
 
 
-def test_cold_start_after_kill_all_continues_the_recovered_history(tmp_path: Path) -> None:
-    """Issue 15, item 4: the node with the highest recovered seqno bootstraps from that uuid:seqno
-    (grastate rewritten with it, safe to bootstrap), so the cluster keeps its UUID and seqnos go on;
-    seqno -1 would make Galera start a new history ('Starting new group from scratch')."""
+def _all_crashed(tmp_path: Path) -> tuple[Cluster, dict[int, Any], dict[int, int]]:
+    """A 3-node cluster of fake nodes that all crashed, each with the position it recovers."""
     c = cluster(tmp_path)
     fakes = {i: _fake_node(c, i) for i in (1, 2, 3)}
     seqnos = {1: 10480, 2: 10486, 3: 10471}
@@ -312,6 +312,35 @@ def test_cold_start_after_kill_all_continues_the_recovered_history(tmp_path: Pat
     nodes = {i: fakes[i][0] for i in fakes}
     c.node = lambda i: nodes[i]  # type: ignore[method-assign, assignment]
     c.nodes = lambda: [nodes[i] for i in (1, 2, 3)]  # type: ignore[method-assign]
+    return c, fakes, seqnos
+
+
+def test_a_cold_start_recovers_every_node_at_once(tmp_path: Path) -> None:
+    """Each recovery is an InnoDB start of its own: the three run together (each waits here until
+    all three have begun; one after the other, the first would wait alone until the timeout). The
+    nodes that rejoin after the bootstrap start from that position: no second recovery."""
+    c, fakes, _ = _all_crashed(tmp_path)
+    together = threading.Barrier(3, timeout=5)
+    calls: list[int] = []
+    for i, (n, _host) in fakes.items():
+        alone = n.recover_position
+
+        def recover(alone: Callable[[], str | None] = alone, i: int = i) -> str | None:
+            calls.append(i)
+            together.wait()
+            return alone()
+
+        n.recover_position = recover
+    out = galera_engine_of(c).start_all(c, lambda _: None)
+    assert out[:3] == [f"n{i} recovered position {UUID}:{s}" for i, s in ((1, 10480), (2, 10486), (3, 10471))]
+    assert sorted(calls) == [1, 2, 3]
+
+
+def test_cold_start_after_kill_all_continues_the_recovered_history(tmp_path: Path) -> None:
+    """Issue 15, item 4: the node with the highest recovered seqno bootstraps from that uuid:seqno
+    (grastate rewritten with it, safe to bootstrap), so the cluster keeps its UUID and seqnos go on;
+    seqno -1 would make Galera start a new history ('Starting new group from scratch')."""
+    c, fakes, seqnos = _all_crashed(tmp_path)
     said: list[str] = []
     out = galera_engine_of(c).start_all(c, said.append)
     assert said == out  # the user sees every step, the recovered positions and the choice too

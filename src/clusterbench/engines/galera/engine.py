@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
@@ -205,10 +206,12 @@ class GaleraEngine:
         line = self._rejoin(site, n, timeout).removeprefix(f"n{index} ")
         return f"n{index} rebuilt from an empty datadir: {line} ({time.monotonic() - t0:.1f} s in all)"
 
-    def _rejoin(self, site: Site, n: GaleraNode, timeout: float) -> str:
-        position = None
+    def _rejoin(self, site: Site, n: GaleraNode, timeout: float, recovered: str | None = None) -> str:
+        """Start `n` into the running cluster; `recovered`: its position, when it was read from
+        this datadir already (else read here after a crash)."""
+        position = recovered
         g = n.grastate()
-        if g is not None and g.crashed:
+        if position is None and g is not None and g.crashed:
             position = n.recover_position()
         t0 = time.monotonic()
         # Never --wsrep-new-cluster on a rejoin: that would fork a second cluster.
@@ -370,6 +373,7 @@ class GaleraEngine:
                 f"all {len(running)} nodes already running"
             ]
         out: list[str] = []
+        positions: dict[int, str | None] = {}
         states = {n.index: n.grastate() for n in nodes}
         chosen = next((i for i, g in states.items() if g is not None and g.safe_to_bootstrap), None)
         if chosen is None:
@@ -377,9 +381,14 @@ class GaleraEngine:
             # grastate gets the recovered uuid:seqno (not seqno -1), so the cluster's history goes
             # on from there: same cluster UUID, seqnos continuing, and the others can rejoin by IST
             # where the bootstrap node's gcache covers their gap (issue 15, item 4).
+            # Each node's recovery is an InnoDB start on its own datadir: all at once (a power cut
+            # of three nodes recovered in about half the time one after the other took).
+            with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+                found = pool.map(lambda n: n.recover_position(), nodes)
+                positions = dict(zip((n.index for n in nodes), found, strict=True))
             best: tuple[int, str, int] | None = None
             for n in nodes:
-                pos = n.recover_position()
+                pos = positions[n.index]
                 if pos is None:
                     continue
                 uuid, seqno = pos.rsplit(":", 1)
@@ -402,6 +411,8 @@ class GaleraEngine:
         report(out[-1])
         for n in nodes:
             if n.index != chosen:
-                out.append(self._rejoin(site, _galera(site.node(n.index)), JOIN_TIMEOUT))
+                # the position recovered above: a second recovery would read the same one
+                joiner = _galera(site.node(n.index))
+                out.append(self._rejoin(site, joiner, JOIN_TIMEOUT, positions.get(n.index)))
                 report(out[-1])
         return out
