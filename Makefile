@@ -27,6 +27,11 @@ unit: setup-test
 integration: setup-test
 	$(PYTHON) -m pytest -q -x tests/integration
 
+# Bytecode caches stay on for the tests, also where the caller's environment turns them off: every
+# pytest process would otherwise rewrite and compile every test module again (5 s of CPU each) and
+# every `clusterbench` process the tests start would compile what it imports.
+unexport PYTHONDONTWRITEBYTECODE
+
 # The test files run on TEST_WORKERS workers at once (most tests wait on servers, not on CPUs).
 # A test that fails there runs again with the machine to itself (its timing assertions are written
 # for that; both results stay in the log). Then the tests marked `alone` run one at a time.
