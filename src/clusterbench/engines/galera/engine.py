@@ -381,9 +381,9 @@ class GaleraEngine:
             # grastate gets the recovered uuid:seqno (not seqno -1), so the cluster's history goes
             # on from there: same cluster UUID, seqnos continuing, and the others can rejoin by IST
             # where the bootstrap node's gcache covers their gap (issue 15, item 4).
-            # Each node's recovery is an InnoDB start on its own datadir, so they run at once (three
-            # small nodes after a coordinated crash: 0.44 s for all three; a large redo log to apply
-            # takes longer, once instead of once per node).
+            # Each node's recovery is an InnoDB start on its own datadir, so they run at once: the
+            # wait is the slowest node's, not the sum (three small nodes after a coordinated crash:
+            # 0.44 s for all three; a large redo log to apply makes each take longer).
             with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
                 found = pool.map(lambda n: n.recover_position(), nodes)
                 positions = dict(zip((n.index for n in nodes), found, strict=True))
