@@ -9,14 +9,21 @@ import pytest
 # (measured: `pytest --durations=0`, summed per file) go first and the short ones fill in at the end.
 LONGEST_FIRST = (
     "integration/test_group_replication.py",
-    "integration/test_ssh.py",
     "integration/test_rebuild.py",
+    "integration/test_ssh.py",
     "integration/test_faults.py",
     "integration/test_power_loss.py",
     "integration/test_web_tier.py",
-    "integration/test_fault_kit.py",
     "integration/test_tpcc.py",
+    "integration/test_cluster.py",
     "integration/test_experiment.py",
+    "integration/test_anomalies.py",
+    "integration/test_keepalived.py",
+    "integration/test_access_slap.py",
+    "integration/test_workload_standalone.py",
+    "integration/test_verify.py",
+    "integration/test_distributed_load.py",
+    "integration/test_disk_full.py",
 )
 
 

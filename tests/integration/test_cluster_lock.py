@@ -17,6 +17,8 @@ from clusterbench.hosts import process
 from clusterbench.loadclients import LoadClients
 from clusterbench.lock import ClusterLock
 
+from .conftest import DRILL_RATE
+
 pytestmark = pytest.mark.integration
 
 
@@ -47,7 +49,7 @@ def test_second_command_refused_and_killed_runs_sysbench_is_stopped(cluster: Clu
     env = env_for(cb_home)
     first = subprocess.Popen(
         cli(cb_home, "run", "-n", name, "-w", "oltp_read_only", "--time", "60", "--tables", "1",
-            "--table-size", "1000", "--threads", "2"),
+            "--table-size", "1000", "--threads", "2", "--rate", str(DRILL_RATE)),
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     lc = LoadClients(cb_home, name)

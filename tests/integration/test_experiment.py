@@ -134,6 +134,8 @@ table_size = 1000
 threads = 2
 duration = 10
 warmup = 1
+# writes in flight through the kill, not a closed loop taking the CPUs other test files need
+rate = 25
 
 [[workload.faults]]
 kind = "kill-node"
