@@ -126,6 +126,12 @@ def wait_dead(host: _Signals, proc: ProcessRef, clock: _Clock, timeout: float) -
     return not host.alive(proc)
 
 
+def sigkill(host: _Signals, proc: ProcessRef, clock: _Clock, timeout: float = 10.0) -> bool:
+    """SIGKILL, then wait up to `timeout` until the process is gone; True when it is."""
+    host.signal(proc, signal.SIGKILL)
+    return wait_dead(host, proc, clock, timeout)
+
+
 def terminate(
     host: _Signals, proc: ProcessRef | None, clock: _Clock, timeout: float, *, cont: bool = False
 ) -> str:
@@ -138,8 +144,7 @@ def terminate(
     host.signal(proc, signal.SIGTERM)
     if wait_dead(host, proc, clock, timeout):
         return "stopped"
-    host.signal(proc, signal.SIGKILL)
-    wait_dead(host, proc, clock, 10)
+    sigkill(host, proc, clock)
     return "killed after timeout"
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 from clusterbench.clock import Clock, SystemClock
 from clusterbench.errors import ComponentError, InputError, PreflightError
-from clusterbench.hosts.base import Machine, ProcessRef, terminate, wait_dead
+from clusterbench.hosts.base import Machine, ProcessRef, sigkill, terminate
 from clusterbench.providers.datadirfs import _unescape
 from clusterbench.providers.faultfs_proto import (
     NEW_FILES,
@@ -241,12 +240,10 @@ class FaultFS:
         connection (a SIGTERM would first write it all through the daemon: on a busy machine that
         took the 8 s the daemon allows itself, per layer)."""
         what = "not running"
-        if self.proc is not None and discard and self.host.alive(self.proc):
-            self.host.signal(self.proc, signal.SIGKILL)
-            gone = wait_dead(self.host, self.proc, self.clock, 10)
-            what = "killed" if gone else "still running after SIGKILL"
-        elif self.proc is not None:
+        if self.proc is not None and not discard:
             what = terminate(self.host, self.proc, self.clock, timeout)
+        elif self.proc is not None and self.host.alive(self.proc):
+            what = "killed" if sigkill(self.host, self.proc, self.clock) else "still running after SIGKILL"
         if self.mounted():
             if not self.host.run(["umount", str(self.mount)], check=False).ok:
                 self.host.run(["umount", "-l", str(self.mount)], check=False)

@@ -314,25 +314,22 @@ def test_faults_are_sent_as_the_protocol_wants() -> None:
     ]
 
 
-def test_stop_terminates_and_unmounts_what_is_left() -> None:
+@pytest.mark.parametrize(
+    ("discard", "said", "signals"),
+    [
+        (False, "stopped; unmounted /c/n1/data", [15]),
+        # the files are deleted next: SIGKILL at once, no SIGTERM first
+        (True, "killed; unmounted /c/n1/data", [9]),
+    ],
+)
+def test_stop_ends_the_daemon_and_unmounts_what_is_left(discard: bool, said: str, signals: list[int]) -> None:
     host = Host()
     fs = layer(host)
     fs.proc = host.spawn(fs.argv(), log=fs.log_path)
     host.die_on = (15, 9)
     host.mount_layer(MNT)
-    assert fs.stop() == "stopped; unmounted /c/n1/data"
-    assert host.signal_numbers() == [15] and ["umount", "/c/n1/data"] in host.runs
-    assert fs.proc is None
-
-
-def test_stop_before_the_files_are_deleted_kills_at_once_and_unmounts() -> None:
-    host = Host()
-    fs = layer(host)
-    fs.proc = host.spawn(fs.argv(), log=fs.log_path)
-    host.die_on = (15, 9)
-    host.mount_layer(MNT)
-    assert fs.stop(discard=True) == "killed; unmounted /c/n1/data"
-    assert host.signal_numbers() == [9] and ["umount", "/c/n1/data"] in host.runs  # no SIGTERM first
+    assert fs.stop(discard=discard) == said
+    assert host.signal_numbers() == signals and ["umount", "/c/n1/data"] in host.runs
     assert fs.proc is None
 
 
