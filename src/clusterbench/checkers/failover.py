@@ -124,7 +124,7 @@ def failover_figures(
         if path is not None:
             scope = [o for o in ops if o.process == path and o.t_end >= f.start and o.t_start < until]
             if scope:
-                fig = path_figures(path, scope, f.start)
+                fig = path_figures(path, scope, f.start, until)
                 if fig.errors == 0:
                     writes_ok = 0.0
                 elif fig.unavailable_until is not None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -355,6 +356,46 @@ def test_availability_scopes_each_fault_and_reports_unrecovered_paths() -> None:
     )  # fmt: skip
     v = availability_verdict(figs[:1], max_unavailable=2.0)
     assert (v.result, v.summary) == (Result.PASS, "every path recovered; longest window 1.10 s (a/balancer)")
+
+
+PARTITION_THEN_KILL = [FaultWindow("partition", 3.0, 12.0), FaultWindow("kill-balancer", 32.0, 36.0)]
+
+
+def test_a_probe_cut_by_the_next_fault_is_that_faults_not_a_recovery_that_never_came() -> None:
+    """CI's partition-then-kill-balancer drill: the path recovered after the partition, then the
+    probe in flight when the balancer was killed failed (2013). It is the kill's failure; charged
+    to the partition it read "never recovered" (3 of 7 suite runs)."""
+    ops: list[Any] = [
+        probe(2.9, 2.91, OK), probe(6.0, 9.0, U, code=2013), probe(9.1, 12.1, U, code=2013),
+        probe(12.2, 12.21, OK), probe(31.879, 31.887, OK),
+        probe(31.979, 32.004, U, code=2013),  # in flight at the kill
+        probe(32.079, 32.08, F, code=2003), probe(36.3, 36.31, OK),
+    ]  # fmt: skip
+    part, kill = availability(ops, PARTITION_THEN_KILL)
+    p, k = part.paths[0], kill.paths[0]
+    assert (p.ops, p.errors, p.errors_by_code, p.recovered) == (4, 2, {"2013": 2}, True)
+    assert (p.unavailable_from, p.unavailable_until, p.unavailable) == (6.0, 12.21, 6.21)
+    assert (k.ops, k.errors, k.errors_by_code, k.unavailable) == (3, 2, {"2003": 1, "2013": 1}, 4.31)
+    assert availability_verdict([part, kill]).result is Result.PASS
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        # the partition's outage still lasted: its last failure ended just before the kill
+        [probe(2.9, 2.91, OK), probe(6.0, 31.9, U, code=2013), probe(31.95, 32.1, U, code=2013)],
+        # an ok op ended before the cut probe began, but it started before the last failure
+        [probe(6.0, 9.0, U, code=2013), probe(8.0, 9.5, OK), probe(8.5, 31.9, F, code=2013),
+         probe(31.95, 32.1, U, code=2013)],
+        # no failure ended in the window and no ok op either: a hang from the fault's start
+        [probe(3.05, 33.0, U, code=2013)],
+    ],
+)  # fmt: skip
+def test_a_failure_across_the_next_faults_start_stays_this_faults_while_it_lasts(ops: list[Any]) -> None:
+    part, _ = availability(ops, PARTITION_THEN_KILL)
+    failed = [o for o in ops if o.outcome is not OK and o.t_start < 32.0]
+    assert (part.paths[0].recovered, part.paths[0].errors) == (False, len(failed))
+    assert availability_verdict([part]).summary == "never recovered: partition/balancer"
 
 
 def test_a_long_write_outage_fails_its_budget_per_path_and_says_when_no_budget_is_set() -> None:
