@@ -94,11 +94,13 @@ def test_lost_updates_without_for_update_and_none_with_it(cluster: Cluster) -> N
         value, inc_ok = values.pop(), v.evidence["increments"]["ok"]
         if v.result is Result.FAIL:
             # Jepsen found lost updates (P4) in healthy Galera clusters (MariaDB Galera Cluster
-            # 12.1.2, 2026). Seen here once, with other tests loading the machine: 4 of 1,233
-            # acknowledged server-computed increments lost. Rare, and a real finding the checker
-            # must report as a FAIL, not as a documented limitation.
+            # 12.1.2, 2026), with appends the server computes. Seen here twice among many suite
+            # runs, with other tests loading the machine: 4 of 1,233 and 101 of 1,162 acknowledged
+            # `v = v + 1` increments lost. A real finding the checker must report as a FAIL, not
+            # as a documented limitation, with its arithmetic exact; how many are lost is the
+            # server's doing, so no bound on it is asserted.
             assert not v.documented_limitation, v.summary
-            assert 0 < v.evidence["lost"] == inc_ok - value <= inc_ok // 50, v.summary
+            assert 0 < v.evidence["lost"] == inc_ok - value, v.summary
         else:
             assert v.result is Result.PASS, v.summary
             assert inc_ok <= value <= inc_ok + v.evidence["increments"]["unknown"]
