@@ -30,7 +30,7 @@ from clusterbench.workloads import SYSBENCH_TESTS
 # to this test only; `make test` runs them after the others, one at a time.
 pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
-SUITE_TIME = 3
+SUITE_TIME = 2
 SMALL = ["--tables", "1", "--table-size", "2000"]
 
 
@@ -129,7 +129,7 @@ def wait_healthy(cluster: Cluster, timeout: float = 60) -> None:
 
 def test_run_survives_a_node_kill_with_reconnects(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "results.db"
-    seconds = 12
+    seconds = 9
     killed: list[str] = []
 
     def kill_later() -> None:

@@ -46,9 +46,9 @@ def test_each_node_has_a_block_device_of_its_own(looped: Cluster) -> None:
 def test_a_throttled_disk_under_tpcc_stalls_the_load_and_is_named(looped: Cluster) -> None:
     spec = ScenarioSpec.model_validate({
         "name": "slow disk n2",
-        "load": {"workload": "tpcc", "threads": 8, "time": 28},
+        "load": {"workload": "tpcc", "threads": 8, "time": 22},
         "verify": {"ledger_clients": 1},
-        "fault": [{"kind": "throttle-disk", "target": "node:2", "at": 2, "for": 24, "rate": "1MB/s"}],
+        "fault": [{"kind": "throttle-disk", "target": "node:2", "at": 2, "for": 18, "rate": "1MB/s"}],
     })  # fmt: skip
     faults = spec.planned(3, 1, "test")
     sysbench = SysbenchRunner(shim=build_shim(looped.home / "lib"))
@@ -68,7 +68,7 @@ def test_a_throttled_disk_under_tpcc_stalls_the_load_and_is_named(looped: Cluste
         assert out.trial_id is not None
         return [r["value"] for r in store.telemetry(out.trial_id, metric) if r["source"].startswith("n2/")]
 
-    held = n2("disk_read_mib_s")[5:24] + n2("disk_write_mib_s")[5:24]  # held from 2 s to 26 s
+    held = n2("disk_read_mib_s")[5:18] + n2("disk_write_mib_s")[5:18]  # held from 2 s to 20 s
     assert 0.5 < max(held) < 5, held
     # the load stalled, and the verdict names n2's disk (as the bottleneck, or as the cause of the
     # flow control that held the others back)

@@ -349,6 +349,7 @@ def test_oltp_insert_drills_on_re_prepared_tables_never_fail_by_their_own_ids(cl
                     "workload": "oltp_insert",
                     "threads": 4,
                     "time": 12,
+                    "rate": DRILL_RATE,
                     "tables": 2,
                     "table_size": 2000,
                 },

@@ -71,8 +71,8 @@ def cb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path) -> None:
     name = cluster.topology.name
     results = tmp_path / "results.db"
-    res = cb("run", "-n", name, "-w", "tpcc", "--warehouses", "1", "--threads", "4", "--duration", "10",
-             "--warmup", "2", "--database", DRILL_DB, "--results", str(results),
+    res = cb("run", "-n", name, "-w", "tpcc", "--warehouses", "1", "--threads", "4", "--duration", "6",
+             "--warmup", "1", "--database", DRILL_DB, "--results", str(results),
              "--no-telemetry")  # fmt: skip
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
@@ -95,7 +95,7 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
         assert all(f["types"][t]["count"] > 0 for t in TYPES), f["types"]
         # per-type latency from the script's own histograms
         assert all(f["types"][t]["p95_ms"] >= f["types"][t]["p50_ms"] > 0 for t in TYPES), f["types"]
-        # 45 % New-Order, 43 % Payment (a weighted draw: a few points either way in 10 s)
+        # 45 % New-Order, 43 % Payment (a weighted draw: a few points either way in 6 s)
         assert 35 <= f["types"]["new_order"]["share_pct"] <= 55
         assert 33 <= f["types"]["payment"]["share_pct"] <= 53
         # per second: the reported intervals (the final summary also counts the last partial one)
@@ -105,7 +105,7 @@ def test_tpcc_run_checker_and_negative_control(cluster: Cluster, tmp_path: Path)
         assert check["verdict"] == "PASS"
         assert {c["condition"]: c["status"] for c in check["conditions"]}[11] in ("PASS", "load-only")
         assert tprov["stalls"]["median_tps"] > 0
-        assert len(store.samples(trial.id)) >= 8
+        assert len(store.samples(trial.id)) >= 5
 
     # the checker on demand passes on the same tables ...
     ok = cb("tpcc-check", "-n", name, "--database", DRILL_DB)

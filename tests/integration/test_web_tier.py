@@ -177,10 +177,12 @@ def negative_control_a_lost_write_fails(c: Cluster) -> None:
     assert check_acknowledged(ids, read_acknowledged(c.nodes(), ids)).result is Result.PASS
 
 
-def drill(c: Cluster, tmp_path: Path, fault: dict[str, Any], page: str = "http_write") -> tuple[Any, Path]:
+def drill(
+    c: Cluster, tmp_path: Path, fault: dict[str, Any], page: str = "http_write", duration: int = 30
+) -> tuple[Any, Path]:
     spec = ScenarioSpec(
         name=f"{fault['kind']} {fault['target']} under HTTP load",
-        load=LoadSpec(workload=page, rate=100, duration=30),
+        load=LoadSpec(workload=page, rate=100, duration=duration),
         verify=VerifySpec(ledger_clients=0, monitor=True),
         fault=[FaultSpec.model_validate(fault)],
     )
@@ -199,7 +201,7 @@ def outage(db: Path, run_id: int) -> dict[str, Any]:
 def test_killing_the_front_balancer_holding_the_vip(web_cluster: Cluster, tmp_path: Path) -> None:
     c = web_cluster
     before = c.front_vip_holder()
-    out, db = drill(c, tmp_path, {"kind": "kill-balancer", "target": "front", "at": 10, "for": 10})
+    out, db = drill(c, tmp_path, {"kind": "kill-balancer", "target": "front", "at": 6, "for": 8}, duration=20)
     [heal] = out.heal_details
     moved = heal["apply"]
     o = outage(db, out.run_id)
@@ -210,7 +212,7 @@ def test_killing_the_front_balancer_holding_the_vip(web_cluster: Cluster, tmp_pa
     assert 0 < moved["vip_move_s"] < VIP_MOVE_BAR_S
     # the HTTP error window is reported, and it is about the move
     assert o["failed"] > 0 and 0 < o["seconds"] <= 4, o
-    assert o["errors_from"] >= 8.0
+    assert o["errors_from"] >= 4.0
     assert {v.checker: v.result for v in out.verdicts} == {
         "trial": Result.PASS, "acknowledged-writes": Result.PASS, "convergence": Result.PASS,
         "front-vip": Result.PASS, "split-brain": Result.PASS, "availability": Result.PASS,
