@@ -35,7 +35,7 @@ from clusterbench.telemetry.verdict import Bottleneck
 pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 TABLES = {"tables": 2, "table_size": 5000}
-SECONDS = 8
+SECONDS = 6
 WARMUP = 2
 
 
