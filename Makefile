@@ -40,7 +40,7 @@ TEST_WORKERS ?= 4
 test: setup-test
 	$(PYTHON) -m ruff check src tests benchmarks
 	$(PYTHON) -m mypy
-	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone" --durations=30 tests || \
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not alone" --durations=30 tests || \
 	  $(PYTHON) -m pytest -q --last-failed --last-failed-no-failures none -m "not alone" tests
 	$(PYTHON) -m pytest -q -m alone --durations=10 tests
 
