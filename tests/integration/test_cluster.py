@@ -174,8 +174,10 @@ def test_graceful_stop_and_start(cluster: Cluster) -> None:
 
 
 def test_cold_restart_of_whole_cluster(cluster: Cluster) -> None:
-    cluster.node(1).query("CREATE TABLE IF NOT EXISTS sbtest.cold (id INT PRIMARY KEY)")
-    cluster.node(1).query("REPLACE INTO sbtest.cold VALUES (42)")
+    # its own table: the worker's session cluster may hold another file's sbtest.cold
+    cluster.node(1).query("DROP TABLE IF EXISTS sbtest.cold_restart")
+    cluster.node(1).query("CREATE TABLE sbtest.cold_restart (id INT PRIMARY KEY)")
+    cluster.node(1).query("INSERT INTO sbtest.cold_restart VALUES (42)")
     lines = cluster.stop_all()
     assert lines == ["n3 stopped", "n2 stopped", "n1 stopped"]
     safe = [g.safe_to_bootstrap if (g := galera(cluster.node(i)).grastate()) else None for i in (1, 2, 3)]
@@ -186,10 +188,11 @@ def test_cold_restart_of_whole_cluster(cluster: Cluster) -> None:
     assert out[0] == "n1 bootstrapped"
     assert all("rejoined by IST" in ln for ln in out[1:]), out
     _all_synced(cluster)
-    assert cluster.node(3).query("SELECT id FROM sbtest.cold") == [(42,)]
+    assert cluster.node(3).query("SELECT id FROM sbtest.cold_restart") == [(42,)]
     h = cluster.haproxy()
     assert h is not None
     h.wait_all_up(["n1", "n2", "n3"], timeout=30)
+    cluster.node(1).query("DROP TABLE sbtest.cold_restart")
 
 
 def test_cold_start_after_kill_of_every_node_keeps_the_cluster_history(cluster: Cluster) -> None:
