@@ -26,9 +26,12 @@ from clusterbench.cluster import Cluster
 from clusterbench.store import Store
 from clusterbench.workloads import SYSBENCH_TESTS
 
-# `alone`: what these tests assert (per-second series, the bottleneck named) needs the machine's CPUs
-# to this test only; `make test` runs them after the others, one at a time.
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+# `alone`: what the tests so marked assert (per-second series, a summary under CPU burners) needs the
+# machine's CPUs to the test only; `make test` runs them after the others, one at a time. The rest
+# (signals, a bad endpoint, the live metrics) run their loads at a fixed rate beside other tests.
+pytestmark = pytest.mark.integration
+# transactions per second of the loads that only need to be running
+RATE = "50"
 
 SUITE_TIME = 2
 SMALL = ["--tables", "1", "--table-size", "2000"]
@@ -84,6 +87,7 @@ def suite_store(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> P
     return path
 
 
+@pytest.mark.alone
 def test_all_eleven_tests_through_the_balancer(suite_store: Path, cluster: Cluster) -> None:
     with Store.open(suite_store) as store:
         [run] = store.list_runs()
@@ -127,6 +131,7 @@ def wait_healthy(cluster: Cluster, timeout: float = 60) -> None:
         time.sleep(0.5)
 
 
+@pytest.mark.alone
 def test_run_survives_a_node_kill_with_reconnects(cluster: Cluster, tmp_path: Path) -> None:
     path = tmp_path / "results.db"
     seconds = 9
@@ -174,7 +179,7 @@ def test_interrupted_run_keeps_its_samples(cluster: Cluster, tmp_path: Path, sig
     path = tmp_path / "results.db"
     proc = subprocess.Popen(
         ["clusterbench", "run", "-n", cluster.topology.name, "-w", "oltp_point_select", "--time", "60",
-         *SMALL, "--results", str(path)],
+         "--rate", RATE, *SMALL, "--results", str(path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -213,6 +218,7 @@ def chromium(*args: str, user_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.alone
 def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
     res = cb("report", "last", "--out", str(out), "--results", str(suite_store))
@@ -257,6 +263,7 @@ def test_report_renders_in_headless_chromium(suite_store: Path, tmp_path: Path) 
     assert "## Server variables as run" in text and "| wsrep_slave_threads |" in text
 
 
+@pytest.mark.alone
 def test_results_export_and_show(suite_store: Path) -> None:
     res = cb("results", "export", "last", "--format", "csv", "--results", str(suite_store))
     assert res.returncode == 0, res.stderr
@@ -309,6 +316,7 @@ def test_bad_endpoint_fails_fast_in_one_line(cluster: Cluster, tmp_path: Path) -
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.alone
 def test_series_adds_up_to_the_summary_under_cpu_load(cluster: Cluster, tmp_path: Path) -> None:
     """Two CPU burners beside a warm-up + 5-s run: sysbench's reports come late and its last
     interval is never reported; the stored per-second events of every trial (the tail after the
@@ -342,8 +350,9 @@ def test_the_live_metrics_endpoint_serves_the_run_while_it_runs(cluster: Cluster
 
     env = {**os.environ, "COLUMNS": "160"}
     proc = subprocess.Popen(
-        ["clusterbench", "run", "-w", "oltp_point_select", "--duration", "8", "--threads", "2", *SMALL,
-         "-n", cluster.topology.name, "--results", str(tmp_path / "r.db"), "--metrics-port", "0"],
+        ["clusterbench", "run", "-w", "oltp_point_select", "--duration", "8", "--threads", "2",
+         "--rate", RATE, *SMALL, "-n", cluster.topology.name, "--results", str(tmp_path / "r.db"),
+         "--metrics-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     assert proc.stdout is not None
