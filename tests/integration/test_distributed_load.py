@@ -157,8 +157,9 @@ def test_rate_out_of_reach_is_flagged_and_a_modest_one_is_not(
         run_id = store.conn.execute("SELECT run_id FROM trials WHERE id = ?", (high,)).fetchone()[0]
         events = [e for e in store.events(run_id) if e["kind"] == "client_saturated"]
         assert sorted(e["detail"]["client"] for e in events) == [0, 1]
-        # a fifth of it: reached, within Poisson noise
-        modest = max(50, int(cap / 5))
+        # a tenth of it: reached, within Poisson noise (at a fifth, one client of two reached 94 % of
+        # 989 tps in a CI run, its CPUs taken by the other workers' tests in those 6 s)
+        modest = max(50, int(cap / 10))
         low = run_plan(bench, cluster, store, "oltp_point_select", client_hosts, time=6, rate=modest,
                        prepare=False)  # fmt: skip
         calm = store.trial_clients(low)

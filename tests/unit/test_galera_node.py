@@ -243,6 +243,31 @@ def test_bootstrap_sql_argv_and_input(tmp_path: Path) -> None:
     assert host.inputs == ["FLUSH PRIVILEGES;\nCREATE DATABASE a;\nCREATE DATABASE b;\n"]
 
 
+def test_a_failed_bootstrap_names_the_error_log_errors_not_the_stderr_warning(tmp_path: Path) -> None:
+    """An unknown option in a node's settings, met when its datadir is prepared offline (from a
+    template): mariadbd's stderr holds only a warning from before its log opened; the error says
+    what the log says (seen in CI: "failed (exit 7): [Warning] Could not increase ... open_files")."""
+    n, host, _ = make(tmp_path)
+    warning = "2026-11-29 10:12:22 0 [Warning] Could not increase number of max_open_files to more than 20000"
+
+    def fail(argv: list[str]) -> Any:
+        host.files[n.error_log] = (
+            "2026-11-29 10:12:22 0 [Note] Starting MariaDB as process 77\n"
+            "2026-11-29 10:12:22 0 [ERROR] mariadbd: unknown variable 'no_such_option=1'\n"
+            "2026-11-29 10:12:22 0 [ERROR] Aborting\n"
+        )
+        raise ComponentError(f"[cb-lab-n2] `mariadbd ...` failed (exit 7): {warning}")
+
+    host.responder = fail
+    with pytest.raises(ComponentError) as caught:
+        n.run_bootstrap_sql(["CREATE DATABASE a;"])
+    msg = str(caught.value)
+    assert msg.startswith("node n2: mariadbd in bootstrap mode (its datadir prepared offline) failed; ")
+    assert "[ERROR] mariadbd: unknown variable 'no_such_option=1' | " in msg
+    assert msg.endswith("[ERROR] Aborting")
+    assert "max_open_files" not in msg and "[Note]" not in msg
+
+
 def test_recover_position_from_real_log(tmp_path: Path) -> None:
     n, host, _ = make(tmp_path)
     rlog = tmp_path / "n2" / "recover.log"

@@ -135,12 +135,23 @@ class GaleraNode(ServerNode[NodeConfig]):
 
     def run_bootstrap_sql(self, statements: list[str]) -> None:
         """Run SQL in mariadbd's bootstrap mode (no network, no wsrep), one statement per line.
-        Bootstrap mode skips the grant tables; FLUSH PRIVILEGES loads them so CREATE USER works."""
-        self.host.run(
-            ["mariadbd", f"--defaults-file={self.cfg.cnf_path}", "--bootstrap", "--wsrep-on=OFF"],
-            input="FLUSH PRIVILEGES;\n" + "\n".join(statements) + "\n",
-            timeout=120,
-        )
+        Bootstrap mode skips the grant tables; FLUSH PRIVILEGES loads them so CREATE USER works.
+        When it fails, the error says why from the server's error log (its stderr holds only what
+        came before the log opened: a warning about open files, not "unknown variable")."""
+        offset = self.error_log_size()
+        try:
+            self.host.run(
+                ["mariadbd", f"--defaults-file={self.cfg.cnf_path}", "--bootstrap", "--wsrep-on=OFF"],
+                input="FLUSH PRIVILEGES;\n" + "\n".join(statements) + "\n",
+                timeout=120,
+            )
+        except ComponentError as exc:
+            errors = [ln.strip() for ln in self.error_log_since(offset).splitlines() if "[ERROR]" in ln]
+            why = " | ".join(errors[-3:]) if errors else str(exc)
+            raise ComponentError(
+                f"node {self.name}: mariadbd in bootstrap mode (its datadir prepared offline) failed; "
+                f"errors from {self.error_log}: {why}"
+            ) from exc
 
     def server_version(self) -> str:
         return self.host.run(["mariadbd", "--version"], timeout=30).stdout.strip()
