@@ -50,7 +50,7 @@ listen galera
     http-check send meth GET uri /
     http-check expect status 200
     # Cut sessions on a node as soon as it is marked down, so clients reconnect to a healthy one.
-    default-server port 9200 inter 1000ms fall 2 rise 2 on-marked-down shutdown-sessions
+    default-server port 9200 inter 1000ms fastinter 100ms fall 2 rise 2 on-marked-down shutdown-sessions
     server n1 198.18.0.11:3306 check
     server n2 198.18.0.12:3306 check
     server n3 198.18.0.13:3306 check
@@ -71,7 +71,8 @@ def test_haproxy_cfg_never_uses_mysql_check() -> None:
 
 def test_haproxy_cfg_settings_and_one_server_per_node() -> None:
     b = BalancerSettings(
-        algorithm="roundrobin", port=6033, check_interval_ms=250, fall=1, rise=3, maxconn=100
+        algorithm="roundrobin", port=6033, check_interval_ms=250, fast_check_interval_ms=50, fall=1, rise=3,
+        maxconn=100,
     )
     servers = tuple((f"n{i}", f"10.0.0.{10 + i}") for i in range(1, 10))
     text = render_haproxy_cfg(HAProxyConfig("big", "10.0.0.2", Path("/h"), b, servers, check_port=9201))
@@ -81,7 +82,11 @@ def test_haproxy_cfg_settings_and_one_server_per_node() -> None:
     ]
     assert "    bind 10.0.0.2:6033" in lines
     assert "    balance roundrobin" in lines
-    assert "    default-server port 9201 inter 250ms fall 1 rise 3 on-marked-down shutdown-sessions" in lines
+    default = (
+        "    default-server port 9201 inter 250ms fastinter 50ms fall 1 rise 3"
+        " on-marked-down shutdown-sessions"
+    )
+    assert default in lines
     assert lines.count("    maxconn 100") == 2
     assert "    stats socket /h/stats.sock mode 600 level admin" in lines
     assert (

@@ -50,6 +50,7 @@ def test_default_topology_values() -> None:
     assert t.balancer == BalancerSettings(
         kind="haproxy", algorithm="leastconn", port=3306, check_interval_ms=1000, fall=2, rise=2, maxconn=4096
     )
+    assert t.balancer.fast_check_interval_ms == 100
     assert t.name == "lab"
     assert t.node_indexes() == [1, 2, 3]
     assert t.warnings() == []

@@ -26,6 +26,11 @@ class BalancerSettings(Strict):
     algorithm: Literal["leastconn", "roundrobin", "first"] = "leastconn"
     port: int = Field(3306, ge=1, le=65535)
     check_interval_ms: int = Field(1000, ge=100, le=60000)
+    # HAProxy's fastinter: the check interval while a node's state is changing (after one failed
+    # check of an UP node, after one good check of a DOWN one, and at start, where HAProxy spreads
+    # the first checks over this interval instead of check_interval_ms). Set it equal to
+    # check_interval_ms for HAProxy's own default.
+    fast_check_interval_ms: int = Field(100, ge=10, le=60000)
     fall: int = Field(2, ge=1, le=10)
     rise: int = Field(2, ge=1, le=10)
     maxconn: int = Field(4096, ge=16, le=100000)
