@@ -375,7 +375,10 @@ def test_failed_join_reports_log_tail_and_leaves_nothing(cb_home: Path) -> None:
 
 def test_ctrl_c_during_up_tears_down(cb_home: Path, tmp_path: Path) -> None:
     f = tmp_path / "t.toml"
-    f.write_text('[cluster]\nname = "cbint"\nsubnet = "198.18.209.0/24"\nnodes = 3\n')
+    # HAProxy spreads its first checks over 60 s: `up` is still waiting for it when the Ctrl-C comes
+    # (with the default 0.1 s, one loaded CI run finished `up` before it)
+    f.write_text('[cluster]\nname = "cbint"\nsubnet = "198.18.209.0/24"\nnodes = 3\n'
+                 "[balancer]\nfast_check_interval_ms = 60000\n")  # fmt: skip
     clear_stale(make_topology("cbint", "198.18.209.0/24"), cb_home)  # what a killed session left
     env = {**os.environ, "CLUSTERBENCH_HOME": str(cb_home)}
     p = subprocess.Popen(
