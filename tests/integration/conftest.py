@@ -20,7 +20,10 @@ from clusterbench.engines.base import DbNode
 from clusterbench.engines.galera.node import GaleraNode
 from clusterbench.engines.group_replication import rootfs
 from clusterbench.providers.naming import Names
+from clusterbench.scenario.drill import Drill, DrillOutcome
+from clusterbench.scenario.spec import ScenarioSpec
 from clusterbench.spec.topology import Topology
+from clusterbench.workloads import SysbenchRunner, build_shim
 
 NEEDED = ["mariadbd", "haproxy", "sysbench", "socat", "rsync", "ip"]
 
@@ -37,6 +40,26 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # loop of 2 threads, 9 at 25 tps. Tests about the load itself (its throughput, its ids, the
 # bottleneck it finds) keep their closed loops.
 DRILL_RATE = 25
+
+
+def all_ready(c: Cluster, size: int | None = None) -> None:
+    n = size or c.topology.cluster.nodes
+    for node in c.nodes():
+        node.wait_ready(90, expect_size=n)
+
+
+def writers(c: Cluster) -> list[int]:
+    return [v.index for v in c.status().nodes if v.health is not None and v.health.writable]
+
+
+def run_scenario(c: Cluster, data: dict[str, Any]) -> DrillOutcome:
+    """A drill of `data` (a scenario's fields) on `c`; on an engine with a primary, target
+    "primary" is the node taking writes now."""
+    spec = ScenarioSpec.model_validate(data)
+    primary = next(iter(writers(c)), None) if c.topology.engine.has_primary else None
+    faults = spec.planned(c.topology.cluster.nodes, 1, "test", primary=primary)
+    drill = Drill(c, spec, c.home / "results.db", SysbenchRunner(shim=build_shim(c.home / "lib")))
+    return drill.run("test", faults)
 
 
 def _skip_reason() -> str | None:

@@ -11,12 +11,8 @@ import pytest
 from clusterbench.checkers.verdict import Result
 from clusterbench.cluster import Cluster
 from clusterbench.faults import leftovers as fault_leftovers
-from clusterbench.scenario.drill import Drill, DrillOutcome
-from clusterbench.scenario.spec import ScenarioSpec
-from clusterbench.workloads import SysbenchRunner, build_shim
 
-from .conftest import DRILL_RATE
-from .test_group_replication import all_ready, writers
+from .conftest import DRILL_RATE, all_ready, run_scenario, writers
 
 pytestmark = pytest.mark.integration
 
@@ -58,14 +54,6 @@ FAULT_GROUPS: dict[str, tuple[int, list[dict[str, Any]]]] = {
     ),
     "rolling-restart": (40, [{"kind": "rolling-restart", "target": "all", "at": 3}]),
 }
-
-
-def run_scenario(c: Cluster, data: dict[str, Any]) -> DrillOutcome:
-    spec = ScenarioSpec.model_validate(data)
-    primary = next(iter(writers(c)), None) if c.topology.engine.has_primary else None
-    faults = spec.planned(c.topology.cluster.nodes, 1, "test", primary=primary)
-    drill = Drill(c, spec, c.home / "results.db", SysbenchRunner(shim=build_shim(c.home / "lib")))
-    return drill.run("test", faults)
 
 
 # Every group on Group Replication; on Galera only the rolling restart, which no other test runs

@@ -10,28 +10,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from clusterbench.checkers.verdict import Result
 from clusterbench.cluster import Cluster
 from clusterbench.faults import leftovers
-from clusterbench.scenario.drill import Drill, DrillOutcome
-from clusterbench.scenario.spec import ScenarioSpec
+from clusterbench.scenario.drill import DrillOutcome
 from clusterbench.store import Store
-from clusterbench.workloads import SysbenchRunner, build_shim
 
-from .conftest import DRILL_RATE
+from .conftest import DRILL_RATE, run_scenario
 
 pytestmark = pytest.mark.integration
-
-
-def run_scenario(cluster: Cluster, data: dict[str, Any]) -> DrillOutcome:
-    spec = ScenarioSpec.model_validate(data)
-    faults = spec.planned(cluster.topology.cluster.nodes, 1, "test")
-    sysbench = SysbenchRunner(shim=build_shim(cluster.home / "lib"))
-    return Drill(cluster, spec, cluster.home / "results.db", sysbench).run("test", faults)
 
 
 def verdicts(out: DrillOutcome) -> dict[str, Result]:

@@ -32,10 +32,12 @@ from .conftest import (
     DRILL_RATE,
     NAME,
     acknowledged_missing,
+    all_ready,
     gr_skip_reason,
     gr_topology,
     leftovers,
     make_topology,
+    writers,
 )
 
 pytestmark = pytest.mark.integration
@@ -70,16 +72,6 @@ def sql(c: Cluster, stmt: str, target: str = "balancer") -> tuple[tuple[object, 
             return tuple(cur.fetchall())
     finally:
         conn.close()
-
-
-def all_ready(c: Cluster, size: int | None = None) -> None:
-    n = size or c.topology.cluster.nodes
-    for node in c.nodes():
-        node.wait_ready(90, expect_size=n)
-
-
-def writers(c: Cluster) -> list[int]:
-    return [v.index for v in c.status().nodes if v.health is not None and v.health.writable]
 
 
 # ---------------------------------------------------------------- Group Replication's own

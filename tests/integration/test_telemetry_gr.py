@@ -19,7 +19,8 @@ import pytest
 from clusterbench.cluster import Cluster
 from clusterbench.store import Store
 from clusterbench.telemetry.verdict import Bottleneck
-from tests.integration.test_group_replication import all_ready, sql
+from tests.integration.conftest import all_ready
+from tests.integration.test_group_replication import sql
 from tests.integration.test_telemetry import SECONDS, candidate, limits, run_trial
 
 # `alone`: what these tests assert (per-second series, the bottleneck named) needs the machine's CPUs

@@ -2,12 +2,11 @@
 optional per-second tps samples. All times are trial times (monotonic seconds since the trial start).
 
 Per fault and per entry point (op.process), over the ops that end after the fault starts and start
-before the next fault starts. One exception: a failed op still in flight when the next fault starts
-is the next fault's, not this one's, when it began after an ok op had ended that started after
-this fault's last failure that ended before the next fault (any ok op of the window when no
-failure ended before it): the path had recovered, and a probe cut at the window's end by, say, a balancer kill
-says nothing about this fault. A failure in flight across the boundary while this fault's outage
-still lasts stays this fault's.
+before the next fault starts, with one exception. A failed op still in flight when the next fault
+starts counts for the next fault when the path had recovered before the op began: an ok op had
+ended by then that started after this fault's last failure (the last that ended before the next
+fault; any ok op, when none did). Such a probe, cut at the window's end by a balancer kill say,
+says nothing about this fault; while this fault's outage still lasts, it stays this fault's.
 - first_error_after: from the fault's start to the end of the first op that did not succeed;
 - unavailable: from the start of the first failed op (not earlier than the fault start) to the end
   of the first ok op that started after the last failed op started (the write-unavailability
@@ -71,24 +70,23 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
 
 
-def next_faults(ops: Sequence[Op], until: float) -> list[Op]:
-    """The failed ops in flight at `until` (the next fault's start) that began after an ok op that
-    started after the last failure resolved before `until` (any ok op, without such a failure)."""
+def without_next_faults(ops: Sequence[Op], next_start: float) -> list[Op]:
+    """`ops` without the failed ones that count for the next fault (the module's exception)."""
     ok = [o for o in ops if o.outcome is Outcome.OK]
-    resolved = [o.t_start for o in ops if o.outcome is not Outcome.OK and o.t_end < until]
+    resolved = [o.t_start for o in ops if o.outcome is not Outcome.OK and o.t_end < next_start]
     since = max(resolved, default=float("-inf"))
-    return [
-        o for o in ops
-        if o.outcome is not Outcome.OK and o.t_end >= until
-        and any(k.t_start > since and k.t_end <= o.t_start for k in ok)
-    ]  # fmt: skip
+
+    def next_ones(o: Op) -> bool:
+        return (o.outcome is not Outcome.OK and o.t_end >= next_start
+                and any(k.t_start > since and k.t_end <= o.t_start for k in ok))  # fmt: skip
+
+    return [o for o in ops if not next_ones(o)]
 
 
 def path_figures(
     process: str, ops: Sequence[Op], fault_start: float, next_start: float = float("inf")
 ) -> PathFigures:
-    theirs = {id(o) for o in next_faults(ops, next_start)}
-    ops = [o for o in ops if id(o) not in theirs]
+    ops = without_next_faults(ops, next_start)
     failed = [o for o in ops if o.outcome is not Outcome.OK]
     ok = [o for o in ops if o.outcome is Outcome.OK]
     max_lat = max((o.latency for o in ops), default=None)
